@@ -1,0 +1,25 @@
+"""Stage glove: the configured GloVe source -> data/glove/ (the project's binary store)."""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from pipeline.paths import Layout, project_root
+
+log = logging.getLogger("pipeline")
+
+
+def run(params: dict, layout: Layout, root: Path) -> dict:
+    from pipeline.glove_sources import acquire
+
+    cfg = params["glove"]
+    manifest = acquire(cfg, layout.glove_dir, root, cache_dir=project_root(root) / "data" / "cache")
+    log.info("glove: %s rows x %s dims from %s -> %s", manifest["rows"], manifest["dim"],
+             manifest["origin"]["source"], layout.glove_dir)
+    return manifest
+
+
+if __name__ == "__main__":
+    from pipeline.stages._cli import stage_main
+
+    stage_main("glove", run)

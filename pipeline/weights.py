@@ -1,0 +1,86 @@
+"""The W1/W2 weight pairs of the sweep: parsing, broadcasting, labels."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from pipeline.errors import PipelineError
+
+SQRT_D = "sqrt_d"
+BASELINE = (1.0, 0.0)  # pure word embeddings: the reference every projection is compared to
+
+
+@dataclass(frozen=True)
+class WeightPair:
+    """One term W1 * word_embedding + W2 * positional_encoding."""
+
+    w1: float
+    w2: float
+    w1_text: str  # as configured: "1", "10", "sqrt_d"
+    w2_text: str
+
+    @property
+    def label(self) -> str:
+        """Metric-safe name, e.g. 'w1_1-w2_10', 'w1_sqrt_d-w2_1', 'w1_0p5-w2_1'."""
+        return f"w1_{_slug(self.w1_text)}-w2_{_slug(self.w2_text)}"
+
+    @property
+    def title(self) -> str:
+        """Human name, e.g. 'W1=1, W2=10' or 'W1=sqrt(d)=7.07, W2=1'."""
+        return f"W1={_pretty(self.w1_text, self.w1)}, W2={_pretty(self.w2_text, self.w2)}"
+
+    @property
+    def is_baseline(self) -> bool:
+        return (self.w1, self.w2) == BASELINE
+
+
+def _slug(text: str) -> str:
+    return text.replace(".", "p").replace("-", "m").replace("+", "")
+
+
+def _pretty(text: str, value: float) -> str:
+    return f"sqrt(d)={value:.3g}" if text == SQRT_D else text
+
+
+def _number_text(value: float) -> str:
+    return f"{value:g}"
+
+
+def _parse(value: Any, key: str, d_model: int) -> tuple[float, str]:
+    if isinstance(value, str) and value.strip() == SQRT_D:
+        return math.sqrt(d_model), SQRT_D
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value), _number_text(float(value))
+    raise PipelineError(f"config key {key} has an invalid weight {value!r}: each weight must be a finite number "
+                        f"or '{SQRT_D}'. Fix: e.g. `{key}=[1,10]` or `{key}={SQRT_D}`.")
+
+
+def _as_list(value: Any, key: str) -> list:
+    if isinstance(value, (list, tuple)):
+        if not value:
+            raise PipelineError(f"config key {key} is an empty list: give at least one weight, e.g. `{key}=[1]`.")
+        return list(value)
+    if value is None:
+        raise PipelineError(f"config key {key} is not set: give a weight or a list of weights, e.g. `{key}=1`.")
+    return [value]
+
+
+def weight_pairs(w1: Any, w2: Any, d_model: int) -> list[WeightPair]:
+    """Pairs from sweep.w1 and sweep.w2 (scalars broadcast against lists), baseline (1, 0) first.
+
+    Duplicates are dropped, keeping first occurrence.
+    """
+    w1s, w2s = _as_list(w1, "sweep.w1"), _as_list(w2, "sweep.w2")
+    if len(w1s) != len(w2s) and 1 not in (len(w1s), len(w2s)):
+        raise PipelineError(f"sweep.w1 has {len(w1s)} weights and sweep.w2 has {len(w2s)}: they pair up "
+                            "element by element, so give lists of the same length, or a single value for one of them.")
+    n = max(len(w1s), len(w2s))
+    w1s, w2s = (w1s * n if len(w1s) == 1 else w1s), (w2s * n if len(w2s) == 1 else w2s)
+    pairs = [WeightPair(*BASELINE, "1", "0")]
+    for a, b in zip(w1s, w2s):
+        (v1, t1), (v2, t2) = _parse(a, "sweep.w1", d_model), _parse(b, "sweep.w2", d_model)
+        pair = WeightPair(v1, v2, t1, t2)
+        if all((p.w1, p.w2) != (pair.w1, pair.w2) for p in pairs):
+            pairs.append(pair)
+    return pairs

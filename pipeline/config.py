@@ -183,12 +183,11 @@ def validate(cfg: dict) -> None:
              enc.get("max_offset"), "an integer >= 1")
     _require(enc.get("d_model") is None or enc["d_model"] == glove["dim"], "encoding.d_model", enc.get("d_model"),
              f"null or equal to glove.dim = {glove['dim']} (the encoding is added to the word vectors)")
-    for pos in enc.get("norm_positions") or []:
-        _require(_is_int(pos) and 0 <= pos < enc["max_len"], "encoding.norm_positions", pos,
-                 f"a position in [0, encoding.max_len={enc['max_len']})")
+    for pos in enc.get("norm_positions") or []:  # positions >= max_len are skipped with a warning
+        _require(_is_int(pos) and pos >= 0, "encoding.norm_positions", pos, "a list of positions (integers >= 0)")
     for pair in enc.get("distance_pairs") or []:
-        _require(isinstance(pair, list) and len(pair) == 2 and all(_is_int(p) and 0 <= p < enc["max_len"] for p in pair),
-                 "encoding.distance_pairs", pair, f"a pair [p, q] of positions in [0, {enc['max_len']})")
+        _require(isinstance(pair, list) and len(pair) == 2 and all(_is_int(p) and p >= 0 for p in pair),
+                 "encoding.distance_pairs", pair, "a list of pairs [p, q] of positions (integers >= 0)")
     from pipeline.weights import weight_pairs  # validates sweep.w1 / sweep.w2
 
     weight_pairs(sweep.get("w1"), sweep.get("w2"), d_model=glove["dim"])

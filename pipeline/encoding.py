@@ -89,6 +89,7 @@ def distance_matrix(pe: torch.Tensor, gram: torch.Tensor | None = None) -> torch
     sq = torch.diagonal(gram)
     dist2 = (sq[:, None] + sq[None, :] - 2.0 * gram).clamp_min_(0.0)
     dist = dist2.sqrt_()
+    dist = 0.5 * (dist + dist.T)  # x @ x.T is symmetric only up to rounding
     dist.fill_diagonal_(0.0)
     return dist
 

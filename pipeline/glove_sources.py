@@ -9,6 +9,7 @@ import importlib
 import io
 import urllib.request
 import zipfile
+import zlib
 from importlib import metadata
 from pathlib import Path
 from typing import IO, Iterable
@@ -151,7 +152,7 @@ def _from_zip(zip_path: Path, cfg: dict, target: Path, origin: dict) -> dict:
                 raise PipelineError(f"{zip_path} has no member {member!r} (it has {names[:6]}): fix glove.member.")
             with archive.open(member) as raw:
                 vectors, words, read = _read_text_stream(raw, cfg["dim"], f"{zip_path}:{member}", cfg.get("sha256"))
-    except (zipfile.BadZipFile, EOFError) as exc:
+    except (zipfile.BadZipFile, EOFError, zlib.error) as exc:  # zlib.error: damaged deflate data
         raise PipelineError(f"{zip_path} is not a valid zip ({exc}): delete it and download again.") from None
     origin.update({"name": cfg["name"], "member": member, "member_sha256": read["sha256"], "member_bytes": read["bytes"]})
     return write_store(target, vectors, _check_unique(words, member), origin)

@@ -84,7 +84,8 @@ class GloveStore:
 
     @cached_property
     def words(self) -> list[str]:
-        return (self.path / VOCAB).read_text(encoding="utf-8").split("\n")[:-1]
+        # bytes, then decode: read_text would turn a "\r" inside a word into a line break
+        return (self.path / VOCAB).read_bytes().decode("utf-8").split("\n")[:-1]
 
     @cached_property
     def index(self) -> dict[str, int]:

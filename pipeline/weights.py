@@ -44,14 +44,18 @@ def _pretty(text: str, value: float) -> str:
 
 
 def _number_text(value: float) -> str:
-    return f"{value:g}"
+    """Short form ('10', '0.5', '1e-05') when it reads back as the same number, else the exact repr:
+    two different weights must never share a text, hence a label (a metric key)."""
+    short = f"{value:g}"
+    return short if float(short) == value else repr(value)
 
 
 def _parse(value: Any, key: str, d_model: int) -> tuple[float, str]:
     if isinstance(value, str) and value.strip() == SQRT_D:
         return math.sqrt(d_model), SQRT_D
     if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value), _number_text(float(value))
+        value = float(value) + 0.0  # -0.0 -> 0.0: one weight, one label
+        return value, _number_text(value)
     raise PipelineError(f"config key {key} has an invalid weight {value!r}: each weight must be a finite number "
                         f"or '{SQRT_D}'. Fix: e.g. `{key}=[1,10]` or `{key}={SQRT_D}`.")
 
@@ -69,7 +73,8 @@ def _as_list(value: Any, key: str) -> list:
 def weight_pairs(w1: Any, w2: Any, d_model: int) -> list[WeightPair]:
     """Pairs from sweep.w1 and sweep.w2 (scalars broadcast against lists), baseline (1, 0) first.
 
-    Duplicates are dropped, keeping first occurrence.
+    Duplicates (the same configured weights, i.e. the same label) are dropped, keeping first occurrence;
+    'sqrt_d' stays its own pair even where sqrt(d_model) equals another configured number.
     """
     w1s, w2s = _as_list(w1, "sweep.w1"), _as_list(w2, "sweep.w2")
     if len(w1s) != len(w2s) and 1 not in (len(w1s), len(w2s)):
@@ -81,6 +86,6 @@ def weight_pairs(w1: Any, w2: Any, d_model: int) -> list[WeightPair]:
     for a, b in zip(w1s, w2s):
         (v1, t1), (v2, t2) = _parse(a, "sweep.w1", d_model), _parse(b, "sweep.w2", d_model)
         pair = WeightPair(v1, v2, t1, t2)
-        if all((p.w1, p.w2) != (pair.w1, pair.w2) for p in pairs):
+        if all(p.label != pair.label for p in pairs):
             pairs.append(pair)
     return pairs

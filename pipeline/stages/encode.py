@@ -82,6 +82,13 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
     write_npy(out / "distance.npy", dist.cpu().numpy().astype(np.float32))
 
     pe64 = pe.to(norms.dtype)
+    n = cfg["max_len"]
+    norm_positions = [p for p in cfg["norm_positions"] or [] if p < n]
+    distance_pairs = [(p, q) for p, q in cfg["distance_pairs"] or [] if max(p, q) < n]
+    skipped = len(cfg["norm_positions"] or []) - len(norm_positions) + len(cfg["distance_pairs"] or []) - len(distance_pairs)
+    if skipped:
+        log.warning("encode: %d probe(s) in encoding.norm_positions / distance_pairs lie beyond encoding.max_len=%d "
+                    "and are skipped", skipped, n)
     summary = {
         "d_model": d,
         "max_len": cfg["max_len"],
@@ -91,9 +98,9 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
         "offset_distance_max_spread": float((hi - lo).max()) if len(lo) else 0.0,
         "offset_distance_closed_form_max_abs_err": float(torch.maximum((hi - closed).abs(), (lo - closed).abs()).max())
         if len(lo) else 0.0,
-        "norm": {f"p{p}": float(norms[p]) for p in cfg["norm_positions"] or []},
+        "norm": {f"p{p}": float(norms[p]) for p in norm_positions},
         "distance": {f"p{p}_p{q}": float(torch.linalg.vector_norm(pe64[p] - pe64[q]))
-                     for p, q in cfg["distance_pairs"] or []},
+                     for p, q in distance_pairs},
         "vocab_size": len(tokens["word_index"]),
         "oov_count": len(missing),
         "oov_words": missing,

@@ -1,0 +1,51 @@
+"""Shared fixtures. Every test logs to its own temporary MLflow store, never the project's."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def private_mlflow_store(tmp_path, monkeypatch):
+    """MLFLOW_TRACKING_URI -> a fresh SQLite store in this test's tmp dir."""
+    uri = f"sqlite:///{tmp_path / 'mlflow-test.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    return uri
+
+
+def run(cmd: list[str], cwd: Path, check: bool = True, timeout: float = 600, **env: str) -> subprocess.CompletedProcess:
+    """Run a command with this interpreter's bin dir first on PATH (DVC stage commands say `python`)."""
+    full_env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", **env)
+    result = subprocess.run(cmd, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout)
+    if check and result.returncode != 0:
+        raise AssertionError(f"{cmd} exited {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}")
+    return result
+
+
+def copy_checkout(dest: Path) -> Path:
+    """What a fresh clone holds: the tracked and non-ignored files of this checkout, committed in a new repo."""
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                           capture_output=True, text=True, check=True).stdout.split("\0")
+    for name in filter(None, files):
+        src = REPO / name
+        if src.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
+    git_env = {"GIT_AUTHOR_NAME": "test", "GIT_AUTHOR_EMAIL": "test@localhost",
+               "GIT_COMMITTER_NAME": "test", "GIT_COMMITTER_EMAIL": "test@localhost"}
+    for cmd in (["git", "init", "-q", "-b", "main"], ["git", "add", "-A"], ["git", "commit", "-qm", "copy"]):
+        run(cmd, dest, **git_env)
+    return dest
+
+
+@pytest.fixture
+def checkout(tmp_path) -> Path:
+    """A throwaway copy of the project, as a fresh clone would have it."""
+    return copy_checkout(tmp_path / "project")

@@ -1,0 +1,155 @@
+"""The stages in-process on a small synthetic GloVe store: seed outputs, and one clear error per bad input."""
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pipeline import config
+from pipeline.errors import PipelineError
+from pipeline.glove_store import write_store
+from pipeline.paths import Layout
+from pipeline.stages import encode, figures, sweep, tokenize
+
+REPO = Path(__file__).resolve().parents[1]
+SEED_WORDS = "king queen man woman dog wolf football basketball red green yellow".split()
+DIM = 8
+
+
+@pytest.fixture(scope="module")
+def small_store(tmp_path_factory) -> Path:
+    """A GloVe store of the seed's eleven words plus a few, 8-d, fixed random vectors."""
+    path = tmp_path_factory.mktemp("store") / "glove"
+    words = SEED_WORDS + ["the", "a", "is", "ball"]
+    vectors = np.random.default_rng(0).normal(size=(len(words), DIM)).astype(np.float32)
+    write_store(path, vectors, words, {"source": "test"})
+    return path
+
+
+def params_for(*overrides: str) -> dict:
+    params = config.compose(["glove=path", f"glove.dim={DIM}", "glove.path=unused.txt", *overrides], REPO)
+    config.validate(params)
+    return params
+
+
+def run_stages(params: dict, tmp_path: Path, store: Path, upto: str = "sweep") -> Layout:
+    layout = Layout(tmp_path, glove=store)
+    for stage in (tokenize, encode, sweep, figures):
+        stage.run(params, layout, tmp_path)
+        if stage.__name__.endswith(upto):
+            break
+    return layout
+
+
+def test_seed_sentences_through_sweep(tmp_path, small_store):
+    """The seed's tokens, an embedding matrix with the store's rows, PE diagnostics, 5 projections per sentence."""
+    from pipeline.files import read_json
+
+    layout = run_stages(params_for(), tmp_path, small_store)
+    tokens = read_json(layout.tokens)
+    assert tokens["word_index"] == {w: i + 1 for i, w in enumerate(SEED_WORDS)}
+    assert tokens["sequences"] == [list(range(1, 12)), [3, 2, 11, 8, 10, 5, 4, 7, 1, 9, 6]]
+    assert np.array(tokens["padded"]).shape == (2, 100) and tokens["positions"][1] == list(range(11))
+    emb = np.load(layout.encode_dir / "embeddings.npy")
+    assert emb.shape == (12, DIM) and not emb[0].any()
+    from pipeline.glove_store import GloveStore
+
+    store = GloveStore.open(small_store)
+    np.testing.assert_array_equal(emb[2], store.vectors[store.index["queen"]])
+    metrics = read_json(layout.metrics)
+    assert metrics["embedding"]["oov_count"] == 0
+    assert math.isclose(metrics["encoding"]["norm_expected"], 2.0)
+    assert metrics["encoding"]["norm_max_abs_dev"] < 1e-6
+    assert set(metrics["sweep"]["s0"]) == {"w1_1-w2_0", "w1_1-w2_1", "w1_1-w2_10", "w1_10-w2_1", "w1_sqrt_d-w2_1"}
+    assert metrics["sweep"]["s0"]["w1_1-w2_0"]["pca_disparity"] == 0.0
+    # the pure-embedding projection of both sentences is the same point set (order does not matter to GloVe)
+    arrays = np.load(layout.sweep_dir / "projections.npz")
+    s0, s1 = arrays["s0_coords"][0], arrays["s1_coords"][0]
+    order = [SEED_WORDS.index(w) for w in read_json(layout.sweep_dir / "projections.json")["sentences"][1]["words"]]
+    np.testing.assert_allclose(s1, s0[order], atol=1e-9)
+    # position dominates at W2=10 more than at W2=1
+    assert metrics["sweep"]["s1"]["w1_1-w2_10"]["pca_disparity"] > metrics["sweep"]["s1"]["w1_1-w2_1"]["pca_disparity"]
+
+
+def test_sweep_matches_sklearn_pca(tmp_path, small_store):
+    from sklearn.decomposition import PCA
+
+    layout = run_stages(params_for(), tmp_path, small_store)
+    emb = np.load(layout.encode_dir / "embeddings.npy").astype(np.float64)
+    pe = np.load(layout.encode_dir / "pe.npy").astype(np.float64)
+    coords = np.load(layout.sweep_dir / "projections.npz")["s1_coords"]
+    ids = [3, 2, 11, 8, 10, 5, 4, 7, 1, 9, 6]
+    w1, w2 = 1.0, 10.0   # pair index 2 after the baseline and (1, 1)
+    expected = PCA(n_components=2).fit_transform(w1 * emb[ids] + w2 * pe[:11])
+    np.testing.assert_allclose(coords[2], expected, atol=1e-8)
+
+
+def test_figures_stage_writes_every_figure(tmp_path, small_store):
+    layout = run_stages(params_for(), tmp_path, small_store, upto="figures")
+    names = sorted(p.name for p in layout.figures_dir.glob("*.png"))
+    assert len(names) == 5 + 2 * 5
+    assert {"pe_heatmap.png", "pe_dot_product.png", "pe_distance.png", "pe_norms.png",
+            "pe_offset_distance.png", "projection_s1_w1_1-w2_10.png"} <= set(names)
+    assert all((layout.figures_dir / n).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for n in names)
+
+
+def test_all_oov_sentence_is_refused(tmp_path, small_store):
+    params = params_for("texts.sentences=[king queen man,zebra unicorn narwhal]")
+    with pytest.raises(PipelineError, match=r"every word of sentence 1 .*zebra unicorn narwhal.* missing"):
+        run_stages(params, tmp_path, small_store)
+
+
+def test_partly_oov_sentence_gets_zero_rows_and_is_reported(tmp_path, small_store, caplog):
+    from pipeline.files import read_json
+
+    params = params_for("texts.sentences=[king zebra queen,man woman dog]")
+    with caplog.at_level(logging.WARNING, logger="pipeline"):
+        layout = run_stages(params, tmp_path, small_store)
+    encoded = read_json(layout.encode_dir / "encode.json")
+    assert encoded["oov_words"] == ["zebra"] and encoded["oov_count"] == 1
+    emb = np.load(layout.encode_dir / "embeddings.npy")
+    assert not emb[read_json(layout.tokens)["word_index"]["zebra"]].any()
+    assert "zebra" in caplog.text
+
+
+def test_text_longer_than_maxlen_is_truncated_with_a_warning(tmp_path, small_store, caplog):
+    from pipeline.files import read_json
+
+    params = params_for("tokenizer.maxlen=4", "tokenizer.truncating=post", "encoding.max_len=10",
+                        "texts.sentences=[king queen man woman dog wolf,red green yellow]")
+    with caplog.at_level(logging.WARNING, logger="pipeline"):
+        layout = run_stages(params, tmp_path, small_store)
+    tokens = read_json(layout.tokens)
+    assert tokens["words"][0] == ["king", "queen", "man", "woman"] and tokens["truncated"] == [True, False]
+    assert "tokenizer.maxlen=4" in caplog.text and "2 cut" in caplog.text
+    assert "beyond encoding.max_len=10" in caplog.text           # the seed's probes at 34 and 70/72
+    assert read_json(layout.encode_dir / "encode.json")["norm"] == {}
+
+
+def test_one_token_sentence_is_refused(tmp_path, small_store):
+    with pytest.raises(PipelineError, match=r"sentence 1 .* 1 token.* at least 2"):
+        run_stages(params_for("texts.sentences=[king queen,wolf]"), tmp_path, small_store)
+
+
+def test_max_len_shorter_than_padding_is_refused(tmp_path, small_store):
+    with pytest.raises(PipelineError, match=r"encoding\.max_len = 50 .* tokenizer\.maxlen"):
+        run_stages(params_for("encoding.max_len=50"), tmp_path, small_store)
+
+
+def test_glove_dim_mismatch_with_the_store_is_refused(tmp_path, small_store):
+    params = params_for()
+    params["glove"]["dim"] = 50
+    with pytest.raises(PipelineError, match=r"glove\.dim = 50 .* 8 dimensions"):
+        run_stages(params, tmp_path, small_store)
+
+
+def test_missing_glove_path_is_refused(tmp_path):
+    from pipeline.stages import glove
+
+    params = params_for("glove.path=/nonexistent/glove.txt")
+    with pytest.raises(PipelineError, match=r"glove\.path .*no such file.*6B-50d"):
+        glove.run(params, Layout(tmp_path), tmp_path)
+    assert not (tmp_path / "data" / "glove").exists()

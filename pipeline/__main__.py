@@ -2,11 +2,17 @@
 
     python -m pipeline                                   # one run, outputs in outputs/runs/<time>/
     python -m pipeline -m sweep.w2=1,10 texts=seed,file  # multirun: 4 jobs, one MLflow parent run
-    python -m pipeline -m hydra/launcher=joblib ...      # (with hydra-joblib-launcher) jobs in parallel
+    python -m pipeline -m hydra/launcher=parallel sweep.w2=1,2,4,8   # 2 jobs at a time (joblib)
+    python -m pipeline -m hydra/launcher=submitit_local ...           # each job a submitit process
+    python -m pipeline -m hydra/launcher=slurm hydra.launcher.partition=NAME ...   # on a SLURM cluster
 
 Each job writes its data/ and reports/ under its own Hydra output directory (the DVC workspace is
 left alone) and logs one MLflow run. GloVe stores are shared between jobs through
 data/cache/stores/, keyed by the glove config.
+
+A job that fails (a bad override value, a bug) does not stop the sweep: it writes its error into
+<job dir>/job_result.json and a FAILED child run; the other jobs go on, and at the end
+pipeline.tracking.MultirunParentRun reports which jobs failed and why, and exits 1.
 """
 from __future__ import annotations
 
@@ -33,24 +39,23 @@ def shared_glove_store(glove_cfg: dict, root: Path) -> Path:
     cache = project_root(root) / "data" / "cache"
     store = cache / "stores" / f"{glove_cfg['name']}-{key}"
     if not (store / "manifest.json").exists():
-        try:
-            acquire(glove_cfg, store, root, cache_dir=cache)
-        except OSError:
-            if not (store / "manifest.json").exists():  # not a parallel job that finished first
-                raise
+        from pipeline.locks import machine_lock
+
+        # parallel jobs of one sweep: one builds the store, the others wait for it (a download can take long)
+        with machine_lock(f"glove-store:{store}", f"the GloVe store {store} to be built", timeout=3 * 3600):
+            if not (store / "manifest.json").exists():
+                acquire(glove_cfg, store, root, cache_dir=cache)
     return store
 
 
-def run_job(params: dict, out: Path, root: Path) -> dict:
+def run_job(params: dict, out: Path, root: Path, *, parent_run_id: str | None = None,
+            overrides: list[str] = ()) -> dict:
     """All stages for one composed config into `out`; returns the MLflow record."""
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.types import RunMode
-
     from pipeline.config import dump_params, validate
     from pipeline.files import write_text
     from pipeline.paths import Layout
-    from pipeline.stages import encode, figures, sweep, tokenize
-    from pipeline.tracking import check_reachable, log_result, read_parent_run
+    from pipeline.stages import encode, figures, report, sweep, tokenize
+    from pipeline.tracking import check_reachable, log_result
 
     validate(params)
     tracking = params["tracking"]
@@ -58,34 +63,69 @@ def run_job(params: dict, out: Path, root: Path) -> dict:
         check_reachable(tracking, root)
     write_text(out / "params.yaml", dump_params(params))
     layout = Layout(out, glove=shared_glove_store(params["glove"], root))
-    for stage in (tokenize, encode, sweep, figures):
+    for stage in (tokenize, encode, sweep, figures, report):
         stage.run(params, layout, root)
     if not tracking["enabled"]:
         return {"enabled": False}
-    hydra_cfg = HydraConfig.get()
-    parent = None
-    if hydra_cfg.mode == RunMode.MULTIRUN:
-        parent = read_parent_run(Path(hydra_cfg.sweep.dir))
-    overrides = " ".join(hydra_cfg.overrides.task)
-    record = log_result(params, out, root, parent_run_id=parent,
+    overrides = " ".join(overrides)
+    record = log_result(params, out, root, parent_run_id=parent_run_id,
                         run_name=overrides or None, extra_tags={"runner": "hydra", "overrides": overrides})
     log.info("mlflow: run %s (%s)", record["run_id"], overrides or "defaults")
     return record
 
 
+def record_failed_run(params: dict | None, parent_run_id: str | None, overrides: list[str], error: str) -> None:
+    """Best effort: the failed job as a FAILED child run, so the MLflow UI shows it beside the others."""
+    from pipeline.tracking import check_reachable, log_failed_run
+
+    if not params or not params.get("tracking", {}).get("enabled"):
+        return
+    try:
+        check_reachable(params["tracking"])  # a dead server: say so now, not after MLflow's minutes of retries
+        log_failed_run(params, checkout_root(), run_name=" ".join(overrides) or "defaults", error=error,
+                       parent_run_id=parent_run_id, extra_tags={"runner": "hydra", "overrides": " ".join(overrides)})
+    except Exception as exc:  # noqa: BLE001 - the job record and the sweep summary still hold the error
+        log.warning("could not record the failed job in MLflow: %s", exc)
+
+
 @hydra.main(config_path=CONF_DIR, config_name="config", version_base="1.3")
-def app(cfg: DictConfig) -> float | None:
+def app(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
 
     from pipeline.errors import PipelineError
+    from pipeline.files import read_json
+    from pipeline.multirun import read_sweep, summary_metrics, write_job
 
-    params = OmegaConf.to_container(cfg, resolve=True)
-    out = Path(HydraConfig.get().runtime.output_dir)
+    hydra_cfg = HydraConfig.get()
+    out = Path(hydra_cfg.runtime.output_dir)
+    multirun = hydra_cfg.mode == RunMode.MULTIRUN
+    sweep = read_sweep(Path(hydra_cfg.sweep.dir).resolve()) if multirun else None
+    overrides = list(hydra_cfg.overrides.task)
+    parent = sweep["parent_run_id"] if sweep else None
+    job = {"sweep_id": sweep["sweep_id"] if sweep else None, "num": OmegaConf.select(hydra_cfg, "job.num", default=0),
+           "overrides": overrides, "dir": str(out), "status": "running"}
+    write_job(out, job)
+    params = None
     try:
-        run_job(params, out, checkout_root())
-    except PipelineError as exc:
-        log.error("%s", exc)
-        raise SystemExit(2) from None
+        params = OmegaConf.to_container(cfg, resolve=True)
+        record = run_job(params, out, checkout_root(), parent_run_id=parent, overrides=overrides)
+    except Exception as exc:
+        if isinstance(exc, PipelineError):
+            error = str(exc)
+            log.error("%s", error)
+        else:
+            error = f"{type(exc).__name__}: {exc}"
+            log.exception("job failed")
+        write_job(out, {**job, "status": "failed", "error": error})
+        if not multirun:
+            if isinstance(exc, PipelineError):
+                raise SystemExit(2) from None
+            raise
+        record_failed_run(params, parent, overrides, error)
+        return None  # the sweep goes on; MultirunParentRun reports the failure at its end and exits 1
+    write_job(out, {**job, "status": "finished", "run_id": record.get("run_id"),
+                    "metrics": summary_metrics(read_json(out / "reports" / "metrics.json"))})
     return None
 
 

@@ -19,7 +19,7 @@ def main(argv: list[str] | None = None) -> int:
         from pipeline.paths import checkout_root
 
         conf = checkout_root() / "conf"
-        for group in sorted(p for p in conf.iterdir() if p.is_dir()):
+        for group in sorted(p for p in conf.iterdir() if p.is_dir() and p.name != "hydra"):  # hydra/: launchers
             print(f"  {group.name}: {', '.join(sorted(f.stem for f in group.glob('*.yaml')))}")
         return 0
     try:

@@ -17,7 +17,7 @@ import yaml
 from pipeline.errors import PipelineError
 from pipeline.paths import checkout_root
 
-GROUPS = ("glove", "texts", "tokenizer", "encoding", "sweep", "figures", "tracking")
+GROUPS = ("glove", "texts", "tokenizer", "encoding", "sweep", "metrics", "figures", "tutorials", "tracking")
 CONFIG_NAME = "config"
 PARAMS_HEADER = (
     "# GENERATED from conf/ by `python -m pipeline.compose` (or `dvc exp run`): do not edit.\n"
@@ -179,6 +179,12 @@ def validate(cfg: dict) -> None:
     _require(enc.get("device") in ("auto", "cpu", "cuda", "mps") or str(enc.get("device", "")).startswith("cuda:"),
              "encoding.device", enc.get("device"), "auto, cpu, cuda, cuda:N or mps")
     _require(enc.get("dtype") in ("float32", "float64"), "encoding.dtype", enc.get("dtype"), "float32 or float64")
+    _require(enc.get("name") in ("sinusoidal", "learned"), "encoding.name", enc.get("name"),
+             "sinusoidal or learned (the encodings the encode stage computes)")
+    _require(enc.get("layout") in ("interleaved", "concatenated"), "encoding.layout", enc.get("layout"),
+             "interleaved (the paper's sin/cos columns) or concatenated ([sin | cos])")
+    _require(_is_int(enc.get("max_matrix_size")) and enc["max_matrix_size"] >= 8, "encoding.max_matrix_size",
+             enc.get("max_matrix_size"), "an integer >= 8 (the side of dot.npy / distance.npy)")
     _require(_is_int(enc.get("max_offset")) and enc["max_offset"] >= 1, "encoding.max_offset",
              enc.get("max_offset"), "an integer >= 1")
     _require(enc.get("d_model") is None or enc["d_model"] == glove["dim"], "encoding.d_model", enc.get("d_model"),
@@ -188,11 +194,32 @@ def validate(cfg: dict) -> None:
     for pair in enc.get("distance_pairs") or []:
         _require(isinstance(pair, list) and len(pair) == 2 and all(_is_int(p) and p >= 0 for p in pair),
                  "encoding.distance_pairs", pair, "a list of pairs [p, q] of positions (integers >= 0)")
+    if enc.get("name") == "learned":
+        from pipeline.random_init import check_init
+
+        check_init(enc.get("seed"), enc.get("init"), enc.get("scale"), where="encoding.")
+    from pipeline.tutorial_figures import validate_tutorials
     from pipeline.weights import weight_pairs  # validates sweep.w1 / sweep.w2
+
+    validate_tutorials(cfg["tutorials"])
 
     weight_pairs(sweep.get("w1"), sweep.get("w2"), d_model=glove["dim"])
     _require(sweep.get("n_components") == 2, "sweep.n_components", sweep.get("n_components"), "2")
+    ratios = sweep.get("ratios") or {}
+    _require(_is_number(ratios.get("min")) and ratios["min"] > 0, "sweep.ratios.min", ratios.get("min"), "a number > 0")
+    _require(_is_number(ratios.get("max")) and ratios["max"] > ratios["min"], "sweep.ratios.max", ratios.get("max"),
+             "a number > sweep.ratios.min")
+    _require(_is_int(ratios.get("points")) and 2 <= ratios["points"] <= 10000, "sweep.ratios.points",
+             ratios.get("points"), "an integer in [2, 10000]")
+    metrics = cfg["metrics"]
+    _require(_is_int(metrics.get("neighbours")) and metrics["neighbours"] >= 1, "metrics.neighbours",
+             metrics.get("neighbours"), "an integer >= 1")
+    _require(isinstance(metrics.get("groups"), list) and all(isinstance(g, list) and all(isinstance(w, str) for w in g)
+                                                           for g in metrics["groups"]),
+             "metrics.groups", metrics.get("groups"), "a list of lists of words")
     _require(_is_int(cfg["figures"].get("dpi")) and cfg["figures"]["dpi"] >= 30, "figures.dpi",
              cfg["figures"].get("dpi"), "an integer >= 30")
+    _require(_is_int(cfg["figures"].get("workers")) and cfg["figures"]["workers"] >= 1, "figures.workers",
+             cfg["figures"].get("workers"), "an integer >= 1")
     _require(_is_int(cfg["figures"].get("max_heatmap_size")) and cfg["figures"]["max_heatmap_size"] >= 8,
              "figures.max_heatmap_size", cfg["figures"].get("max_heatmap_size"), "an integer >= 8")

@@ -1,4 +1,4 @@
-"""Pick the torch device: `auto` takes cuda, then mps, then cpu."""
+"""Torch devices and dtypes: `auto` takes cuda, then mps, then cpu; which dtype a device can work in."""
 from __future__ import annotations
 
 import torch
@@ -33,6 +33,20 @@ def resolve_dtype(name: str) -> torch.dtype:
         raise PipelineError(f"dtype {name!r} is not supported: use one of {sorted(DTYPES)}.") from None
 
 
-def float64_capable(device: torch.device) -> torch.dtype:
-    """float64 where the device has it (MPS does not), else float32."""
-    return torch.float32 if device.type == "mps" else torch.float64
+def has_float64(device: torch.device | str | None) -> bool:
+    """Whether the device computes in float64 (MPS does not)."""
+    return torch.device(device or "cpu").type != "mps"
+
+
+def float64_capable(device: torch.device | str | None) -> torch.dtype:
+    """float64 where the device has it (MPS does not), else float32: the dtype to accumulate in."""
+    return torch.float64 if has_float64(device) else torch.float32
+
+
+def synchronize(device: torch.device | str | None) -> None:
+    """Wait for the device's queued kernels (for timing): a no-op on the CPU."""
+    device = torch.device(device or "cpu")
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elif device.type == "mps":
+        torch.mps.synchronize()

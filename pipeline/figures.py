@@ -17,31 +17,76 @@ from pipeline.files import atomic_path  # noqa: E402
 PNG_METADATA = {"Software": None}
 
 
+class Batch:
+    """Figures queued while the data is read, then drawn in parallel worker processes.
+
+    Workers are forked, so they start with matplotlib already imported; they only draw (numpy and
+    matplotlib), which is safe to fork even when the parent has used torch. Output is the same
+    whatever the number of workers.
+    """
+
+    def __init__(self) -> None:
+        self.jobs: list[tuple] = []
+
+    def add(self, draw, *args, **kwargs) -> None:
+        self.jobs.append((draw, args, kwargs))
+
+    def run(self, workers: int, meanwhile=None):
+        """Draw every queued figure; `meanwhile()` runs in this process during the drawing. Returns its result."""
+        import multiprocessing
+        import os
+
+        workers = min(workers, len(self.jobs), os.cpu_count() or 1)
+        if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+            for job in self.jobs:
+                _draw(job)
+            return meanwhile() if meanwhile else None
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            pending = pool.map_async(_draw, self.jobs, chunksize=1)
+            result = meanwhile() if meanwhile else None
+            pending.get()
+        return result
+
+
+def _draw(job: tuple) -> None:
+    draw, args, kwargs = job
+    draw(*args, **kwargs)
+
+
 def save(fig, path: Path, dpi: int) -> None:
     with atomic_path(path, suffix=".png") as tmp:
         fig.savefig(tmp, dpi=dpi, format="png", metadata=PNG_METADATA, bbox_inches="tight")
     plt.close(fig)
 
 
-def block_average(matrix: np.ndarray, max_size: int) -> tuple[np.ndarray, int]:
-    """Average non-overlapping f x f blocks so that no side exceeds max_size. Returns (matrix, f)."""
-    factor = max(1, int(np.ceil(max(matrix.shape) / max_size)))
-    if factor == 1:
-        return matrix, 1
-    rows, cols = (matrix.shape[0] // factor) * factor, (matrix.shape[1] // factor) * factor
-    trimmed = matrix[:rows, :cols]
-    return trimmed.reshape(rows // factor, factor, cols // factor, factor).mean(axis=(1, 3)), factor
+def block_average(matrix: np.ndarray, max_size: int) -> tuple[np.ndarray, tuple[int, int]]:
+    """Average non-overlapping blocks so that no side exceeds max_size (each axis on its own).
+
+    matrix: (rows, cols). Returns (averaged matrix, (row factor, column factor)); trailing rows or
+    columns that do not fill a block are dropped.
+    """
+    fr, fc = (max(1, -(-side // max_size)) for side in matrix.shape)
+    if fr == fc == 1:
+        return np.asarray(matrix), (1, 1)
+    rows, cols = (matrix.shape[0] // fr) * fr, (matrix.shape[1] // fc) * fc
+    trimmed = np.asarray(matrix[:rows, :cols], dtype=np.float64)
+    return trimmed.reshape(rows // fr, fr, cols // fc, fc).mean(axis=(1, 3)), (fr, fc)
 
 
 def heatmap(matrix: np.ndarray, path: Path, *, title: str, xlabel: str, ylabel: str, cbar: str,
-            dpi: int, max_size: int, cmap: str = "RdBu", square: bool = False, centered: bool = False) -> None:
-    """The matrix as a colour map with position 0 at the bottom left (as the notebook's pcolormesh)."""
-    shown, factor = block_average(np.asarray(matrix, dtype=np.float64), max_size)
-    if factor > 1:
-        title += f"\n(block-averaged {factor}x{factor} for display)"
+            dpi: int, max_size: int, cmap: str = "RdBu", square: bool = False, centered: bool = False,
+            cell: int | tuple[int, int] = 1) -> None:
+    """The matrix as a colour map with position 0 at the bottom left (as the notebook's pcolormesh).
+
+    cell: positions per matrix entry (rows, columns) when the matrix already holds block means."""
+    shown, (fr, fc) = block_average(np.asarray(matrix, dtype=np.float64), max_size)
+    cr, cc = (cell, cell) if isinstance(cell, int) else cell
+    fr, fc = fr * cr, fc * cc
+    if fr > 1 or fc > 1:
+        title += f"\n(block-averaged {fr}x{fc} for display)"
     fig, ax = plt.subplots(figsize=(7.5, 6.5) if square else (9, 6))
     lim = float(np.abs(shown).max()) or 1.0
-    extent = (0, shown.shape[1] * factor, 0, shown.shape[0] * factor)
+    extent = (0, shown.shape[1] * fc, 0, shown.shape[0] * fr)
     image = ax.imshow(shown, origin="lower", cmap=cmap, aspect="equal" if square else "auto", extent=extent,
                       interpolation="nearest", vmin=-lim if centered else None, vmax=lim if centered else None)
     fig.colorbar(image, ax=ax, label=cbar)
@@ -71,9 +116,10 @@ def projection(coords: np.ndarray, words: Sequence[str], positions: Sequence[int
     save(fig, path, dpi)
 
 
-def norms_plot(norms: np.ndarray, expected: float, path: Path, *, title: str, dpi: int) -> None:
+def norms_plot(positions: np.ndarray, norms: np.ndarray, expected: float, path: Path, *, title: str,
+               dpi: int) -> None:
     fig, ax = plt.subplots(figsize=(9, 4.5))
-    ax.plot(np.arange(len(norms)), norms, marker=".", label="||PE(pos)||")
+    ax.plot(positions, norms, marker="." if len(norms) <= 512 else None, label="||PE(pos)||")
     ax.axhline(expected, color="tab:red", linestyle="--", label=f"sqrt(d/2) = {expected:.7f}")
     dev = float(np.abs(norms - expected).max())
     ax.set(title=f"{title}\nmax |norm - sqrt(d/2)| = {dev:.2e}", xlabel="position", ylabel="Euclidean norm")
@@ -99,3 +145,87 @@ def offset_distance_plot(k: np.ndarray, lo: np.ndarray, hi: np.ndarray, closed: 
 
 def wrap(text: str, width: int = 70) -> str:
     return "\n".join(textwrap.wrap(text, width))
+
+
+GROUP_COLOURS = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink",
+                 "tab:olive", "tab:cyan"]
+
+
+def shared_projection(xs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Project several (n, d) point sets onto one 2-D PCA basis so that panels share axes and signs.
+
+    Each set is centred and scaled to unit RMS first (W1 = 10 must not outweigh W1 = 1); the basis is
+    the PCA of all of them stacked, oriented as scikit-learn orients components.
+    """
+    normed = []
+    for x in xs:
+        centred = np.asarray(x, dtype=np.float64) - np.asarray(x, dtype=np.float64).mean(axis=0)
+        rms = np.sqrt((centred ** 2).sum(axis=1).mean()) or 1.0
+        normed.append(centred / rms)
+    stacked = np.concatenate(normed)
+    _, _, vt = np.linalg.svd(stacked - stacked.mean(axis=0), full_matrices=False)
+    basis = vt[:2]
+    basis *= np.sign(basis[np.arange(2), np.abs(basis).argmax(axis=1)])[:, None]
+    return [x @ basis.T for x in normed]
+
+
+def group_colours(words: Sequence[str], groups: Sequence[Sequence[str]]) -> tuple[list[str], dict[str, str]]:
+    """A colour per word by semantic group (grey outside every group), and the legend's group -> colour."""
+    legend, colour_of = {}, {}
+    for g, group in enumerate(groups):
+        colour = GROUP_COLOURS[g % len(GROUP_COLOURS)]
+        legend["/".join(group)] = colour
+        for word in group:
+            colour_of.setdefault(word, colour)
+    return [colour_of.get(w, "0.55") for w in words], legend
+
+
+def projection_panels(panels: Sequence[np.ndarray], titles: Sequence[str], words: Sequence[str],
+                      positions: Sequence[int], groups: Sequence[Sequence[str]], path: Path, *,
+                      title: str, arrows: bool, dpi: int) -> None:
+    """One row of scatter panels on shared axes; points coloured by semantic group and numbered by position."""
+    colours, legend = group_colours(words, groups)
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 4.4), sharex=True, sharey=True,
+                             squeeze=False)
+    for ax, coords, panel_title in zip(axes[0], panels, titles):
+        if arrows:
+            for a, b in zip(coords[:-1], coords[1:]):
+                ax.annotate("", xy=b, xytext=a, arrowprops={"arrowstyle": "->", "color": "0.6", "lw": 0.8},
+                            zorder=1)
+        ax.scatter(coords[:, 0], coords[:, 1], c=colours, s=70, zorder=3, edgecolors="black", linewidths=0.4)
+        for (x, y), pos, word in zip(coords, positions, words):
+            ax.annotate(f"{pos}", (x, y), ha="center", va="center", fontsize=7, color="white", zorder=4,
+                        fontweight="bold")
+            ax.annotate(word, (x, y), xytext=(4, 5), textcoords="offset points", fontsize=8, zorder=4)
+        ax.set_title(panel_title, fontsize=10)
+        ax.set_aspect("equal", adjustable="box")
+        ax.grid(True, alpha=0.3)
+        ax.set_xlabel("shared PC1")
+    axes[0][0].set_ylabel("shared PC2")
+    handles = [plt.Line2D([], [], marker="o", linestyle="", color=c, label=g) for g, c in legend.items()]
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), frameon=False, fontsize=9,
+               title="semantic group (number in the dot = position in the sentence)", title_fontsize=9)
+    fig.suptitle(title, fontsize=11)
+    fig.tight_layout(rect=(0, 0.1, 1, 0.95))
+    save(fig, path, dpi)
+
+
+def ratio_curves(ratios: np.ndarray, curves: dict[str, np.ndarray], path: Path, *, title: str,
+                 r_star: float | None, marks: dict[str, float], dpi: int) -> None:
+    """Metrics against r = W2/W1 (log axis), the crossover r* and the named weight pairs marked."""
+    fig, ax = plt.subplots(figsize=(12, 5.2))
+    for label, values in curves.items():
+        ax.plot(ratios, values, label=label, linewidth=1.8)
+    ax.set_xscale("log")
+    styles = [":", "-.", (0, (1, 3)), (0, (5, 2)), (0, (3, 1, 1, 1))]
+    for i, (name, r) in enumerate(marks.items()):
+        ax.axvline(r, color="0.35", linestyle=styles[i % len(styles)], linewidth=1.2, label=f"{name} (r = {r:.3g})")
+    if r_star is not None:
+        ax.axvline(r_star, color="black", linestyle="--", linewidth=2,
+                   label=f"r* = {r_star:.3g}: positional neighbours overtake semantic ones")
+    ax.set(xlabel="r = W2 / W1 (weight of the positional encoding relative to the word embedding)",
+           ylabel="metric value")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=9)
+    save(fig, path, dpi)

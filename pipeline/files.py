@@ -13,6 +13,12 @@ from typing import Any, Iterator
 import numpy as np
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 @contextmanager
 def atomic_path(target: Path, suffix: str = "") -> Iterator[Path]:
     """Yield a temporary path beside `target`; rename it onto `target` only if the block succeeds."""
@@ -23,6 +29,7 @@ def atomic_path(target: Path, suffix: str = "") -> Iterator[Path]:
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        os.chmod(tmp_path, 0o666 & ~_umask())  # mkstemp makes it private; give it the usual permissions
         os.replace(tmp_path, target)
     finally:
         tmp_path.unlink(missing_ok=True)
@@ -51,8 +58,14 @@ def write_npy(path: Path, array: np.ndarray) -> None:
 
 
 def write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
-        np.savez(handle, **arrays)
+    """Like np.savez, but byte-for-byte reproducible: np.savez stamps each member with the current time."""
+    import zipfile
+
+    with atomic_path(path) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED) as archive:
+        for name, array in arrays.items():
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            with archive.open(info, "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
 
 
 def replace_dir(target: Path, build: "callable[[Path], None]") -> None:
@@ -73,6 +86,15 @@ def replace_dir(target: Path, build: "callable[[Path], None]") -> None:
             os.replace(tmp, target)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def read_columns(path: Path) -> dict[str, np.ndarray]:
+    """A numeric CSV with a header row as {column: (rows,) float64}; empty or 'None' cells are NaN."""
+    with open(path, encoding="utf-8") as handle:
+        header = handle.readline().strip().split(",")
+        rows = [[float(v) if v not in ("", "None") else np.nan for v in line.strip().split(",")] for line in handle]
+    table = np.array(rows, dtype=np.float64).reshape(len(rows), len(header))
+    return {name: table[:, i] for i, name in enumerate(header)}
 
 
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:

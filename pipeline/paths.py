@@ -46,8 +46,16 @@ def project_root(start: Path | None = None) -> Path:
 
     Same as `checkout_root` except inside a DVC queue's temporary copy, where it is the project
     that owns the copy, so that queued experiments log to the project's store, not a temporary one.
+    DVC 3.x runs queued experiments in <project>/.dvc/tmp/exps/tmpXXXX/ and sets $DVC_ROOT to
+    <project> for their stages; either one identifies the owner.
     """
-    return _outside_dvc_temp_copy(checkout_root(start))
+    checkout = checkout_root(start)
+    dvc_root = os.environ.get("DVC_ROOT")
+    if dvc_root:
+        owner = Path(dvc_root).resolve()
+        if owner != checkout and owner in checkout.parents and _is_root(owner):
+            return owner
+    return _outside_dvc_temp_copy(checkout)
 
 
 @dataclass(frozen=True)

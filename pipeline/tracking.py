@@ -1,15 +1,24 @@
-"""MLflow: where runs go, and what one pipeline result logs.
+"""MLflow: where runs go, what one pipeline result logs, and the parent run of a Hydra multirun.
 
 The store is resolved to an absolute location whatever the current directory (Hydra job dirs,
 DVC queue temp copies): tracking.uri if set, else $MLFLOW_TRACKING_URI, else
-sqlite:///<project root>/mlflow.db with artifacts in <project root>/mlartifacts.
+sqlite:///<project root>/mlflow.db. A SQLite store keeps its artifacts beside it, in
+<folder of the .db>/mlartifacts (the project's mlartifacts/ for the default store); a tracking
+server (`python -m pipeline.server`) decides its own.
+
+Parallel writers (Hydra joblib/submitit jobs, `dvc queue start -j N`): MLflow's SQLite sessions
+wait up to 20 s on a locked database (PRAGMA busy_timeout), which covers concurrent logging; it
+does not cover several processes creating a fresh store, or the same experiment, at once (the
+schema migrations collide), so that part runs under a machine-wide lock (pipeline.locks).
 """
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import os
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +27,6 @@ from pipeline.errors import PipelineError
 from pipeline.paths import project_root
 
 log = logging.getLogger("pipeline")
-PARENT_RUN_FILE = "mlflow_parent_run.json"
 
 
 def tracking_uri(cfg: dict, root: Path | None = None) -> str:
@@ -31,26 +39,44 @@ def tracking_uri(cfg: dict, root: Path | None = None) -> str:
     return f"sqlite:///{project_root(root) / 'mlflow.db'}"
 
 
+def sqlite_file(uri: str) -> Path | None:
+    """The database file of an absolute sqlite:/// URI, else None."""
+    return Path(uri[len("sqlite:///"):]) if uri.startswith("sqlite:////") else None
+
+
 def artifact_location(uri: str, root: Path | None = None) -> str | None:
     """Artifacts beside a local store (not in ./mlruns of the cwd); a server decides its own."""
+    db = sqlite_file(uri)
+    if db is not None:
+        return (db.parent / "mlartifacts").as_uri()
     if uri.startswith(("sqlite:", "postgresql", "mysql", "mssql")):
         return (project_root(root) / "mlartifacts").as_uri()
     return None
 
 
 def _client(cfg: dict, root: Path | None):
+    """(client, experiment id, uri); creates the store and the experiment on first use, once per machine."""
     import mlflow
     from mlflow.tracking import MlflowClient
 
+    from pipeline.locks import machine_lock
+
     uri = tracking_uri(cfg, root)
     mlflow.set_tracking_uri(uri)
-    client = MlflowClient(uri)
-    experiment = client.get_experiment_by_name(cfg["experiment"])
-    if experiment is None:
-        experiment_id = client.create_experiment(cfg["experiment"], artifact_location=artifact_location(uri, root))
-    else:
-        experiment_id = experiment.experiment_id
+    with machine_lock(f"mlflow-store:{uri}", f"the MLflow store {uri} to be set up"):
+        client = MlflowClient(uri)  # opens the store, creating a fresh one's tables
+        experiment = client.get_experiment_by_name(cfg["experiment"])
+        if experiment is None:
+            experiment_id = client.create_experiment(cfg["experiment"],
+                                                     artifact_location=artifact_location(uri, root))
+        else:
+            experiment_id = experiment.experiment_id
     return client, experiment_id, uri
+
+
+def prepare_store(uri: str, experiment: str, root: Path | None = None) -> str:
+    """Create the store (tables) and the experiment now; return the experiment id."""
+    return _client({"uri": uri, "experiment": experiment}, root)[1]
 
 
 def git_commit(root: Path) -> str | None:
@@ -68,6 +94,14 @@ def git_commit(root: Path) -> str | None:
 def _numeric_metrics(metrics: dict) -> dict[str, float]:
     return {k: float(v) for k, v in flatten(metrics).items()
             if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+def _params(params: dict) -> list:
+    """The composed config as MLflow params: flattened keys, lists/dicts as JSON, values cut at 6,000 chars."""
+    from mlflow.entities import Param
+
+    flat = {k: json.dumps(v) if isinstance(v, (list, dict)) else str(v) for k, v in flatten(params).items()}
+    return [Param(k, v[:6000]) for k, v in flat.items()]
 
 
 def log_result(params: dict, base: Path, root: Path, *, run_name: str | None = None,
@@ -91,19 +125,18 @@ def log_result(params: dict, base: Path, root: Path, *, run_name: str | None = N
     run = client.create_run(experiment_id, run_name=name, tags=tags)
     run_id = run.info.run_id
     try:
-        from mlflow.entities import Metric, Param
+        from mlflow.entities import Metric
 
-        flat = {k: json.dumps(v) if isinstance(v, (list, dict)) else str(v) for k, v in flatten(params).items()}
         metrics = read_json(base / "reports" / "metrics.json")
-        import time
-
         now = int(time.time() * 1000)
-        client.log_batch(run_id, params=[Param(k, v[:6000]) for k, v in flat.items()],
+        client.log_batch(run_id, params=_params(params),
                          metrics=[Metric(k, v, now, 0) for k, v in _numeric_metrics(metrics).items()])
         reports = base / "reports"
         client.log_artifacts(run_id, str(reports / "figures"), "figures")
         client.log_artifacts(run_id, str(reports / "plots"), "plots")
         client.log_artifact(run_id, str(reports / "metrics.json"))
+        if (reports / "report.html").exists():
+            client.log_artifact(run_id, str(reports / "report.html"))
         for extra in (base / "params.yaml", base / "data" / "glove" / "manifest.json",
                       base / "data" / "tokens" / "tokens.json", base / "data" / "encode" / "encode.json"):
             if extra.exists():
@@ -113,6 +146,21 @@ def log_result(params: dict, base: Path, root: Path, *, run_name: str | None = N
         client.set_terminated(run_id, "FAILED")
         raise
     return {"run_id": run_id, "experiment_id": experiment_id, "tracking_uri": uri, "run_name": name}
+
+
+def log_failed_run(params: dict, root: Path, *, run_name: str, error: str, parent_run_id: str | None = None,
+                   extra_tags: dict[str, str] | None = None) -> str:
+    """Record a job that failed as a FAILED run (its config as params, the error as tag `error`); returns its id."""
+    client, experiment_id, _ = _client(params["tracking"], root)
+    tags = {"error": error[:5000], "git_commit": git_commit(root) or "unknown", **(extra_tags or {})}
+    if parent_run_id:
+        tags["mlflow.parentRunId"] = parent_run_id
+    run_id = client.create_run(experiment_id, run_name=run_name, tags=tags).info.run_id
+    try:
+        client.log_batch(run_id, params=_params(params))
+    finally:
+        client.set_terminated(run_id, "FAILED")
+    return run_id
 
 
 def check_reachable(cfg: dict, root: Path | None = None) -> None:
@@ -126,16 +174,11 @@ def check_reachable(cfg: dict, root: Path | None = None) -> None:
         with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=10) as response:
             response.read()
     except OSError as exc:
-        raise PipelineError(f"MLflow server {uri} does not answer ({exc}): start it (see README, `mlflow server`), "
-                            "fix tracking.uri / MLFLOW_TRACKING_URI, or use tracking=disabled.") from None
+        raise PipelineError(f"MLflow server {uri} does not answer ({exc}): start it (`python -m pipeline.server`, "
+                            "see README), fix tracking.uri / MLFLOW_TRACKING_URI, or use tracking=disabled.") from None
 
 
 # ---------------------------------------------------------------- Hydra multirun: one parent run per sweep
-
-def read_parent_run(sweep_dir: Path) -> str | None:
-    path = Path(sweep_dir) / PARENT_RUN_FILE
-    return json.loads(path.read_text())["run_id"] if path.exists() else None
-
 
 try:
     from hydra.experimental.callback import Callback
@@ -144,37 +187,104 @@ except ImportError:  # hydra not installed: only the DVC stages are used
 
 
 class MultirunParentRun(Callback):
-    """Hydra callback: opens a parent MLflow run when a multirun starts; jobs log as its children."""
+    """Hydra callback (conf/config.yaml): one parent MLflow run per multirun, a summary at its end.
+
+    Start: checks the tracking server answers (else exit 2 before any job), opens the parent run
+    (tagged with the sweep's overrides) and writes <sweep dir>/sweep.json; jobs log as its children
+    (pipeline/__main__.py) and write <job dir>/job_result.json. End: summarizes the job records
+    (pipeline.multirun) into sweep_summary.json, the log, and the parent run (metrics jobs,
+    jobs_finished, jobs_failed, best.<metric>, worst.<metric>; tags naming the failed jobs and why),
+    closes the parent FAILED if any job failed, and then exits 1 so the sweep's status says so.
+    Runs in the launching process for every launcher; jobs may run elsewhere (joblib, submitit).
+    """
+
+    def __init__(self) -> None:
+        self._open: tuple[str, str] | None = None  # (uri, parent run id) until on_multirun_end closes it
 
     def on_multirun_start(self, config, **kwargs) -> None:
         from omegaconf import OmegaConf
 
+        from pipeline.multirun import start_sweep
+
         tracking = OmegaConf.to_container(config.tracking, resolve=True)
-        if not tracking["enabled"]:
-            return
-        root = project_root()
-        client, experiment_id, uri = _client(tracking, root)
         overrides = list(config.hydra.overrides.task)
-        run = client.create_run(experiment_id, run_name="sweep: " + " ".join(overrides),
-                                tags={"sweep_overrides": " ".join(overrides), "git_commit": git_commit(root) or "unknown"})
-        client.log_param(run.info.run_id, "sweep_overrides", " ".join(overrides))
-        sweep_dir = Path(config.hydra.sweep.dir)
-        sweep_dir.mkdir(parents=True, exist_ok=True)
-        (sweep_dir / PARENT_RUN_FILE).write_text(json.dumps({"run_id": run.info.run_id, "tracking_uri": uri}))
-        log.info("mlflow: parent run %s for sweep %s", run.info.run_id, " ".join(overrides))
+        sweep_dir = Path(config.hydra.sweep.dir).resolve()
+        parent, uri = None, None
+        if tracking["enabled"]:
+            root = project_root()
+            try:
+                check_reachable(tracking, root)
+            except PipelineError as exc:
+                log.error("%s", exc)
+                raise SystemExit(2) from None  # Hydra turns a callback's exception into a warning
+            client, experiment_id, uri = _client(tracking, root)
+            launcher = OmegaConf.select(config, "hydra.launcher._target_", default="") or ""
+            run = client.create_run(experiment_id, run_name="sweep: " + " ".join(overrides), tags={
+                "sweep_overrides": " ".join(overrides), "git_commit": git_commit(root) or "unknown",
+                "launcher": launcher.rsplit(".", 1)[-1], "sweep_dir": str(sweep_dir)})
+            parent = run.info.run_id
+            client.log_param(parent, "sweep_overrides", " ".join(overrides)[:6000])
+            self._open = (uri, parent)
+            atexit.register(self._close_if_open)
+            log.info("mlflow: parent run %s for sweep %s", parent, " ".join(overrides))
+        start_sweep(sweep_dir, overrides, parent, uri)
 
     def on_multirun_end(self, config, **kwargs) -> None:
-        sweep_dir = Path(config.hydra.sweep.dir)
-        parent = read_parent_run(sweep_dir)
-        if parent is None:
+        from pipeline.files import write_json
+        from pipeline.multirun import SUMMARY_FILE, collect_jobs, read_sweep, summarize, summary_lines
+
+        sweep_dir = Path(config.hydra.sweep.dir).resolve()
+        sweep = read_sweep(sweep_dir)
+        if sweep is None:
+            return
+        summary = summarize(collect_jobs(sweep_dir, sweep["sweep_id"]))
+        write_json(sweep_dir / SUMMARY_FILE, summary)
+        for line in summary_lines(summary):
+            (log.error if line.lstrip().startswith("FAILED") else log.info)("%s", line)
+        failed = bool(summary["failed"]) or summary["jobs"] == 0
+        if summary["jobs"] == 0:
+            log.error("sweep: no job wrote its result (job_result.json) under %s", sweep_dir)
+        if sweep["parent_run_id"]:
+            try:
+                _log_summary(sweep["tracking_uri"], sweep["parent_run_id"], summary, sweep_dir / SUMMARY_FILE,
+                             "FAILED" if failed else "FINISHED")
+            finally:
+                self._open = None
+        if failed:
+            raise SystemExit(1)  # after everything is recorded: the sweep's exit status says a job failed
+
+    def _close_if_open(self) -> None:
+        """At exit, a parent run the sweep never reached the end of (launcher crash) is closed FAILED."""
+        if self._open is None:
             return
         from mlflow.tracking import MlflowClient
 
-        uri = json.loads((sweep_dir / PARENT_RUN_FILE).read_text())["tracking_uri"]
+        uri, parent = self._open
+        self._open = None
         client = MlflowClient(uri)
-        run = client.get_run(parent)
-        children = client.search_runs([run.info.experiment_id], f"tags.mlflow.parentRunId = '{parent}'")
-        failed = [c.info.run_name for c in children if c.info.status != "FINISHED"]
-        client.log_metric(parent, "jobs", len(children))
-        client.log_metric(parent, "jobs_failed", len(failed))
-        client.set_terminated(parent, "FAILED" if failed else "FINISHED")
+        client.set_tag(parent, "error", "the sweep stopped before its end: see the console output")
+        client.set_terminated(parent, "FAILED")
+
+
+def _log_summary(uri: str, parent: str, summary: dict, summary_file: Path, status: str) -> None:
+    from mlflow.entities import Metric, RunTag
+    from mlflow.tracking import MlflowClient
+
+    from pipeline.multirun import job_label, summary_lines
+
+    client = MlflowClient(uri)
+    now = int(time.time() * 1000)
+    metrics = {"jobs": summary["jobs"], "jobs_finished": summary["finished"], "jobs_failed": len(summary["failed"])}
+    tags = {}
+    for key, stat in summary["metrics"].items():
+        for side in ("best", "worst"):
+            metrics[f"{side}.{key}"] = stat[side]["value"]
+            tags[f"{side}.{key}"] = job_label({"num": stat[side]["job"], "overrides": stat[side]["overrides"]})
+    if summary["failed"]:
+        tags["failed_jobs"] = "\n".join(
+            f"{job_label({'num': f['job'], 'overrides': f['overrides']})}: {f['error']}" for f in summary["failed"])[:5000]
+    tags["mlflow.note.content"] = "\n".join(summary_lines(summary))[:5000]  # shown as the run's description
+    client.log_batch(parent, metrics=[Metric(k, float(v), now, 0) for k, v in metrics.items()],
+                     tags=[RunTag(k, v) for k, v in tags.items()])
+    client.log_artifact(parent, str(summary_file))
+    client.set_terminated(parent, status)

@@ -49,3 +49,45 @@ def copy_checkout(dest: Path) -> Path:
 def checkout(tmp_path) -> Path:
     """A throwaway copy of the project, as a fresh clone would have it."""
     return copy_checkout(tmp_path / "project")
+
+
+# ---------------------------------------------------------------- the stages in-process on a small store
+
+SEED_WORDS = "king queen man woman dog wolf football basketball red green yellow".split()
+DIM = 8
+
+
+@pytest.fixture(scope="module")
+def small_store(tmp_path_factory) -> Path:
+    """A GloVe store of the seed's eleven words plus a few, 8-d, fixed random vectors."""
+    path = tmp_path_factory.mktemp("store") / "glove"
+    import numpy as np
+
+    from pipeline.glove_store import write_store
+
+    words = SEED_WORDS + ["the", "a", "is", "ball"]
+    vectors = np.random.default_rng(0).normal(size=(len(words), DIM)).astype(np.float32)
+    write_store(path, vectors, words, {"source": "test"})
+    return path
+
+
+def params_for(*overrides: str) -> dict:
+    from pipeline import config
+
+    params = config.compose(["glove=path", f"glove.dim={DIM}", "glove.path=unused.txt", *overrides], REPO)
+    config.validate(params)
+    return params
+
+
+def run_stages(params: dict, tmp_path: Path, store: Path, upto: str = "sweep") -> Layout:
+    from pipeline.paths import Layout
+    from pipeline.stages import encode, figures, report, sweep, tokenize
+
+    layout = Layout(tmp_path, glove=store)
+    for stage in (tokenize, encode, sweep, figures, report):
+        stage.run(params, layout, tmp_path)
+        if stage.__name__.endswith(upto):
+            break
+    return layout
+
+

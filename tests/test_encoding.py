@@ -8,7 +8,8 @@ import pytest
 import torch
 from scipy.spatial.distance import cdist
 
-from pipeline.device import resolve_device
+from pipeline import encoding as E
+from pipeline.device import has_float64, resolve_device
 from pipeline.encoding import (
     distance_matrix,
     dot_product_matrix,
@@ -293,3 +294,338 @@ def test_cuda_matches_cpu(dtype, tol):
     lo_g, hi_g = offset_distances(gpu[:200], 20)
     assert (lo_g.cpu() - lo_c).abs().max().item() < 1e-9 and (hi_g.cpu() - hi_c).abs().max().item() < 1e-9
     assert (distance_matrix(gpu[:200]).cpu() - distance_matrix(cpu[:200])).abs().max().item() < 1e-6
+
+
+# ---------------------------------------------------------------- layouts, dtypes, positions up to 1,000,000
+
+FORMAT = {torch.float64: (53, -1022), torch.float32: (24, -126), torch.float16: (11, -14), torch.bfloat16: (8, -126)}
+
+
+def half_ulp(ref: np.ndarray, dtype: torch.dtype) -> np.ndarray:
+    """Half the spacing of `dtype` numbers around each value of ref: the error of rounding to nearest."""
+    bits, emin = FORMAT[dtype]
+    exponent = np.where(ref == 0, emin, np.maximum(np.frexp(np.abs(ref))[1] - 1, emin))
+    return np.ldexp(0.5, exponent - (bits - 1))
+
+
+def assert_within_rounding(pe: torch.Tensor, ref: np.ndarray, max_angle: float) -> None:
+    """Every entry is the float64 reference rounded to pe's dtype, up to the reference's own angle error."""
+    slack = 4 * 2.0 ** -53 * max_angle + 1e-15      # p * w_i rounded in float64, here and in the reference
+    err = np.abs(pe.double().numpy() - ref)
+    assert (err <= half_ulp(ref, pe.dtype) + slack).all(), f"{pe.dtype}: worst excess {(err - half_ulp(ref, pe.dtype)).max():.3g}"
+
+
+@pytest.mark.parametrize("d", [8, 7, 1, 2, 100, 51])
+def test_concatenated_layout(d):
+    """[sin | cos]: the first ceil(d/2) columns are the sines, the rest the cosines of the same frequencies,
+    a column permutation of the interleaved encoding."""
+    n = 120
+    conc = sinusoidal_encoding(n, d, layout="concatenated", dtype=torch.float64).numpy()
+    inter = sinusoidal_encoding(n, d, dtype=torch.float64).numpy()
+    h = (d + 1) // 2
+    angle = np.arange(n)[:, None] * reference_freqs(d)[None, :]
+    assert np.abs(conc[:, :h] - np.sin(angle)).max() < 1e-12
+    assert np.allclose(conc[:, h:], np.cos(angle[:, : d // 2]), rtol=0, atol=1e-12)   # empty for d = 1
+    order = E.interleaved_columns(d, "concatenated").numpy()
+    assert sorted(order) == list(range(d))
+    assert np.array_equal(conc, inter[:, order])
+    assert np.array_equal(E.interleaved_columns(d, "interleaved").numpy(), np.arange(d))
+
+
+def test_unknown_layout_raises():
+    with pytest.raises(ValueError, match="layout"):
+        sinusoidal_encoding(4, 4, layout="sideways")
+    with pytest.raises(ValueError, match="start"):
+        sinusoidal_encoding(4, 4, start=-1)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("layout", ["interleaved", "concatenated"])
+def test_every_dtype_within_its_rounding_up_to_a_million(dtype, layout):
+    """Rows near position 1,000,000 (and the first rows) in every dtype are the float64 reference rounded once."""
+    d = 64
+    for start, n in ((0, 300), (999_000, 2_100)):
+        pe = sinusoidal_encoding(n, d, layout=layout, start=start, dtype=dtype)
+        assert pe.dtype == dtype and pe.shape == (n, d)
+        ref = reference_pe(np.arange(start, start + n), d)[:, E.interleaved_columns(d, layout).numpy()]
+        assert_within_rounding(pe, ref, max_angle=float(start + n))
+
+
+def test_every_position_up_to_a_million_float32():
+    """All 1,048,577 positions (d=6, odd d=5): float32 output within its rounding of float64 everywhere."""
+    n = 2 ** 20 + 1
+    for d in (6, 5):
+        pe = sinusoidal_encoding(n, d)
+        assert_within_rounding(pe, reference_pe(np.arange(n), d), max_angle=float(n))
+
+
+def test_start_continues_the_encoding():
+    """Rows of an encoding started at `start` are the rows start.. of the long encoding."""
+    full = sinusoidal_encoding(5000, 30, dtype=torch.float64)
+    part = sinusoidal_encoding(1000, 30, start=3777, dtype=torch.float64)
+    assert (part - full[3777:4777]).abs().max().item() < 1e-12
+
+
+def test_devices_without_float64_compute_on_the_cpu():
+    """MPS has no float64: work happens on the CPU (the same values), other devices compute in place."""
+    assert not has_float64("mps") and has_float64("cpu") and has_float64(torch.device("cuda"))
+    assert E._work_device(torch.device("mps")) == torch.device("cpu")
+    assert E._work_device("cpu") == torch.device("cpu")
+
+
+# ---------------------------------------------------------------- structure: profiles and their matrices
+
+def reference_matrices(pe64: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return pe64 @ pe64.T, cdist(pe64, pe64)
+
+
+def numpy_block_means(matrix: np.ndarray, f: int) -> np.ndarray:
+    m = matrix.shape[0] // f
+    return matrix[: m * f, : m * f].reshape(m, f, m, f).mean(axis=(1, 3))
+
+
+@pytest.mark.parametrize("d", [100, 64, 51, 7, 2, 1])
+def test_profiles_closed_form(d):
+    """dot(k) = sum_i cos(k w_i) and dist2(k) = sum_i 4 sin^2(k w_i / 2) over the pairs; u(p) for odd d."""
+    n = 700
+    prof = E.sinusoidal_profiles(n, d)
+    w = reference_freqs(d)[: d // 2]
+    k = np.arange(n)[:, None]
+    assert prof.dot.dtype == torch.float64 and prof.dot.shape == (n,)
+    assert np.abs(prof.dot.numpy() - np.cos(k * w).sum(axis=1)).max() < 1e-12
+    assert np.abs(prof.dist2.numpy() - (4 * np.sin(k * w / 2) ** 2).sum(axis=1)).max() < 1e-12
+    assert prof.dist2[0].item() == 0.0 and (prof.dist2 >= 0).all()
+    assert prof.toeplitz == (d % 2 == 0)
+    if d % 2:
+        assert np.abs(prof.unpaired.numpy() - np.sin(np.arange(n) * reference_freqs(d)[-1])).max() < 1e-12
+
+
+@pytest.mark.parametrize("d", [50, 7])
+@pytest.mark.parametrize("layout", ["interleaved", "concatenated"])
+def test_profile_matrices_equal_the_reference_and_the_generic_path(d, layout):
+    """Full matrices from the profiles = float64 Gram / scipy cdist of the reference = the generic path."""
+    n = 300
+    pe = sinusoidal_encoding(n, d, layout=layout, dtype=torch.float64)
+    ref_dot, ref_dist = reference_matrices(reference_pe(np.arange(n), d))
+    dot, dist = E.profile_matrices(E.sinusoidal_profiles(n, d))
+    assert dot.shape == dist.shape == (n, n) and dot.dtype == dist.dtype == torch.float64
+    assert np.abs(dot.numpy() - ref_dot).max() < 1e-10
+    assert np.abs(dist.numpy() - ref_dist).max() < 1e-10
+    assert np.array_equal(dist.numpy(), dist.numpy().T) and np.all(np.diag(dist.numpy()) == 0.0)
+    assert (dist >= 0).all()
+    assert (dot - dot_product_matrix(pe)).abs().max().item() < 1e-10
+    assert (dist - distance_matrix(pe)).abs().max().item() < 1e-10
+    dot32, dist32 = E.profile_matrices(E.sinusoidal_profiles(n, d), dtype=torch.float32)
+    assert dot32.dtype == torch.float32 and (dist32.double() - dist).abs().max().item() < 1e-5
+
+
+def test_toeplitz_rows_is_scipy_toeplitz():
+    from scipy.linalg import toeplitz
+
+    profile = torch.arange(9, dtype=torch.float64) ** 1.5
+    full = toeplitz(profile.numpy())
+    assert np.array_equal(E.toeplitz_rows(profile).numpy(), full)
+    assert np.array_equal(E.toeplitz_rows(profile, slice(3, 7)).numpy(), full[3:7])
+    assert E.toeplitz_rows(profile, dtype=torch.float32).dtype == torch.float32
+
+
+@pytest.mark.parametrize("d,n,f", [(64, 1000, 8), (64, 1003, 16), (7, 500, 9), (1, 97, 4), (10, 40, 40)])
+def test_block_means_profile_and_generic_equal_numpy(d, n, f):
+    """Exact f x f block means, from the profiles (no n x n work for even d) and from any matrix, equal
+    numpy's block average of the full float64 matrices (the last n mod f positions are left out)."""
+    ref_dot, ref_dist = reference_matrices(reference_pe(np.arange(n), d))
+    want_dot, want_dist = numpy_block_means(ref_dot, f), numpy_block_means(ref_dist, f)
+    dot, dist = E.profile_block_means(E.sinusoidal_profiles(n, d), f)
+    assert dot.shape == dist.shape == want_dot.shape == (n // f, n // f)
+    assert np.abs(dot.numpy() - want_dot).max() < 1e-10
+    assert np.abs(dist.numpy() - want_dist).max() < 1e-10
+    gdot, gdist = E.block_means(sinusoidal_encoding(n, d, layout="concatenated", dtype=torch.float64), f)
+    assert np.abs(gdot.numpy() - want_dot).max() < 1e-10
+    assert np.abs(gdist.numpy() - want_dist).max() < 1e-10
+    from pipeline.figures import block_average
+
+    assert (E.block_factor(n, n // f),) * 2 == block_average(ref_dist, n // f)[1]
+
+
+def test_block_means_of_a_learned_matrix():
+    """The generic block means on a random (learned-like) matrix equal numpy's block average of cdist."""
+    x = np.random.default_rng(4).normal(size=(90, 13))
+    dot, dist = E.block_means(torch.as_tensor(x), 6)
+    assert np.abs(dot.numpy() - numpy_block_means(x @ x.T, 6)).max() < 1e-12
+    assert np.abs(dist.numpy() - numpy_block_means(cdist(x, x), 6)).max() < 1e-12
+
+
+# ---------------------------------------------------------------- generic path: careful distances, Gram band
+
+def test_distance_matrix_near_duplicates_is_accurate():
+    """Rows 1e-7 apart with norm ~30: |a|^2 + |b|^2 - 2 a.b cancels to noise; the careful path recomputes them."""
+    rng = np.random.default_rng(8)
+    base = rng.normal(scale=5.0, size=(6, 40))
+    x = np.concatenate([base, base + rng.normal(scale=1e-7, size=base.shape)])
+    dist = distance_matrix(torch.as_tensor(x)).numpy()
+    ref = cdist(x, x)
+    near = np.abs(np.arange(12)[:, None] - np.arange(12)[None, :]) == 6
+    assert np.abs(dist[near] / ref[near] - 1).max() < 1e-6      # relative accuracy on the tiny distances
+    assert np.abs(dist - ref).max() < 1e-12
+    assert np.all(np.diag(dist) == 0.0) and np.array_equal(dist, dist.T) and (dist >= 0).all()
+    # the naive formula really is off here (the test can tell)
+    sq = (x * x).sum(axis=1)
+    naive = np.sqrt(np.clip(sq[:, None] + sq[None, :] - 2 * x @ x.T, 0, None))
+    assert np.abs(naive[near] / ref[near] - 1).max() > 1e-3
+
+
+@pytest.mark.parametrize("n,d,K,chunk", [(200, 16, 20, 2 ** 22), (200, 16, 5, 256), (37, 9, 36, 64), (1, 4, 3, 64)])
+def test_band_gram_is_the_gram_band(n, d, K, chunk):
+    """band[p, k] = x_p . x_{p+k}, zero past the end, across row chunks and tails."""
+    x = torch.as_tensor(np.random.default_rng(n + K).normal(size=(n, d)).astype(np.float32))
+    band = E.band_gram(x, K, chunk_elems=chunk)
+    gram = x.double().numpy() @ x.double().numpy().T
+    assert band.shape == (n, K + 1) and band.dtype == torch.float64
+    for k in range(K + 1):
+        want = np.zeros(n)
+        want[: max(0, n - k)] = np.diagonal(gram, offset=k)
+        assert np.abs(band[:, k].numpy() - want).max() < 1e-12
+
+
+def test_offset_distances_near_duplicate_neighbours():
+    """Adjacent rows nearly equal (a learned encoding can do that): the band path recomputes them exactly."""
+    rng = np.random.default_rng(9)
+    x = np.repeat(rng.normal(scale=3.0, size=(20, 30)), 2, axis=0) + rng.normal(scale=1e-8, size=(40, 30))
+    lo, hi = offset_distances(torch.as_tensor(x), 3)
+    for k in range(1, 4):
+        dist = np.linalg.norm(x[k:] - x[:-k], axis=1)
+        assert abs(lo[k - 1].item() / dist.min() - 1) < 1e-6 and abs(hi[k - 1].item() / dist.max() - 1) < 1e-12
+
+
+@pytest.mark.parametrize("d", [64, 7])
+def test_sinusoidal_diagnostics_agree_with_brute_force(d):
+    """The stage's diagnostics: norms and offsets of the matrix itself, profiles, block means at max_size."""
+    n = 400
+    pe = sinusoidal_encoding(n, d, layout="concatenated")
+    diag = E.sinusoidal_diagnostics(pe, 10000.0, 20, max_size=64)
+    x = pe.double().numpy()
+    assert np.abs(diag.norms.numpy() - np.linalg.norm(x, axis=1)).max() < 1e-12
+    for k in range(1, 21):
+        dist = np.linalg.norm(x[k:] - x[:-k], axis=1)
+        assert abs(diag.offset_lo[k - 1].item() - dist.min()) < 1e-12
+        assert abs(diag.offset_hi[k - 1].item() - dist.max()) < 1e-12
+    assert np.abs(diag.offset_closed.numpy() - offset_distance_closed_form(torch.arange(1, 21), d, 1e4).numpy()).max() == 0
+    assert diag.factor == 7 and diag.dot_blocks.shape == (57, 57)
+    ref_dot, ref_dist = reference_matrices(reference_pe(np.arange(n), d))
+    assert np.abs(diag.dot_blocks.numpy() - numpy_block_means(ref_dot, 7)).max() < 1e-10
+    assert np.abs(diag.distance_blocks.numpy() - numpy_block_means(ref_dist, 7)).max() < 1e-10
+    small = E.sinusoidal_diagnostics(pe[:50], 10000.0, 20, max_size=64)
+    assert small.factor == 1 and np.abs(small.distance_blocks.numpy() - ref_dist[:50, :50]).max() < 1e-10
+
+
+def test_diagnostics_of_a_single_position():
+    """n = 1: one norm, no offsets, 1 x 1 matrices."""
+    diag = E.sinusoidal_diagnostics(sinusoidal_encoding(1, 6), 10000.0, 20, max_size=8)
+    assert diag.norms.shape == (1,) and abs(diag.norms.item() - math.sqrt(3)) < 1e-7
+    assert diag.offset_lo.numel() == 0 and diag.offset_closed.numel() == 0
+    assert diag.dot_blocks.tolist() == [[3.0]] and diag.distance_blocks.tolist() == [[0.0]]
+
+
+# ---------------------------------------------------------------- the encode stage at large max_len
+
+def test_encode_stage_writes_block_means_not_full_matrices(tmp_path, small_store):
+    """max_len=3000 > max_matrix_size=100: dot/distance.npy are exact 30 x 30 block means (100 x 100), the
+    profiles are written, matrices.json says how; concatenated layout honoured; the notebook's probes hold."""
+    from conftest import DIM, params_for
+
+    from pipeline.files import read_json
+    from pipeline.paths import Layout
+    from pipeline.stages import encode, tokenize
+
+    params = params_for("encoding.max_len=3000", "encoding.max_matrix_size=100", "encoding.layout=concatenated",
+                        "encoding.distance_pairs=[[70,72],[0,2999]]")
+    layout = Layout(tmp_path, glove=small_store)
+    tokenize.run(params, layout, tmp_path)
+    summary = encode.run(params, layout, tmp_path)
+    out = layout.encode_dir
+    pe = np.load(out / "pe.npy")
+    assert pe.shape == (3000, DIM)
+    ref = reference_pe(np.arange(3000), DIM)[:, E.interleaved_columns(DIM, "concatenated").numpy()]
+    assert np.abs(pe - ref).max() < 1e-6
+    dot, dist = np.load(out / "dot.npy"), np.load(out / "distance.npy")
+    assert dot.shape == dist.shape == (100, 100) and dot.dtype == np.float32
+    ref_dot, ref_dist = reference_matrices(ref)
+    assert np.abs(dot - numpy_block_means(ref_dot, 30)).max() < 1e-5
+    assert np.abs(dist - numpy_block_means(ref_dist, 30)).max() < 1e-5
+    assert read_json(out / "matrices.json") == {"encoding": "sinusoidal", "layout": "concatenated", "block": 30,
+                                                "side": 100,
+                                                "positions_covered": 3000, "toeplitz": True,
+                                                "method": "closed-form profiles, exact block means"}
+    prof = np.load(out / "profiles.npz")
+    assert np.array_equal(prof["offset"], np.arange(3000)) and prof["unpaired"].size == 0
+    assert np.abs(prof["distance"] - ref_dist[0]).max() < 1e-10 and np.abs(prof["dot"] - ref_dot[0]).max() < 1e-10
+    assert summary["norm_max_abs_dev"] < 1e-6 and summary["offset_distance_max_spread"] < 1e-5
+    assert abs(summary["distance"]["p0_p2999"] - ref_dist[0, 2999]) < 1e-6
+
+
+def test_encode_stage_learned_table_takes_the_generic_path(tmp_path, small_store):
+    """encoding=learned: the seeded table, its dot/distance block means from the float64 Gram, no profiles."""
+    from conftest import DIM, params_for
+
+    from pipeline.files import read_json
+    from pipeline.paths import Layout
+    from pipeline.position_modules import learned_position_table
+    from pipeline.stages import encode, tokenize
+
+    params = params_for("encoding=learned", "encoding.max_len=300", "encoding.max_matrix_size=50")
+    layout = Layout(tmp_path, glove=small_store)
+    tokenize.run(params, layout, tmp_path)
+    summary = encode.run(params, layout, tmp_path)
+    enc = params["encoding"]
+    table = learned_position_table(300, DIM, enc["seed"], enc["init"], enc["scale"]).double().numpy()
+    out = layout.encode_dir
+    assert np.array_equal(np.load(out / "pe.npy"), table.astype(np.float32))
+    ref_dot, ref_dist = reference_matrices(table)
+    assert np.abs(np.load(out / "dot.npy") - numpy_block_means(ref_dot, 6)).max() < 1e-6
+    assert np.abs(np.load(out / "distance.npy") - numpy_block_means(ref_dist, 6)).max() < 1e-6
+    mats = read_json(out / "matrices.json")
+    assert mats["encoding"] == "learned" and mats["layout"] is None and mats["toeplitz"] is False
+    assert mats["block"] == 6 and not (out / "profiles.npz").exists()
+    lo = min(np.linalg.norm(table[1:] - table[:-1], axis=1))
+    assert summary["offset_distance_max_spread"] > 1e-3 and abs(summary["norm_max_abs_dev"]) > 1e-3
+    assert abs(float(np.loadtxt(layout.plots_dir / "offset_distance.csv", delimiter=",", skiprows=1)[0, 1]) - lo) < 1e-9
+
+
+def test_bad_layout_or_matrix_size_is_refused_naming_the_key():
+    from conftest import params_for
+
+    with pytest.raises(PipelineError, match=r"encoding\.layout = 'diagonal'.*interleaved.*concatenated"):
+        params_for("encoding.layout=diagonal")
+    with pytest.raises(PipelineError, match=r"encoding\.max_matrix_size = 4 .*>= 8"):
+        params_for("encoding.max_matrix_size=4")
+
+
+# ---------------------------------------------------------------- CUDA (skipped without a GPU)
+
+@pytest.mark.skipif(not CUDA, reason="needs CUDA")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_cuda_encoding_within_rounding_and_diagnostics_match_cpu(dtype):
+    pe = sinusoidal_encoding(2100, 64, start=999_000, layout="concatenated", device="cuda", dtype=dtype)
+    assert pe.device.type == "cuda"
+    ref = reference_pe(np.arange(999_000, 1_001_100), 64)[:, E.interleaved_columns(64, "concatenated").numpy()]
+    assert_within_rounding(pe.cpu(), ref, max_angle=1_001_100.0)
+    gpu = E.sinusoidal_diagnostics(sinusoidal_encoding(1000, 51, device="cuda"), 1e4, 20, 64)
+    cpu = E.sinusoidal_diagnostics(sinusoidal_encoding(1000, 51), 1e4, 20, 64)
+    for name in ("norms", "offset_lo", "offset_hi", "dot_blocks", "distance_blocks"):
+        assert (getattr(gpu, name).cpu() - getattr(cpu, name)).abs().max().item() < 1e-9, name
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_round_once_is_a_single_rounding(dtype):
+    """Just above / below a half-format midpoint that float32 would turn into an exact tie: rounded to nearest,
+    where a plain float64 -> float32 -> half conversion rounds twice and goes the wrong way."""
+    bits = FORMAT[dtype][0]
+    mid = 1.0 + 2.0 ** -bits                     # halfway between 1 and the next half-format number
+    up, down = mid + 2.0 ** -30, mid - 2.0 ** -30
+    x = torch.tensor([up, down, -up, -down], dtype=torch.float64)
+    want = [1 + 2.0 ** (1 - bits), 1.0, -(1 + 2.0 ** (1 - bits)), -1.0]
+    assert E.round_once(x, dtype).double().tolist() == want
+    assert x.to(torch.float32).to(dtype).double().tolist() != want          # what it fixes
+    rand = torch.as_tensor(np.random.default_rng(1).uniform(-1, 1, 100_000))
+    err = (E.round_once(rand, dtype).double() - rand).abs().numpy()
+    assert (err <= half_ulp(rand.numpy(), dtype)).all()

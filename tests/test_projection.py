@@ -11,7 +11,7 @@ from scipy.stats import ortho_group
 from sklearn.decomposition import PCA
 
 from pipeline.encoding import sinusoidal_encoding
-from pipeline.projection import pca_project, procrustes_disparity
+from pipeline.projection import pca_project, procrustes_disparity, weighted_pca
 
 
 def sklearn_pca(batch: np.ndarray, k: int = 2) -> tuple[np.ndarray, np.ndarray]:
@@ -157,3 +157,92 @@ def test_disparity_defined_for_points_on_a_line():
     b = np.column_stack([np.arange(6.0) ** 2, np.ones(6)])
     expected = procrustes(a, b)[2]
     assert abs(procrustes_disparity(a, b) - expected) < 1e-12
+
+
+# ---------------------------------------------------------------- weighted_pca: the sweep's Gram-trick PCA
+
+CUDA = torch.cuda.is_available()
+
+
+def weighted_batch(d: int, lengths: list[int], n: int = 11, seed: int = 0):
+    """GloVe-like random embeddings and real sinusoidal PE rows (padded to n) for len(lengths) sentences."""
+    rng = np.random.default_rng(seed)
+    e = rng.normal(scale=0.4, size=(len(lengths), n, d))
+    pe = sinusoidal_encoding(100, d, dtype=torch.float64).numpy()
+    p = np.stack([pe[rng.permutation(100)[:n]] for _ in lengths])
+    return e, p
+
+
+@pytest.mark.parametrize("d", [50, 8, 600])
+def test_weighted_pca_matches_sklearn_per_sentence_and_pair(d):
+    """Every (sentence, pair): coordinates with sklearn's signs and explained variance ratios; sentences of
+    different lengths padded (d=600 goes through sklearn's randomized solver, d=8 has n > d)."""
+    lengths = [11, 7, 3]
+    e, p = weighted_batch(d, lengths)
+    w1 = [1, 1, 10, math.sqrt(d), 0.5, 0.0, 2.0]
+    w2 = [0, 10, 1, 1, 3.0, 1.0, -1.5]
+    coords, ratio = weighted_pca(torch.as_tensor(e), torch.as_tensor(p), w1, w2, lengths)
+    assert coords.shape == (3, 7, 11, 2) and ratio.shape == (3, 7, 2) and coords.dtype == torch.float64
+    for s, n in enumerate(lengths):
+        ref_coords, ref_ratio = sklearn_pca(np.stack([a * e[s, :n] + b * p[s, :n] for a, b in zip(w1, w2)]))
+        assert np.abs(coords[s, :, :n].numpy() - ref_coords).max() < 1e-9
+        assert np.abs(ratio[s].numpy() - ref_ratio).max() < 1e-9
+        assert not coords[s, :, n:].any()                              # padding rows stay zero
+
+
+def test_weighted_pca_equals_pca_project_and_more_components():
+    """Same numbers as the SVD path on the formed matrices, for k = 3 and a single (n, d) sentence."""
+    e, p = weighted_batch(20, [11], seed=3)
+    w1, w2 = np.array([1.0, 4.0, 0.3]), np.array([0.0, 1.0, 2.0])
+    coords, ratio = weighted_pca(torch.as_tensor(e[0]), torch.as_tensor(p[0]), w1, w2, n_components=3)
+    assert coords.shape == (3, 11, 3) and ratio.shape == (3, 3)
+    x = torch.as_tensor(w1[:, None, None] * e[0] + w2[:, None, None] * p[0])
+    svd_coords, svd_ratio = pca_project(x, n_components=3)
+    assert (coords - svd_coords).abs().max().item() < 1e-9 and (ratio - svd_ratio).abs().max().item() < 1e-12
+    ref_coords, ref_ratio = sklearn_pca(x.numpy(), 3)
+    assert np.abs(coords.numpy() - ref_coords).max() < 1e-9
+
+
+def test_weighted_pca_sign_convention_and_float32():
+    """Negating the data keeps sklearn's orientation (coordinates flip sign); float32 inputs compute in float64."""
+    e, p = weighted_batch(50, [11, 11], seed=5)
+    w1, w2 = [1.0, 1.0, 3.0], [0.0, 10.0, 1.0]
+    pos, _ = weighted_pca(torch.as_tensor(e), torch.as_tensor(p), w1, w2)
+    neg, _ = weighted_pca(torch.as_tensor(-e), torch.as_tensor(-p), w1, w2)
+    assert (pos + neg).abs().max().item() < 1e-9
+    c32, r32 = weighted_pca(torch.as_tensor(e.astype(np.float32)), torch.as_tensor(p.astype(np.float32)), w1, w2)
+    assert c32.dtype == r32.dtype == torch.float64
+    e32, p32 = e.astype(np.float32).astype(np.float64), p.astype(np.float32).astype(np.float64)
+    for s in range(2):
+        ref, _ = sklearn_pca(np.stack([a * e32[s] + b * p32[s] for a, b in zip(w1, w2)]))
+        assert np.abs(c32[s].numpy() - ref).max() < 1e-9
+
+
+def test_weighted_pca_zero_weights_give_zeros_not_nan():
+    e, p = weighted_batch(8, [5])
+    coords, ratio = weighted_pca(torch.as_tensor(e), torch.as_tensor(p), [0.0], [0.0])
+    assert not torch.isnan(coords).any() and not torch.isnan(ratio).any()
+    assert coords.abs().max().item() == 0.0 and ratio.abs().max().item() == 0.0
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"lengths": [11, 0]}, "lengths"), ({"lengths": [12, 3]}, "lengths"), ({"lengths": [5]}, "lengths"),
+    ({"lengths": [11, 2], "n_components": 3}, "n_components"), ({"w2": [1.0, 2.0]}, "w1"),
+])
+def test_weighted_pca_bad_arguments(kwargs, match):
+    e, p = weighted_batch(8, [11, 11])
+    args = {"w1": [1.0], "w2": [1.0], **kwargs}
+    with pytest.raises(ValueError, match=match):
+        weighted_pca(torch.as_tensor(e), torch.as_tensor(p), **args)
+    with pytest.raises(ValueError, match="same shape"):
+        weighted_pca(torch.as_tensor(e), torch.as_tensor(p[:, :5]), [1.0], [1.0])
+
+
+@pytest.mark.skipif(not CUDA, reason="needs CUDA")
+def test_weighted_pca_on_cuda_equals_cpu():
+    e, p = weighted_batch(50, [11, 6])
+    w1, w2 = [1.0, 1.0, 10.0], [0.0, 10.0, 1.0]
+    cpu = weighted_pca(torch.as_tensor(e), torch.as_tensor(p), w1, w2, [11, 6])
+    gpu = weighted_pca(torch.as_tensor(e, device="cuda"), torch.as_tensor(p, device="cuda"), w1, w2, [11, 6])
+    assert gpu[0].device.type == "cuda"
+    assert (gpu[0].cpu() - cpu[0]).abs().max().item() < 1e-9 and (gpu[1].cpu() - cpu[1]).abs().max().item() < 1e-9

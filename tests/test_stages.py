@@ -8,42 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipeline import config
+from conftest import DIM, SEED_WORDS, params_for, run_stages
 from pipeline.errors import PipelineError
-from pipeline.glove_store import write_store
 from pipeline.paths import Layout
-from pipeline.stages import encode, figures, sweep, tokenize
-
-REPO = Path(__file__).resolve().parents[1]
-SEED_WORDS = "king queen man woman dog wolf football basketball red green yellow".split()
-DIM = 8
-
-
-@pytest.fixture(scope="module")
-def small_store(tmp_path_factory) -> Path:
-    """A GloVe store of the seed's eleven words plus a few, 8-d, fixed random vectors."""
-    path = tmp_path_factory.mktemp("store") / "glove"
-    words = SEED_WORDS + ["the", "a", "is", "ball"]
-    vectors = np.random.default_rng(0).normal(size=(len(words), DIM)).astype(np.float32)
-    write_store(path, vectors, words, {"source": "test"})
-    return path
-
-
-def params_for(*overrides: str) -> dict:
-    params = config.compose(["glove=path", f"glove.dim={DIM}", "glove.path=unused.txt", *overrides], REPO)
-    config.validate(params)
-    return params
-
-
-def run_stages(params: dict, tmp_path: Path, store: Path, upto: str = "sweep") -> Layout:
-    layout = Layout(tmp_path, glove=store)
-    for stage in (tokenize, encode, sweep, figures):
-        stage.run(params, layout, tmp_path)
-        if stage.__name__.endswith(upto):
-            break
-    return layout
-
-
 def test_seed_sentences_through_sweep(tmp_path, small_store):
     """The seed's tokens, an embedding matrix with the store's rows, PE diagnostics, 5 projections per sentence."""
     from pipeline.files import read_json
@@ -90,9 +57,9 @@ def test_sweep_matches_sklearn_pca(tmp_path, small_store):
 def test_figures_stage_writes_every_figure(tmp_path, small_store):
     layout = run_stages(params_for(), tmp_path, small_store, upto="figures")
     names = sorted(p.name for p in layout.figures_dir.glob("*.png"))
-    assert len(names) == 5 + 2 * 5
+    assert len(names) == 5 + 2 * 5 + 2 * 2 + 7   # PE figures, 5 pairs x 2 sentences, panels + ratio curves, tutorials
     assert {"pe_heatmap.png", "pe_dot_product.png", "pe_distance.png", "pe_norms.png",
-            "pe_offset_distance.png", "projection_s1_w1_1-w2_10.png"} <= set(names)
+            "pe_offset_distance.png", "projection_s1_w1_1-w2_10.png", "panels_s1.png", "ratio_sweep_s0.png"} <= set(names)
     assert all((layout.figures_dir / n).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for n in names)
 
 

@@ -1,7 +1,15 @@
-"""Stage encode: sinusoidal PE + its diagnostics, and the embedding matrix of the word index.
+"""Stage encode: the positional encoding (sinusoidal, or a seeded learned table) + its diagnostics, and the
+embedding matrix of the word index.
 
-Writes data/encode/ (pe.npy, embeddings.npy, dot.npy, distance.npy, encode.json) and the
-property plots reports/plots/pe_norms.csv and reports/plots/offset_distance.csv.
+Writes data/encode/:
+  pe.npy (max_len, d), embeddings.npy (V + 1, d), encode.json (numbers reported as metrics);
+  dot.npy, distance.npy: PE(a).PE(b) and ||PE(a) - PE(b)||, float32, full when max_len <= encoding.max_matrix_size,
+      else exact f x f block means (f = ceil(max_len / max_matrix_size)) computed from the 1-D profiles:
+      no max_len x max_len matrix is ever formed or written;
+  matrices.json: encoding, layout, block side f, side, positions covered, whether the matrices are Toeplitz;
+  profiles.npz (sinusoidal only): offset k = 0..max_len-1, dot(k), distance(k) over the sin/cos pairs, and for odd d the
+      unpaired sine column u(p) (dot[a, b] = dot(|a-b|) + u(a) u(b); empty for even d);
+and the property plots reports/plots/pe_norms.csv and reports/plots/offset_distance.csv.
 """
 from __future__ import annotations
 
@@ -12,6 +20,7 @@ from pipeline.errors import PipelineError
 from pipeline.paths import Layout
 
 log = logging.getLogger("pipeline")
+MAX_PLOT_ROWS = 4096
 
 
 def _csv(rows: list[tuple], header: tuple[str, ...]) -> str:
@@ -36,10 +45,11 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
 
     from pipeline import encoding as pe_lib
     from pipeline.device import resolve_device, resolve_dtype
-    from pipeline.files import read_json, write_json, write_npy, write_text
+    from pipeline.files import read_json, write_json, write_npy, write_npz, write_text
     from pipeline.glove_store import GloveStore
 
-    cfg = params["encoding"]
+    cfg = params["encoding"]  # validated by pipeline.config.validate: name, layout, max_matrix_size
+    kind, pe_layout, max_size = cfg["name"], cfg["layout"], cfg["max_matrix_size"]
     store = GloveStore.open(layout.glove_dir)
     if store.dim != params["glove"]["dim"]:
         raise PipelineError(f"glove.dim = {params['glove']['dim']} but the vectors in {layout.glove_dir} have "
@@ -56,14 +66,18 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
                             "or lower tokenizer.maxlen.")
 
     device = resolve_device(cfg["device"])
-    pe = pe_lib.sinusoidal_encoding(cfg["max_len"], d, cfg["base"], device=device, dtype=resolve_dtype(cfg["dtype"]))
-    norms = pe_lib.position_norms(pe)
+    if kind == "learned":   # a seeded random table: the generic (any matrix) diagnostics
+        from pipeline.position_modules import learned_position_table
+
+        pe = learned_position_table(cfg["max_len"], d, cfg["seed"], cfg["init"], cfg["scale"], device=device,
+                                    dtype=resolve_dtype(cfg["dtype"]))
+        diag = pe_lib.matrix_diagnostics(pe, cfg["base"], cfg["max_offset"], max_size)
+    else:
+        pe = pe_lib.sinusoidal_encoding(cfg["max_len"], d, cfg["base"], layout=pe_layout, device=device,
+                                        dtype=resolve_dtype(cfg["dtype"]))
+        diag = pe_lib.sinusoidal_diagnostics(pe, cfg["base"], cfg["max_offset"], max_size)
+    norms, lo, hi, closed = diag.norms, diag.offset_lo, diag.offset_hi, diag.offset_closed
     expected = pe_lib.expected_norm(d)
-    lo, hi = pe_lib.offset_distances(pe, cfg["max_offset"])
-    offsets = torch.arange(1, len(lo) + 1, device=device)
-    closed = pe_lib.offset_distance_closed_form(offsets, d, cfg["base"])
-    gram = pe_lib.dot_product_matrix(pe)
-    dist = pe_lib.distance_matrix(pe, gram)
 
     matrix, missing = embedding_matrix(tokens, store)
     missing_set = set(missing)
@@ -78,10 +92,23 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
     out = layout.encode_dir
     write_npy(out / "pe.npy", pe.cpu().numpy())
     write_npy(out / "embeddings.npy", matrix)
-    write_npy(out / "dot.npy", gram.cpu().numpy().astype(np.float32))
-    write_npy(out / "distance.npy", dist.cpu().numpy().astype(np.float32))
+    write_npy(out / "dot.npy", diag.dot_blocks.cpu().numpy().astype(np.float32))
+    write_npy(out / "distance.npy", diag.distance_blocks.cpu().numpy().astype(np.float32))
+    profiles = diag.profiles
+    (out / "profiles.npz").unlink(missing_ok=True)          # a learned table has none
+    if profiles is not None:
+        write_npz(out / "profiles.npz", {
+            "offset": np.arange(cfg["max_len"]), "dot": profiles.dot.cpu().numpy(),
+            "distance": profiles.distance.cpu().numpy(),
+            "unpaired": np.empty(0) if profiles.unpaired is None else profiles.unpaired.cpu().numpy()})
+    side = diag.dot_blocks.shape[0]
+    write_json(out / "matrices.json", {
+        "encoding": kind, "layout": pe_layout if profiles is not None else None, "block": diag.factor,
+        "side": side, "positions_covered": side * diag.factor,
+        "toeplitz": profiles is not None and profiles.toeplitz,
+        "method": ("closed-form profiles" if profiles is not None else "float64 Gram of the matrix")
+        + ("" if diag.factor == 1 else ", exact block means")})
 
-    pe64 = pe.to(norms.dtype)
     n = cfg["max_len"]
     norm_positions = [p for p in cfg["norm_positions"] or [] if p < n]
     distance_pairs = [(p, q) for p, q in cfg["distance_pairs"] or [] if max(p, q) < n]
@@ -90,6 +117,7 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
         log.warning("encode: %d probe(s) in encoding.norm_positions / distance_pairs lie beyond encoding.max_len=%d "
                     "and are skipped", skipped, n)
     summary = {
+        "kind": kind,
         "d_model": d,
         "max_len": cfg["max_len"],
         "device": str(device),
@@ -99,7 +127,7 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
         "offset_distance_closed_form_max_abs_err": float(torch.maximum((hi - closed).abs(), (lo - closed).abs()).max())
         if len(lo) else 0.0,
         "norm": {f"p{p}": float(norms[p]) for p in norm_positions},
-        "distance": {f"p{p}_p{q}": float(torch.linalg.vector_norm(pe64[p] - pe64[q]))
+        "distance": {f"p{p}_p{q}": float(torch.linalg.vector_norm(pe[p].to(norms.dtype) - pe[q].to(norms.dtype)))
                      for p, q in distance_pairs},
         "vocab_size": len(tokens["word_index"]),
         "oov_count": len(missing),
@@ -107,14 +135,17 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
     }
     write_json(out / "encode.json", summary)
     norms_np, lo_np, hi_np, closed_np = (t.cpu().numpy() for t in (norms, lo, hi, closed))
+    stride = -(-len(norms_np) // MAX_PLOT_ROWS)  # plot data stays small at max_len = 1M; the metric saw every row
     write_text(layout.plots_dir / "pe_norms.csv",
-               _csv([(p, float(n), expected) for p, n in enumerate(norms_np)], ("position", "norm", "sqrt_d_over_2")))
+               _csv([(p, float(norms_np[p]), expected) for p in range(0, len(norms_np), stride)],
+                    ("position", "norm", "sqrt_d_over_2")))
     write_text(layout.plots_dir / "offset_distance.csv",
                _csv([(k + 1, float(lo_np[k]), float(hi_np[k]), float(closed_np[k])) for k in range(len(lo_np))],
                     ("k", "min_over_p", "max_over_p", "closed_form")))
-    log.info("encode: PE %dx%d on %s; max |norm - sqrt(d/2)| = %.2e; max spread over p of "
-             "||PE(p)-PE(p+k)|| = %.2e; %d OOV", cfg["max_len"], d, device, summary["norm_max_abs_dev"],
-             summary["offset_distance_max_spread"], len(missing))
+    log.info("encode: PE %dx%d (%s) on %s; max |norm - sqrt(d/2)| = %.2e; max spread over p of "
+             "||PE(p)-PE(p+k)|| = %.2e; matrices %dx%d (blocks of %d); %d OOV", cfg["max_len"], d,
+             pe_layout if kind == "sinusoidal" else kind, device,
+             summary["norm_max_abs_dev"], summary["offset_distance_max_spread"], side, side, diag.factor, len(missing))
     return summary
 
 

@@ -14,8 +14,10 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
 
     cfg = params["glove"]
     manifest = acquire(cfg, layout.glove_dir, root, cache_dir=project_root(root) / "data" / "cache")
-    log.info("glove: %s rows x %s dims from %s -> %s", manifest["rows"], manifest["dim"],
-             manifest["origin"]["source"], layout.glove_dir)
+    origin = manifest["origin"]
+    where = origin.get("url") or origin.get("path") or origin.get("package")
+    log.info("glove: %s rows x %s dims from %s %s%s -> %s", manifest["rows"], manifest["dim"], origin["source"],
+             where, f" ({origin['member']})" if origin.get("member") else "", layout.glove_dir)
     return manifest
 
 

@@ -1,5 +1,9 @@
-"""Stage track: log the pipeline result (params, metrics, figures) as one MLflow run; record it in
-reports/mlflow_run.json."""
+"""Stage track: log the pipeline result (params, metrics, figures) as one MLflow run.
+
+Writes reports/mlflow_last_run.json (run id, store URI; not versioned: it differs per machine) and
+the DVC output reports/mlflow_run.json, which holds only what is the same everywhere (whether and
+where to the result was logged by experiment name), so that logging a run does not change dvc.lock.
+"""
 from __future__ import annotations
 
 import logging
@@ -14,12 +18,14 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
     from pipeline.files import write_json
     from pipeline.tracking import log_result
 
-    if not params["tracking"]["enabled"]:
+    tracking = params["tracking"]
+    if not tracking["enabled"]:
         record = {"enabled": False}
     else:
         record = {"enabled": True, **log_result(params, layout.base, root, extra_tags={"runner": "dvc"})}
         log.info("mlflow: run %s in %s (browse: see README, `mlflow ui`)", record["run_id"], record["tracking_uri"])
-    write_json(layout.mlflow_run, record)
+    write_json(layout.reports / "mlflow_last_run.json", record)
+    write_json(layout.mlflow_run, {"logged": tracking["enabled"], "experiment": tracking["experiment"]})
     return record
 
 

@@ -1,0 +1,1 @@
+"""Benchmarks: `python -m benchmarks.<name>`; each prints ratios against references measured in the same run."""

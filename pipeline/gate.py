@@ -1,0 +1,125 @@
+"""`python -m pipeline.gate`: fail when a metric drifts from its committed baseline beyond its tolerance.
+
+    python -m pipeline.gate                       # reports/metrics.json vs the version committed at HEAD
+    python -m pipeline.gate --baseline main~1     # vs another git revision
+    python -m pipeline.gate --baseline old.json   # vs a file
+
+Tolerances live in .ci/tolerances.yaml: rules of fnmatch patterns over the flattened metric names
+(as `dvc metrics show` prints them), each with `abs` and/or `rel` and a one-line reason; the first
+matching rule applies, and a metric that no rule matches must not change at all. A metric present
+on one side only is a failure too. (`dvc metrics diff` shows differences but always exits 0.)
+"""
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import math
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pipeline.config import flatten
+from pipeline.errors import PipelineError
+
+METRICS = "reports/metrics.json"
+TOLERANCES = ".ci/tolerances.yaml"
+
+
+@dataclass(frozen=True)
+class Rule:
+    pattern: str
+    abs: float
+    rel: float
+    reason: str
+
+    def allows(self, old: float, new: float) -> bool:
+        return abs(new - old) <= max(self.abs, self.rel * abs(old))
+
+    def describe(self) -> str:
+        return f"abs {self.abs:g}, rel {self.rel:g} ({self.reason})"
+
+
+EXACT = Rule("<no rule>", 0.0, 0.0, "no rule in the tolerances file matches: must not change")
+
+
+def load_rules(path: Path) -> list[Rule]:
+    data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    rules = []
+    for i, entry in enumerate(data.get("rules", [])):
+        if "match" not in entry or "reason" not in entry or not ({"abs", "rel"} & entry.keys()):
+            raise PipelineError(f"{path}: rule {i + 1} needs `match`, `reason` and `abs` and/or `rel`: {entry}")
+        rules.append(Rule(entry["match"], float(entry.get("abs", 0.0)), float(entry.get("rel", 0.0)), entry["reason"]))
+    return rules
+
+
+def rule_for(name: str, rules: list[Rule]) -> Rule:
+    return next((rule for rule in rules if fnmatch.fnmatchcase(name, rule.pattern)), EXACT)
+
+
+def compare(baseline: dict, current: dict, rules: list[Rule]) -> list[str]:
+    """One line per violation: metric, old, new, and the tolerance it broke."""
+    old, new = flatten(baseline), flatten(current)
+    problems = []
+    for name in sorted(old.keys() | new.keys()):
+        if name not in new:
+            problems.append(f"{name}: in the baseline ({old[name]!r}) but no longer computed")
+            continue
+        if name not in old:
+            problems.append(f"{name}: new metric ({new[name]!r}) missing from the baseline: commit the new "
+                            f"{METRICS} if it is intended")
+            continue
+        a, b = old[name], new[name]
+        if a == b:
+            continue
+        rule = rule_for(name, rules)
+        numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (a, b))
+        if not numeric or not (math.isfinite(a) and math.isfinite(b)) or not rule.allows(float(a), float(b)):
+            diff = f" (|change| {abs(b - a):.3g})" if numeric else ""
+            problems.append(f"{name}: {a!r} -> {b!r}{diff} exceeds tolerance {rule.describe()}")
+    return problems
+
+
+def read_baseline(spec: str, root: Path) -> dict:
+    path = Path(spec)
+    if path.suffix == ".json" and (root / path).exists():
+        return json.loads((root / path).read_text(encoding="utf-8"))
+    shown = subprocess.run(["git", "show", f"{spec}:{METRICS}"], cwd=root, capture_output=True, text=True)
+    if shown.returncode != 0:
+        raise PipelineError(f"no baseline {METRICS} at git revision {spec!r} ({shown.stderr.strip()}): "
+                            "pass --baseline REV or a .json file.")
+    return json.loads(shown.stdout)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--baseline", default="HEAD", help="git revision or .json file (default: HEAD)")
+    parser.add_argument("--current", default=METRICS)
+    parser.add_argument("--tolerances", default=TOLERANCES)
+    args = parser.parse_args(argv)
+    from pipeline.paths import checkout_root
+
+    root = checkout_root()
+    try:
+        baseline = read_baseline(args.baseline, root)
+        current = json.loads((root / args.current).read_text(encoding="utf-8"))
+        problems = compare(baseline, current, load_rules(root / args.tolerances))
+    except (PipelineError, OSError, ValueError) as exc:
+        print(f"gate: error: {exc}", file=sys.stderr)
+        return 2
+    checked = len(flatten(current))
+    if problems:
+        print(f"gate: {len(problems)} of {checked} metrics drifted from the baseline ({args.baseline}):")
+        for line in problems:
+            print(f"  FAIL {line}")
+        return 1
+    print(f"gate: all {checked} metrics within tolerance of the baseline ({args.baseline})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

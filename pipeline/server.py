@@ -1,0 +1,70 @@
+"""`python -m pipeline.server [--port 5000] [--host 127.0.0.1]`: serve the project's MLflow store over HTTP.
+
+Runs `mlflow server` on the project's SQLite store (<project root>/mlflow.db) with its artifact
+root (<project root>/mlartifacts), bound to 127.0.0.1 unless --host says otherwise. Then point the
+pipeline at it, from any directory, DVC queue or Hydra sweep:
+
+    export MLFLOW_TRACKING_URI=http://127.0.0.1:5000
+
+Runs logged through the server and runs logged straight into the SQLite store land in the same
+place (same store, same artifact folder), so both views agree. Stop the server with Ctrl+C.
+
+    python -m pipeline.server --port 5001 --workers 1
+    python -m pipeline.server --backend-store-uri sqlite:////data/team/mlflow.db   # another store
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from pipeline.errors import PipelineError
+
+
+def server_command(store_uri: str, artifact_root: Path, host: str, port: int, workers: int) -> list[str]:
+    """The `mlflow server` command line (argv) for a store and its artifact folder."""
+    return [sys.executable, "-m", "mlflow", "server",
+            "--backend-store-uri", store_uri,
+            # new experiments keep artifacts in the same folder a local-store run would use, and the
+            # server proxies mlflow-artifacts:/ URIs there too (nothing lands in the server's cwd)
+            "--default-artifact-root", artifact_root.as_uri(),
+            "--artifacts-destination", artifact_root.as_uri(),
+            "--host", host, "--port", str(port), "--workers", str(workers)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    from pipeline.paths import project_root
+    from pipeline.tracking import artifact_location, prepare_store
+
+    parser = argparse.ArgumentParser(prog="python -m pipeline.server", description=__doc__.splitlines()[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1: this machine only)")
+    parser.add_argument("--port", type=int, default=5000)
+    parser.add_argument("--workers", type=int, default=2, help="server processes (default 2)")
+    parser.add_argument("--backend-store-uri", default=None,
+                        help="an absolute sqlite://// URI (default: the project's mlflow.db; "
+                             "$MLFLOW_TRACKING_URI is ignored here, it is what clients use)")
+    parser.add_argument("--experiment", default="positional-encoding", help="created now if missing")
+    args = parser.parse_args(argv)
+    try:
+        root = project_root()
+        store = args.backend_store_uri or f"sqlite:///{root / 'mlflow.db'}"
+        if not store.startswith("sqlite:////"):
+            raise PipelineError(f"--backend-store-uri {store!r}: expected an absolute sqlite:////path/to/mlflow.db URI")
+        artifact_uri = artifact_location(store, root)
+        # create the tables and the experiment once, before several server workers race to do it
+        prepare_store(store, args.experiment, root)
+    except (PipelineError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    artifact_root = Path(artifact_uri[len("file://"):])
+    cmd = server_command(store, artifact_root, args.host, args.port, args.workers)
+    print(f"MLflow server for {store} (artifacts in {artifact_root}) on http://{args.host}:{args.port}\n"
+          f"  use it: export MLFLOW_TRACKING_URI=http://{args.host}:{args.port}", flush=True)
+    os.execv(cmd[0], cmd)  # the server replaces this process: signals reach it directly
+    return 0  # not reached
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,246 @@
+"""pipeline.download against a real HTTP server on 127.0.0.1: resume, restart, mirrors, checksums, proxies."""
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import threading
+
+import pytest
+
+from http_server import FileServer
+from pipeline.download import DownloadPolicy, download
+from pipeline.errors import PipelineError
+
+DATA = bytes(range(256)) * 4096  # 1 MiB, every byte value
+DIGEST = hashlib.sha256(DATA).hexdigest()
+FAST = DownloadPolicy(connect_timeout=2, read_timeout=2, retries=2, backoff=0.01, progress=False)
+
+
+@pytest.fixture
+def server(monkeypatch):
+    """A FileServer, with proxy variables cleared so that requests go straight to it."""
+    for var in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY",
+                "no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(var, raising=False)
+    with FileServer() as running:
+        yield running
+
+
+def files(folder) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
+
+
+def test_clean_download(server, tmp_path):
+    """One request, the exact bytes at the target, the SHA-256 reported, nothing else left in the folder."""
+    url = server.add("/f.bin", DATA)
+    result = download([url], tmp_path / "f.bin", DIGEST, FAST)
+    assert (tmp_path / "f.bin").read_bytes() == DATA
+    assert result == {"url": url, "bytes": len(DATA), "sha256": DIGEST, "cached": False, "resumed_from": 0}
+    assert [r["status"] for r in server.log] == [200]
+    assert files(tmp_path) == ["f.bin"]
+
+
+def test_existing_target_with_right_digest_is_not_downloaded_again(server, tmp_path):
+    url = server.add("/f.bin", DATA)
+    download([url], tmp_path / "f.bin", DIGEST, FAST)
+    again = download([url], tmp_path / "f.bin", DIGEST, FAST)
+    assert again["cached"] and again["sha256"] == DIGEST
+    assert len(server.log) == 1
+
+
+def test_dropped_connection_resumes_with_range(server, tmp_path):
+    """The body is cut in half; the retry asks for the rest with Range and appends it."""
+    url = server.add("/f.bin", DATA, faults=["drop"])
+    result = download([url], tmp_path / "f.bin", DIGEST, FAST)
+    assert (tmp_path / "f.bin").read_bytes() == DATA
+    assert [(r["range"], r["status"]) for r in server.log] == [(None, 200), (f"bytes={len(DATA) // 2}-", 206)]
+    assert server.log[1]["if_range"] == '"v1"'  # the ETag of the first answer guards the resume
+    assert result["resumed_from"] == len(DATA) // 2
+    assert files(tmp_path) == ["f.bin"]
+
+
+def test_read_timeout_then_resume(server, tmp_path):
+    """A server that goes silent mid-body trips the read timeout; the retry resumes."""
+    url = server.add("/f.bin", DATA, faults=["stall"], stall=2.0)
+    policy = DownloadPolicy(connect_timeout=2, read_timeout=0.3, retries=2, backoff=0.01, progress=False)
+    download([url], tmp_path / "f.bin", DIGEST, policy)
+    assert (tmp_path / "f.bin").read_bytes() == DATA
+    assert server.log[1]["range"] == f"bytes={len(DATA) // 2}-"
+
+
+def test_server_without_range_support_restarts_from_zero(server, tmp_path):
+    """After a drop, a server that ignores Range answers 200 with the whole body: the file is rewritten."""
+    url = server.add("/f.bin", DATA, ranges=False, faults=["drop"])
+    result = download([url], tmp_path / "f.bin", DIGEST, FAST)
+    assert (tmp_path / "f.bin").read_bytes() == DATA
+    assert [(r["range"], r["status"]) for r in server.log] == [(None, 200), (f"bytes={len(DATA) // 2}-", 200)]
+    assert result["resumed_from"] == 0
+    assert files(tmp_path) == ["f.bin"]
+
+
+def test_partial_from_an_earlier_run_resumes(server, tmp_path):
+    """A .part file left by yesterday's run (same URL, same ETag) is continued, not restarted."""
+    url = server.add("/f.bin", DATA)
+    (tmp_path / "f.bin.part").write_bytes(DATA[:1000])
+    (tmp_path / "f.bin.part.json").write_text(json.dumps({"url": url, "validator": '"v1"'}))
+    result = download([url], tmp_path / "f.bin", DIGEST, FAST)
+    assert result["resumed_from"] == 1000
+    assert server.log[0]["range"] == "bytes=1000-" and server.log[0]["status"] == 206
+    assert (tmp_path / "f.bin").read_bytes() == DATA
+    assert files(tmp_path) == ["f.bin"]
+
+
+def test_changed_file_on_server_is_fetched_whole(server, tmp_path):
+    """If-Range with an old ETag: the server sends the new file whole, and that is what we keep."""
+    url = server.add("/f.bin", DATA, etag='"v2"')
+    (tmp_path / "f.bin.part").write_bytes(b"old content of version 1")
+    (tmp_path / "f.bin.part.json").write_text(json.dumps({"url": url, "validator": '"v1"'}))
+    download([url], tmp_path / "f.bin", DIGEST, FAST)
+    assert server.log[0]["if_range"] == '"v1"' and server.log[0]["status"] == 200
+    assert (tmp_path / "f.bin").read_bytes() == DATA
+
+
+def test_stale_partial_with_wrong_digest_gets_one_fresh_try(server, tmp_path):
+    """A partial of unknown origin (no validator) that resumes into a wrong digest is discarded and fetched anew."""
+    url = server.add("/f.bin", DATA, etag=None)
+    (tmp_path / "f.bin.part").write_bytes(b"x" * 5000)
+    result = download([url], tmp_path / "f.bin", DIGEST, FAST)
+    assert [(r["range"], r["status"]) for r in server.log] == [("bytes=5000-", 206), (None, 200)]
+    assert result["resumed_from"] == 0
+    assert (tmp_path / "f.bin").read_bytes() == DATA
+
+
+def test_server_compressing_anyway_is_decoded_and_never_resumed(server, tmp_path):
+    """Content-Encoding: gzip despite "identity": the decoded bytes are kept; a drop restarts from zero."""
+    url = server.add("/f.bin", DATA, gzip=True, faults=["drop"])
+    result = download([url], tmp_path / "f.bin", DIGEST, FAST)
+    assert (tmp_path / "f.bin").read_bytes() == DATA and result["resumed_from"] == 0
+    assert [r["range"] for r in server.log] == [None, None]
+    assert server.log[0]["status"] == 200 and files(tmp_path) == ["f.bin"]
+
+
+def test_404_on_first_mirror_then_second(server, tmp_path):
+    missing = server.url("/gone/f.bin")
+    mirror = server.add("/mirror/f.bin", DATA)
+    result = download([missing, mirror], tmp_path / "f.bin", DIGEST, FAST)
+    assert result["url"] == mirror
+    assert [(r["path"], r["status"]) for r in server.log] == [("/gone/f.bin", 404), ("/mirror/f.bin", 200)]
+    assert (tmp_path / "f.bin").read_bytes() == DATA
+
+
+def test_transient_503_is_retried(server, tmp_path):
+    url = server.add("/f.bin", DATA, faults=[503, 503])
+    download([url], tmp_path / "f.bin", DIGEST, FAST)
+    assert [r["status"] for r in server.log] == [503, 503, 200]
+    assert (tmp_path / "f.bin").read_bytes() == DATA
+
+
+def test_wrong_checksum_deletes_the_file_and_says_so(server, tmp_path):
+    url = server.add("/f.bin", DATA)
+    wrong = hashlib.sha256(b"another file").hexdigest()
+    with pytest.raises(PipelineError) as info:
+        download([url], tmp_path / "f.bin", wrong, FAST, hint="HINT")
+    message = str(info.value)
+    assert url in message and f"got {DIGEST}, expected {wrong}" in message and "deleted" in message
+    assert message.rstrip().endswith("HINT")
+    assert files(tmp_path) == []
+
+
+def test_every_url_failing_lists_what_was_tried(server, tmp_path):
+    """404, a refused connection, and a server that keeps failing: one message naming each, then the hint."""
+    closed = FileServer()
+    refused = closed.url("/f.bin")  # bound, never started, then closed: connections are refused
+    closed.httpd.server_close()
+    flaky = server.add("/flaky/f.bin", DATA, faults=[503, 503, 503])
+    missing = server.url("/gone/f.bin")
+    with pytest.raises(PipelineError) as info:
+        download([missing, refused, flaky], tmp_path / "f.bin", DIGEST, FAST, hint="Fix: use glove=6B-50d.")
+    message = str(info.value)
+    lines = message.splitlines()
+    assert lines[0] == "could not download f.bin. Tried:"
+    assert missing in lines[1] and "404" in lines[1]
+    assert refused in lines[2] and "connection refused" in lines[2] and "3 attempts" in lines[2]
+    assert flaky in lines[3] and "503" in lines[3]
+    assert "Fix: use glove=6B-50d." in message
+    assert not (tmp_path / "f.bin").exists() and files(tmp_path) == []
+
+
+def test_gave_up_mid_body_keeps_the_partial_for_next_time(server, tmp_path):
+    """Drops until retries run out: the error says the partial is kept; the next run resumes and finishes."""
+    url = server.add("/f.bin", DATA, faults=["drop", 503, 503, 503])
+    with pytest.raises(PipelineError, match=r"kept in .*f\.bin\.part.*resumes"):
+        download([url], tmp_path / "f.bin", DIGEST, FAST)
+    assert not (tmp_path / "f.bin").exists()
+    assert (tmp_path / "f.bin.part").stat().st_size == len(DATA) // 2
+    download([url], tmp_path / "f.bin", DIGEST, FAST)
+    assert server.log[-1]["range"] == f"bytes={len(DATA) // 2}-"
+    assert (tmp_path / "f.bin").read_bytes() == DATA
+    assert files(tmp_path) == ["f.bin"]
+
+
+def test_not_enough_disk_space_is_refused_before_writing(server, tmp_path):
+    url = server.add("/f.bin", DATA)
+    free = shutil.disk_usage(tmp_path).free
+    policy = DownloadPolicy(retries=0, backoff=0.01, progress=False, reserve_bytes=free + (1 << 40))
+    with pytest.raises(PipelineError, match="not enough free disk space"):
+        download([url], tmp_path / "f.bin", DIGEST, policy)
+    assert files(tmp_path) == []
+
+
+def test_proxy_from_environment(server, tmp_path, monkeypatch):
+    """HTTP_PROXY is honoured: the request for an unresolvable host goes to the proxy, in proxy form."""
+    server.add("/f.bin", DATA)
+    monkeypatch.setenv("HTTP_PROXY", server.base)
+    url = "http://glove.example.invalid/f.bin"
+    download([url], tmp_path / "f.bin", DIGEST, FAST)
+    assert server.log[0]["target"] == url
+    assert (tmp_path / "f.bin").read_bytes() == DATA
+
+
+def test_two_downloads_into_one_folder_take_turns(server, tmp_path):
+    """Two concurrent calls for the same file: one downloads, the other waits and finds it done."""
+    url = server.add("/f.bin", DATA * 8)
+    digest = hashlib.sha256(DATA * 8).hexdigest()
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(download([url], tmp_path / "f.bin", digest, FAST)))
+               for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert sorted(r["cached"] for r in results) == [False, True]
+    assert len(server.log) == 1
+    assert files(tmp_path) == ["f.bin"]
+
+
+def test_progress_bar_only_when_asked(server, tmp_path, capsys, monkeypatch):
+    url = server.add("/f.bin", DATA)
+    monkeypatch.setenv("CI", "true")
+    download([url], tmp_path / "a.bin", DIGEST, DownloadPolicy(progress=None))
+    assert "100%" not in capsys.readouterr().err  # auto: quiet in CI (and when stderr is not a terminal)
+    download([url], tmp_path / "b.bin", DIGEST, DownloadPolicy(progress=True))
+    assert "100%" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("cfg, key", [
+    ({"retries": -1}, "glove.download.retries"),
+    ({"retries": 1.5}, "glove.download.retries"),
+    ({"read_timeout": 0}, "glove.download.read_timeout"),
+    ({"backoff": "fast"}, "glove.download.backoff"),
+    ({"progress": "yes"}, "glove.download.progress"),
+    ({"speed": 1}, "glove.download.speed"),
+])
+def test_policy_from_config_names_bad_key(cfg, key):
+    with pytest.raises(PipelineError, match=key.replace(".", r"\.")):
+        DownloadPolicy.from_config(cfg)
+
+
+def test_policy_from_config_accepts_the_shipped_values():
+    import yaml
+    from pathlib import Path
+
+    conf = yaml.safe_load((Path(__file__).resolve().parents[1] / "conf/glove/6B-100d.yaml").read_text())
+    policy = DownloadPolicy.from_config(conf["download"])
+    assert policy.retries == conf["download"]["retries"] and policy.read_timeout == conf["download"]["read_timeout"]
+    assert policy.backoff == conf["download"]["backoff"] and policy.progress is None

@@ -1,0 +1,83 @@
+"""The CI gate fails on drift beyond tolerance and passes otherwise, naming metric, old, new, tolerance."""
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, run
+from pipeline.gate import EXACT, Rule, compare, load_rules, rule_for
+
+BASELINE = json.loads((REPO / "reports/metrics.json").read_text())
+RULES = load_rules(REPO / ".ci/tolerances.yaml")
+
+
+def test_unchanged_metrics_pass():
+    assert compare(BASELINE, copy.deepcopy(BASELINE), RULES) == []
+
+
+def test_perturbed_metric_fails_naming_it():
+    current = copy.deepcopy(BASELINE)
+    old = current["sweep"]["s1"]["w1_1-w2_10"]["pca_disparity"]
+    current["sweep"]["s1"]["w1_1-w2_10"]["pca_disparity"] = old + 0.01
+    problems = compare(BASELINE, current, RULES)
+    assert len(problems) == 1
+    line = problems[0]
+    assert line.startswith("sweep.s1.w1_1-w2_10.pca_disparity:") and repr(old) in line
+    assert repr(old + 0.01) in line and "abs 1e-06" in line and "rel 1e-05" in line
+
+
+def test_change_within_tolerance_passes():
+    current = copy.deepcopy(BASELINE)
+    current["sweep"]["s0"]["w1_1-w2_1"]["pca_disparity"] *= 1 + 1e-7
+    current["encoding"]["norm_max_abs_dev"] += 1e-8
+    assert compare(BASELINE, current, RULES) == []
+
+
+def test_count_metrics_must_not_move():
+    current = copy.deepcopy(BASELINE)
+    current["embedding"]["oov_count"] += 1
+    assert any(p.startswith("embedding.oov_count:") for p in compare(BASELINE, current, RULES))
+
+
+def test_missing_new_and_null_metrics_fail():
+    current = copy.deepcopy(BASELINE)
+    del current["encoding"]["norm_max_abs_dev"]
+    current["encoding"]["brand_new"] = 1.0
+    current["crossover"]["s0"]["r_star"] = None
+    problems = "\n".join(compare(BASELINE, current, RULES))
+    assert "encoding.norm_max_abs_dev: in the baseline" in problems
+    assert "encoding.brand_new: new metric" in problems
+    assert "crossover.s0.r_star:" in problems
+
+
+def test_first_matching_rule_applies_and_unmatched_is_exact():
+    rules = [Rule("a.*", 0.5, 0, "loose"), Rule("a.b", 0, 0, "never reached")]
+    assert rule_for("a.b", rules).reason == "loose"
+    assert rule_for("z", rules) is EXACT
+    assert compare({"z": 1.0}, {"z": 1.0 + 1e-15}, rules)
+
+
+def test_every_committed_metric_has_a_rule():
+    from pipeline.config import flatten
+
+    unmatched = [name for name in flatten(BASELINE) if rule_for(name, RULES) is EXACT]
+    assert unmatched == []
+
+
+def test_gate_command_against_git_baseline(checkout):
+    """In a clone: unchanged -> exit 0; a perturbed reports/metrics.json -> exit 1 with the metric named."""
+    ok = run([sys.executable, "-m", "pipeline.gate"], checkout)
+    assert "within tolerance" in ok.stdout
+    path = checkout / "reports/metrics.json"
+    metrics = json.loads(path.read_text())
+    metrics["encoding"]["norm_max_abs_dev"] = 0.5
+    path.write_text(json.dumps(metrics))
+    failed = run([sys.executable, "-m", "pipeline.gate"], checkout, check=False)
+    assert failed.returncode == 1
+    assert "FAIL encoding.norm_max_abs_dev:" in failed.stdout and "-> 0.5" in failed.stdout
+    missing = run([sys.executable, "-m", "pipeline.gate", "--baseline", "no-such-rev"], checkout, check=False)
+    assert missing.returncode == 2 and "no baseline" in missing.stderr

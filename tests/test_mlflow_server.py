@@ -1,0 +1,182 @@
+"""MLflow server mode: `python -m pipeline.server` on 127.0.0.1, the pipeline logging to it over HTTP, a dead
+server reported before any computing, and the UI checked in a real headless Chromium (Debian's `chromium`)."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO, copy_checkout, run
+
+PY = sys.executable
+FIGURE = "projection_s1_w1_1-w2_7.png"  # one of the figures the run below logs (sweep.w2=7)
+
+
+def free_port() -> int:
+    """A port nothing listens on right now (bound to port 0, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Server:
+    """`python -m pipeline.server` on a private store, started in its own process group, stopped by `stop`."""
+
+    def __init__(self, folder: Path):
+        folder.mkdir(parents=True, exist_ok=True)
+        self.store = f"sqlite:///{folder / 'mlflow.db'}"
+        self.artifacts = folder / "mlartifacts"
+        self.url = f"http://127.0.0.1:{free_port()}"
+        self.log = folder / "server.log"
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen(
+                [PY, "-m", "pipeline.server", "--port", self.url.rsplit(":", 1)[1], "--workers", "1",
+                 "--backend-store-uri", self.store], cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True)
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(self.url + "/health", timeout=2) as response:
+                    if response.read().strip() == b"OK":
+                        return
+            except OSError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise AssertionError(f"mlflow server did not come up:\n{self.log.read_text()[-3000:]}")
+            time.sleep(0.3)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)  # the server and its uvicorn worker
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def served_run(tmp_path_factory):
+    """A server, and one real pipeline run (Hydra app, sweep.w2=7) logged to it over HTTP."""
+    base = tmp_path_factory.mktemp("served")
+    server = Server(base / "server")
+    try:
+        checkout = copy_checkout(base / "project")
+        job = base / "job"
+        out = run([PY, "-m", "pipeline", "sweep.w2=7", f"hydra.run.dir={job}"], checkout,
+                  MLFLOW_TRACKING_URI=server.url)
+        record = json.loads((job / "job_result.json").read_text())
+        assert record["status"] == "finished", out.stderr
+        yield server, checkout, job, record["run_id"]
+    finally:
+        server.stop()
+
+
+@pytest.mark.slow
+def test_server_run_has_the_same_contents_as_a_local_store_run(served_run, private_mlflow_store):
+    """The same result logged through the server and straight into a SQLite store: same params, metrics, artifacts."""
+    from mlflow.tracking import MlflowClient
+
+    from pipeline.tracking import log_result
+
+    server, checkout, job, served_id = served_run
+    params = yaml.safe_load((job / "params.yaml").read_text())
+    local_id = log_result(params, job, checkout, run_name="sweep.w2=7")["run_id"]  # MLFLOW_TRACKING_URI: private store
+
+    def contents(client, run_id):
+        run_ = client.get_run(run_id)
+        files = []
+        stack = [None]
+        while stack:
+            for info in client.list_artifacts(run_id, stack.pop()):
+                (stack.append(info.path) if info.is_dir else files.append((info.path, info.file_size)))
+        return run_.data.params, run_.data.metrics, sorted(files), run_.info.status
+
+    served = contents(MlflowClient(server.url), served_id)
+    local = contents(MlflowClient(private_mlflow_store), local_id)
+    assert served[0] == local[0] and served[0]["sweep.w2"] == "7"
+    assert served[1] == local[1] and len(served[1]) > 20
+    assert served[2] == local[2] and (f"figures/{FIGURE}", (job / "reports" / "figures" / FIGURE).stat().st_size) in served[2]
+    assert served[3] == local[3] == "FINISHED"
+    # the server keeps the artifacts in its artifact root, beside its store
+    assert (server.artifacts / served_id / "artifacts" / "figures" / FIGURE).is_file()
+    assert (server.store.startswith("sqlite:////") and Path(server.store[len("sqlite:///"):]).is_file())
+
+
+def test_unreachable_server_is_reported_before_any_computing(checkout, tmp_path):
+    """A tracking URI where nothing listens: the Hydra app, a multirun and a DVC stage stop at once, with one clear
+    message, and write no result."""
+    dead = {"MLFLOW_TRACKING_URI": f"http://127.0.0.1:{free_port()}"}
+
+    single = run([PY, "-m", "pipeline", f"hydra.run.dir={tmp_path / 'job'}"], checkout, check=False, **dead)
+    assert single.returncode == 2
+    assert "does not answer" in single.stderr + single.stdout and "pipeline.server" in single.stderr + single.stdout
+    assert "Traceback" not in single.stderr and not (tmp_path / "job" / "reports").exists()
+
+    sweep = run([PY, "-m", "pipeline", "-m", "sweep.w2=1,2", f"hydra.sweep.dir={tmp_path / 'sweep'}"], checkout,
+                check=False, **dead)
+    assert sweep.returncode == 2 and "does not answer" in sweep.stderr + sweep.stdout
+    assert not (tmp_path / "sweep" / "0").exists()  # no job started
+
+    run([PY, "-m", "pipeline.compose"], checkout)
+    stage = run([PY, "-m", "pipeline.stages.tokenize"], checkout, check=False, **dead)
+    assert stage.returncode == 2 and "error in stage tokenize: MLflow server" in stage.stderr
+    assert not (checkout / "data" / "tokens").exists()
+
+
+@pytest.mark.slow
+def test_mlflow_ui_shows_the_run_and_a_figure_in_chromium(served_run, tmp_path):
+    """Headless Debian chromium (driven by playwright): the experiment's runs table lists the run; its Artifacts
+    tab lists the figures and renders one (the image loads from the server). Screenshot: mlflow_ui_*.png."""
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("Debian's chromium is not installed (apt-get install -y chromium); .ci/run installs it")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e .[test])")
+    from mlflow.tracking import MlflowClient
+
+    server, _, job, run_id = served_run
+    png = (job / "reports" / "figures" / FIGURE).read_bytes()
+    png_size = [int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")]  # IHDR width, height
+    run_ = MlflowClient(server.url).get_run(run_id)
+    run_name, experiment_id = run_.info.run_name, run_.info.experiment_id
+    shots = Path(os.environ.get("PE_UI_SCREENSHOTS", tmp_path))
+    shots.mkdir(parents=True, exist_ok=True)
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_default_timeout(30_000)
+            page.goto(f"{server.url}/#/experiments/{experiment_id}/runs?workflowType=machine_learning")
+            link = page.get_by_role("link", name=run_name, exact=True)
+            link.wait_for(state="visible")
+            page.screenshot(path=str(shots / "mlflow_ui_experiment.png"))
+            link.click()
+            page.get_by_role("tab", name="Artifacts").click()
+            page.get_by_text("figures", exact=True).click()
+            page.get_by_text(FIGURE, exact=True).click()
+            page.get_by_text(f"figures/{FIGURE}", exact=True).wait_for(state="visible")  # the preview's title
+            loaded = ("() => Array.from(document.images).filter(i => i.complete && i.naturalWidth > 0"
+                      " && !i.src.startsWith('data:')).map(i => [i.naturalWidth, i.naturalHeight])")
+            page.wait_for_function(f"() => ({loaded})().length > 0")
+            sizes = page.evaluate(loaded)
+            page.screenshot(path=str(shots / "mlflow_ui_figure.png"))
+        except Exception:
+            page.screenshot(path=str(shots / "mlflow_ui_failure.png"))  # what the browser showed instead
+            print(f"screenshot of the failure: {shots / 'mlflow_ui_failure.png'}")
+            raise
+        finally:
+            browser.close()
+    # the images the page loaded (the preview may hold two copies) are the PNG the run logged, served and decoded
+    assert sizes and all(size == png_size for size in sizes), (sizes, png_size)
+    print(f"screenshots: {shots / 'mlflow_ui_experiment.png'}, {shots / 'mlflow_ui_figure.png'}")

@@ -1,0 +1,318 @@
+"""Sweeps beyond one process: Hydra launchers (basic, joblib, submitit), failure handling, parallel
+writers on one SQLite store, and DVC experiment queues. Real Hydra, real MLflow stores, real DVC."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, run
+
+PY = sys.executable
+FAST = ["figures.dpi=40", "hydra.sweep.dir=multirun_test"]  # smaller figures: the tests count them, not pixels
+
+
+def job(sweep_override: str) -> str:
+    """A job's overrides as its run is named: the swept value, then the fixed override of FAST."""
+    return f"{sweep_override} figures.dpi=40"
+
+GIT_ID = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@l", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@l"}
+
+
+def runs_by_kind(uri: str):
+    """(client, parent runs, child runs) of the experiment in the store at `uri`."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(uri)
+    exp = client.get_experiment_by_name("positional-encoding")
+    assert exp is not None, f"no experiment in {uri}"
+    runs = client.search_runs([exp.experiment_id], max_results=1000)
+    parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+    return client, parents, children
+
+
+def artifact_files(client, run_id: str, path: str | None = None) -> list[str]:
+    """Every artifact file of a run, recursively."""
+    files = []
+    for info in client.list_artifacts(run_id, path):
+        files.extend(artifact_files(client, run_id, info.path) if info.is_dir else [info.path])
+    return sorted(files)
+
+
+def numeric_leaves(tree) -> int:
+    if isinstance(tree, dict):
+        return sum(numeric_leaves(v) for v in tree.values())
+    return int(isinstance(tree, (int, float)) and not isinstance(tree, bool))
+
+
+# ---------------------------------------------------------------- summary and launcher configs (fast)
+
+def test_summary_names_best_worst_and_failed_jobs():
+    from pipeline.multirun import summarize, summary_lines
+
+    def record(num, status, metrics=None, error=None):
+        return {"num": num, "overrides": [f"sweep.w2={num}"], "dir": f"/sweep/{num}", "status": status,
+                "metrics": metrics or {}, **({"error": error} if error else {})}
+
+    summary = summarize([
+        record(0, "finished", {"sweep.pca_disparity_max": 0.4, "embedding.oov_count": 0.0}),
+        record(1, "failed", error="config key sweep.w2 = 'abc' is invalid"),
+        record(2, "finished", {"sweep.pca_disparity_max": 0.1, "embedding.oov_count": 2.0}),
+        record(3, "running"),  # the process died before it could say
+    ])
+    assert (summary["jobs"], summary["finished"]) == (4, 2)
+    assert [(f["job"], f["error"][:10]) for f in summary["failed"]] == [(1, "config key"), (3, "the job en")]
+    assert "/sweep/3" in summary["failed"][1]["error"]
+    disparity = summary["metrics"]["sweep.pca_disparity_max"]
+    assert (disparity["best"]["job"], disparity["best"]["value"]) == (2, 0.1)
+    assert (disparity["worst"]["job"], disparity["worst"]["value"]) == (0, 0.4)
+    assert summary["metrics"]["embedding.oov_count"]["best"]["job"] == 0
+    text = "\n".join(summary_lines(summary))
+    assert "4 jobs, 2 finished, 2 failed" in text and "FAILED #1 sweep.w2=1: config key" in text
+
+
+def test_summary_metrics_of_a_real_result():
+    from pipeline.config import flatten
+    from pipeline.multirun import summary_metrics
+
+    metrics = json.loads((REPO / "reports" / "metrics.json").read_text())
+    disparities = [v for k, v in flatten(metrics).items() if k.startswith("sweep.") and k.endswith(".pca_disparity")]
+    got = summary_metrics(metrics)
+    assert len(disparities) >= 4
+    assert got["sweep.pca_disparity_max"] == max(disparities)
+    assert got["sweep.pca_disparity_mean"] == pytest.approx(sum(disparities) / len(disparities))
+    assert got["encoding.norm_max_abs_dev"] == metrics["encoding"]["norm_max_abs_dev"]
+
+
+@pytest.mark.parametrize("launcher, target, expect", [
+    ("parallel", "joblib_launcher.JoblibLauncher", {"n_jobs": 2}),
+    ("submitit_local", "submitit_launcher.LocalLauncher", {"timeout_min": 60}),
+    ("slurm", "submitit_launcher.SlurmLauncher", {"partition": "cpu", "cpus_per_task": 2, "mem_gb": 8,
+                                                  "setup": ["source .venv/bin/activate"]}),
+])
+def test_launcher_configs_compose(launcher, target, expect):
+    """The documented launcher choices resolve to the installed plugins (the SLURM one cannot run here)."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    overrides = [f"hydra/launcher={launcher}"] + (["hydra.launcher.partition=cpu"] if launcher == "slurm" else [])
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        cfg = compose("config", overrides=overrides, return_hydra_config=True)
+    conf = OmegaConf.to_container(cfg.hydra.launcher, resolve=False)
+    assert conf["_target_"].endswith(target)
+    assert {k: conf[k] for k in expect} == expect
+    assert cfg.hydra.callbacks.mlflow_parent._target_ == "pipeline.tracking.MultirunParentRun"
+
+
+def test_parent_run_is_closed_failed_when_a_sweep_breaks_off(tmp_path, private_mlflow_store):
+    """The callback in-process: a sweep whose end never comes (launcher crash) leaves no RUNNING parent, and a
+    sweep whose jobs all vanished ends FAILED with exit status 1."""
+    from hydra import compose, initialize_config_dir
+
+    from pipeline.tracking import MultirunParentRun
+
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        cfg = compose("config", overrides=[f"hydra.sweep.dir={tmp_path / 'sweep'}"], return_hydra_config=True)
+    broken, empty = MultirunParentRun(), MultirunParentRun()
+    broken.on_multirun_start(config=cfg)
+    broken._close_if_open()  # what atexit does when on_multirun_end was never reached
+    empty.on_multirun_start(config=cfg)
+    with pytest.raises(SystemExit) as stop:
+        empty.on_multirun_end(config=cfg)
+    assert stop.value.code == 1
+    client, parents, _ = runs_by_kind(private_mlflow_store)
+    assert [p.info.status for p in parents] == ["FAILED", "FAILED"]
+    statuses = {p.data.tags.get("error", "no error tag"): p.data.metrics.get("jobs") for p in parents}
+    assert statuses == {"the sweep stopped before its end: see the console output": None, "no error tag": 0.0}
+
+
+def test_project_root_of_a_dvc_temp_copy(tmp_path, monkeypatch):
+    """Inside DVC's temp copy of an experiment, shared state (MLflow store, caches) belongs to the owning project."""
+    from pipeline.paths import checkout_root, project_root
+
+    owner = tmp_path / "project"
+    temp_copy = owner / ".dvc" / "tmp" / "exps" / "tmpabc123"
+    elsewhere = owner / "build" / "copy"  # a copy DVC might place elsewhere: only $DVC_ROOT names the owner
+    for folder in (owner, temp_copy, elsewhere):
+        (folder / "conf").mkdir(parents=True)
+        (folder / "dvc.yaml").write_text("stages: {}\n")
+    monkeypatch.delenv("DVC_ROOT", raising=False)
+    monkeypatch.delenv("PE_PROJECT_ROOT", raising=False)
+    assert (checkout_root(temp_copy), project_root(temp_copy)) == (temp_copy, owner)
+    assert project_root(elsewhere) == elsewhere and project_root(owner) == owner
+    monkeypatch.setenv("DVC_ROOT", str(owner))  # what DVC sets for the stages of a queued experiment
+    assert project_root(elsewhere) == owner and project_root(owner) == owner
+    monkeypatch.setenv("DVC_ROOT", str(tmp_path / "unrelated"))
+    assert project_root(elsewhere) == elsewhere
+
+
+# ---------------------------------------------------------------- concurrency on one fresh SQLite store
+
+WRITER = """
+import sys, time
+from pathlib import Path
+from pipeline.config import compose
+from pipeline.tracking import log_result
+base, start = Path(sys.argv[1]), Path(sys.argv[2])
+params = compose(["sweep.w2=" + sys.argv[3]])
+while not start.exists():
+    time.sleep(0.01)
+print(log_result(params, base, Path(sys.argv[4]), run_name="writer-" + sys.argv[3])["run_id"])
+"""
+
+
+def fake_result(base: Path, figures: int) -> None:
+    """A small pipeline result tree: what log_result reads (metrics, figures, plots)."""
+    (base / "reports" / "figures").mkdir(parents=True)
+    (base / "reports" / "plots").mkdir()
+    metrics = {"encoding": {"norm_max_abs_dev": 1e-8, "probe": {"p1": 2.0}}, "sweep": {f"s{i}": {"d": i / 10} for i in range(20)}}
+    (base / "reports" / "metrics.json").write_text(json.dumps(metrics))
+    for i in range(figures):
+        (base / "reports" / "figures" / f"figure_{i}.png").write_bytes(os.urandom(2048))
+    (base / "reports" / "plots" / "curve.csv").write_text("x,y\n0,1\n1,2\n")
+
+
+def test_four_writers_on_a_fresh_sqlite_store_lose_nothing(tmp_path, private_mlflow_store):
+    """4 processes log at the same moment into a store that does not exist yet (what `dvc queue start -j 4`
+    on a fresh clone does): without the store lock, MLflow's schema migrations collide and runs are lost."""
+    base = tmp_path / "result"
+    fake_result(base, figures=6)
+    start = tmp_path / "go"
+    env = dict(os.environ, MLFLOW_TRACKING_URI=private_mlflow_store)
+    procs = [subprocess.Popen([PY, "-c", WRITER, str(base), str(start), str(w2), str(REPO)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for w2 in (1, 2, 3, 4)]
+    time.sleep(1.0)  # let them import; then release them together
+    start.touch()
+    outs = [p.communicate(timeout=180) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0, 0], "\n".join(err[-2000:] for _, err in outs)
+
+    client, runs, _ = runs_by_kind(private_mlflow_store)
+    assert sorted(r.info.run_name for r in runs) == ["writer-1", "writer-2", "writer-3", "writer-4"]
+    assert {r.info.run_id for r in runs} == {out.strip().splitlines()[-1] for out, _ in outs}
+    for r in runs:
+        assert r.info.status == "FINISHED"
+        assert len(r.data.metrics) == 22 and r.data.params["sweep.w2"] == r.info.run_name[-1]
+        assert artifact_files(client, r.info.run_id) == sorted(
+            [f"figures/figure_{i}.png" for i in range(6)] + ["plots/curve.csv", "metrics.json"])
+    # artifacts sit beside the private store, not in the project's mlartifacts/
+    assert len(list((tmp_path / "mlartifacts").glob("*/artifacts/figures/*.png"))) == 24
+
+
+# ---------------------------------------------------------------- Hydra launchers, end to end (slow)
+
+def check_sweep(checkout: Path, sweep_dir: Path, uri: str, finished: list[str], failed: list[str]):
+    """Every job in its own dir; one parent run with the summary; a child run per job (FAILED for the failed)."""
+    summary = json.loads((sweep_dir / "sweep_summary.json").read_text())
+    assert summary["jobs"] == len(finished) + len(failed) and summary["finished"] == len(finished)
+    assert sorted(" ".join(f["overrides"]) for f in summary["failed"]) == sorted(failed)
+    client, parents, children = runs_by_kind(uri)
+    assert len(parents) == 1
+    parent = parents[0]
+    assert parent.info.status == ("FAILED" if failed else "FINISHED")
+    assert parent.data.metrics["jobs"] == summary["jobs"] and parent.data.metrics["jobs_failed"] == len(failed)
+    assert "best.sweep.pca_disparity_max" in parent.data.metrics and "worst.sweep.pca_disparity_max" in parent.data.metrics
+    assert artifact_files(client, parent.info.run_id) == ["sweep_summary.json"]
+    assert {c.data.tags["mlflow.parentRunId"] for c in children} == {parent.info.run_id}
+    by_name = {c.info.run_name: c for c in children}
+    assert sorted(by_name) == sorted(finished + failed)
+    for name in failed:
+        assert by_name[name].info.status == "FAILED" and by_name[name].data.tags["error"]
+    job_dirs = {}
+    for record in (json.loads(p.read_text()) for p in sweep_dir.glob("*/job_result.json")):
+        job_dirs[" ".join(record["overrides"])] = Path(record["dir"])
+        assert Path(record["dir"]).parent == sweep_dir
+    assert len(set(job_dirs.values())) == len(finished) + len(failed)
+    for name in finished:
+        run = by_name[name]
+        out = job_dirs[name]
+        assert run.info.status == "FINISHED"
+        metrics = json.loads((out / "reports" / "metrics.json").read_text())
+        assert len(run.data.metrics) == numeric_leaves(metrics)  # every metric of this job, none of another's
+        logged = artifact_files(client, run.info.run_id, "figures")
+        assert logged == sorted(f"figures/{p.name}" for p in (out / "reports" / "figures").glob("*.png"))
+        assert len(logged) > 5
+    assert not list((checkout / "reports").glob("mlflow*run.json"))  # the DVC workspace is left alone
+    return summary, parent
+
+
+@pytest.mark.slow
+def test_basic_launcher_one_failed_job_keeps_the_others(checkout, private_mlflow_store):
+    """The basic launcher runs jobs in this process: a bad value in job #1 must not stop the sweep or lose job #0."""
+    out = run([PY, "-m", "pipeline", "-m", "sweep.w2=1,abc", *FAST], checkout, check=False)
+    log = out.stdout + out.stderr
+    assert out.returncode == 1, log
+    assert "#1 : sweep.w2=abc" in log and f"FAILED #1 {job('sweep.w2=abc')}: config key sweep.w2" in log
+    summary, parent = check_sweep(checkout, checkout / "multirun_test", private_mlflow_store,
+                                  finished=[job("sweep.w2=1")], failed=[job("sweep.w2=abc")])
+    assert "'abc'" in summary["failed"][0]["error"] and "sweep.w2=abc" in parent.data.tags["failed_jobs"]
+
+
+@pytest.mark.slow
+def test_joblib_four_parallel_jobs_lose_nothing(checkout, private_mlflow_store):
+    """hydra/launcher=parallel with n_jobs=4: four processes write to the same SQLite store at once."""
+    out = run([PY, "-m", "pipeline", "-m", "hydra/launcher=parallel", "hydra.launcher.n_jobs=4",
+               "sweep.w2=1,2,3,4", *FAST], checkout)
+    assert "Joblib.Parallel(n_jobs=4" in out.stdout + out.stderr
+    summary, _ = check_sweep(checkout, checkout / "multirun_test", private_mlflow_store,
+                             finished=[job(f"sweep.w2={w}") for w in (1, 2, 3, 4)], failed=[])
+    worst = summary["metrics"]["sweep.pca_disparity_max"]["worst"]
+    assert worst["overrides"] == ["sweep.w2=4", "figures.dpi=40"]  # the largest PE weight moves the picture most
+
+
+@pytest.mark.slow
+def test_submitit_local_launcher_with_a_failed_job(checkout, private_mlflow_store):
+    """hydra/launcher=submitit_local (the path submitit_slurm takes, minus sbatch): each job its own process."""
+    out = run([PY, "-m", "pipeline", "-m", "hydra/launcher=submitit_local", "sweep.w2=10,abc", *FAST], checkout, check=False)
+    assert out.returncode == 1, out.stdout + out.stderr
+    check_sweep(checkout, checkout / "multirun_test", private_mlflow_store,
+                finished=[job("sweep.w2=10")], failed=[job("sweep.w2=abc")])
+    assert list((checkout / "multirun_test" / ".submitit").glob("*/*_log.out"))  # submitit ran the jobs
+
+
+# ---------------------------------------------------------------- DVC experiment queue (slow)
+
+def queue_status(checkout: Path) -> str:
+    return run(["dvc", "queue", "status"], checkout).stdout
+
+
+@pytest.mark.slow
+def test_dvc_queue_two_points_log_to_the_project_store(checkout, monkeypatch):
+    """`dvc exp run --queue -S 'sweep.w2=1,10'` + `dvc queue start -j 2` in a fresh clone: both run in DVC temp
+    copies (.dvc/tmp/exps/), log to the project's own mlflow.db (the default store), and `dvc exp show` lists them."""
+    monkeypatch.delenv("MLFLOW_TRACKING_URI")  # the default store: <project root>/mlflow.db
+    queued = run(["dvc", "exp", "run", "--queue", "-S", "sweep.w2=1,10", "-S", "glove=6B-50d"], checkout, **GIT_ID)
+    assert queued.stdout.count("Queued experiment") == 2
+    run(["dvc", "queue", "start", "-j", "2"], checkout, **GIT_ID)
+    try:
+        deadline = time.monotonic() + 480
+        while any(word in queue_status(checkout) for word in ("Queued", "Running")):
+            assert time.monotonic() < deadline, queue_status(checkout)
+            time.sleep(2)
+    finally:
+        run(["dvc", "queue", "stop"], checkout, check=False)
+    status = queue_status(checkout)
+    names = [line.split()[1] for line in status.splitlines() if line.split()[-1:] in (["Success"], ["Failed"])]
+    logs = {name: run(["dvc", "queue", "logs", name], checkout, check=False).stdout[-3000:] for name in names}
+    assert status.count("Success") == 2, f"{status}\n{logs}"
+    assert all(".dvc/tmp/exps/tmp" in log for log in logs.values())  # they ran in DVC's temp copies
+
+    shown = json.loads(run(["dvc", "exp", "show", "--json"], checkout).stdout)
+    exps = {rev["name"]: rev["data"] for entry in shown for group in entry.get("experiments") or [] for rev in group["revs"]}
+    assert sorted(exps) == sorted(names)
+    assert sorted(d["params"]["params.yaml"]["data"]["sweep"]["w2"] for d in exps.values()) == [1, 10]
+    assert all("pca_disparity" in json.dumps(d["metrics"]["reports/metrics.json"]) for d in exps.values())
+
+    store = checkout / "mlflow.db"
+    assert list(checkout.rglob("mlflow.db")) == [store]  # no store of its own in a temp copy
+    client, runs, _ = runs_by_kind(f"sqlite:///{store}")
+    assert sorted(r.data.tags["dvc_exp_name"] for r in runs) == sorted(names)
+    assert sorted(r.data.params["sweep.w2"] for r in runs) == ["1", "10"]
+    for r in runs:
+        assert r.info.status == "FINISHED" and r.info.artifact_uri.startswith((checkout / "mlartifacts").as_uri())
+        assert len(artifact_files(client, r.info.run_id, "figures")) > 5

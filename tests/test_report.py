@@ -26,9 +26,9 @@ def test_report_is_self_contained(report):
     page = report.read_text(encoding="utf-8")
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page), "the page must not load anything remotely"
     images = re.findall(r'<img alt="[^"]*" src="([^"]{0,30})', page)
-    assert len(images) >= 15 and all(src.startswith("data:image/png;base64,") for src in images)
+    assert len(images) >= 26 and all(src.startswith("data:image/png;base64,") for src in images)
     for section in ("The positional encoding matrix", "Two properties, measured", "When does position overtake",
-                    "Explore", "Metric tables", "What each metric means"):
+                    "Explore", "Metric tables", "What each metric means", "The tutorials' examples"):
         assert section in page
     assert 'id="slider"' in page and "r*" in page
 

@@ -120,3 +120,19 @@ def test_missing_glove_path_is_refused(tmp_path):
     with pytest.raises(PipelineError, match=r"glove\.path .*no such file.*6B-50d"):
         glove.run(params, Layout(tmp_path), tmp_path)
     assert not (tmp_path / "data" / "glove").exists()
+
+
+def test_learned_encoding_runs_the_whole_sweep(tmp_path, small_store):
+    """encoding=learned: a seeded random table in place of the sinusoid, compared by the same metrics."""
+    from pipeline.files import read_json
+
+    sinusoid = read_json(run_stages(params_for(), tmp_path / "sin", small_store).metrics)
+    learned_layout = run_stages(params_for("encoding=learned", "encoding.scale=1.2247"), tmp_path / "learned",
+                                small_store)
+    learned = read_json(learned_layout.metrics)
+    again = read_json(run_stages(params_for("encoding=learned", "encoding.scale=1.2247"), tmp_path / "again",
+                                 small_store).metrics)
+    assert learned == again                                    # seeded: the same table, the same numbers
+    assert learned["sweep"].keys() == sinusoid["sweep"].keys()
+    assert learned["sweep"]["s1"]["w1_1-w2_10"] != sinusoid["sweep"]["s1"]["w1_1-w2_10"]
+    assert learned["encoding"]["norm_max_abs_dev"] > 0.1        # a random table has no constant norm

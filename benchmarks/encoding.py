@@ -298,30 +298,30 @@ def bench_sweep(d: int, device: torch.device, args) -> dict:
 
 # ---------------------------------------------------------------- report
 
-def print_size(result: dict) -> None:
-    print(f"\n== n={result['n']} positions, d={result['d']} ({result['device']}; errors over "
-          f"{result['error_rows']} rows vs the float64 reference)")
-    print(f"  {'method':<62} {'seconds':>10} {'x diag':>9} {'max |err|':>10}")
+def print_methods(heading: str, result: dict, ratios: dict, ratio_label: str, reference_text: str) -> None:
+    """One table: every method's seconds, its ratio to the project's path, its max error."""
+    print(heading)
+    print(f"  {'method':<62} {'seconds':>10} {ratio_label:>9} {'max |err|':>10}")
     for name, m in sorted(result["methods"].items(), key=lambda item: item[1]["seconds"]):
         mark = " (extrapolated)" if m.get("extrapolated") else ""
-        err = "" if m["max_abs_err"] is None else f"{m['max_abs_err']:.1e}"
-        print(f"  {name + mark:<62} {m['seconds']:>10.3g} {result['ratio_to_project_diagnostics'][name]:>9.3g} {err:>10}")
+        err = reference_text if m["max_abs_err"] is None else f"{m['max_abs_err']:.1e}"
+        print(f"  {name + mark:<62} {m['seconds']:>10.3g} {ratios[name]:>9.3g} {err:>10}")
         if m.get("sampled"):
             print(f"  {'':<4}sampled: {m['sampled']}")
+
+
+def print_size(result: dict) -> None:
+    print_methods(f"\n== n={result['n']} positions, d={result['d']} ({result['device']}; errors over "
+                  f"{result['error_rows']} rows vs the float64 reference)",
+                  result, result["ratio_to_project_diagnostics"], "x diag", "")
     print(f"  diagnostics {result['diagnostics_speedup_vs_cdist_mm']:.1f}x faster than cdist + float32 matmul, "
           f"full matrices {result['full_speedup_vs_cdist_mm']:.1f}x faster")
 
 
 def print_sweep(result: dict) -> None:
-    print(f"\n== sweep: {result['pairs']} weight pairs x {result['sentences']} sentences of {result['n_words']} "
-          f"words, d={result['d']} ({result['device']}; errors vs scikit-learn on the sampled fits)")
-    print(f"  {'method':<62} {'seconds':>10} {'x proj':>9} {'max |err|':>10}")
-    for name, m in sorted(result["methods"].items(), key=lambda item: item[1]["seconds"]):
-        mark = " (extrapolated)" if m.get("extrapolated") else ""
-        err = "reference" if m["max_abs_err"] is None else f"{m['max_abs_err']:.1e}"
-        print(f"  {name + mark:<62} {m['seconds']:>10.3g} {result['ratio_to_project'][name]:>9.3g} {err:>10}")
-        if m.get("sampled"):
-            print(f"  {'':<4}sampled: {m['sampled']}")
+    print_methods(f"\n== sweep: {result['pairs']} weight pairs x {result['sentences']} sentences of "
+                  f"{result['n_words']} words, d={result['d']} ({result['device']}; errors vs scikit-learn on the "
+                  "sampled fits)", result, result["ratio_to_project"], "x proj", "reference")
     print(f"  weighted_pca {result['speedup_vs_sklearn']:.1f}x faster than the scikit-learn loop")
 
 

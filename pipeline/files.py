@@ -88,6 +88,13 @@ def replace_dir(target: Path, build: "callable[[Path], None]") -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def write_columns(path: Path, columns: dict[str, list]) -> None:
+    """Equal-length columns as a CSV with a header row; values written with repr (exact floats)."""
+    header = list(columns)
+    rows = zip(*(columns[name] for name in header))
+    write_text(path, ",".join(header) + "\n" + "".join(",".join(repr(v) for v in row) + "\n" for row in rows))
+
+
 def read_columns(path: Path) -> dict[str, np.ndarray]:
     """A numeric CSV with a header row as {column: (rows,) float64}; empty or 'None' cells are NaN."""
     with open(path, encoding="utf-8") as handle:

@@ -23,11 +23,6 @@ log = logging.getLogger("pipeline")
 MAX_PLOT_ROWS = 4096
 
 
-def _csv(rows: list[tuple], header: tuple[str, ...]) -> str:
-    return ",".join(header) + "\n" + "".join(",".join(repr(v) for v in row) + "\n"
-                                             for row in rows)
-
-
 def embedding_matrix(tokens: dict, store) -> tuple["np.ndarray", list[str]]:
     """(len(word_index) + 1, dim) float32: row i is the vector of the word with index i; row 0 and OOV rows are zero."""
     import numpy as np
@@ -45,7 +40,7 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
 
     from pipeline import encoding as pe_lib
     from pipeline.device import resolve_device, resolve_dtype
-    from pipeline.files import read_json, write_json, write_npy, write_npz, write_text
+    from pipeline.files import read_json, write_columns, write_json, write_npy, write_npz
     from pipeline.glove_store import GloveStore
 
     cfg = params["encoding"]  # validated by pipeline.config.validate: name, layout, max_matrix_size
@@ -136,12 +131,13 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
     write_json(out / "encode.json", summary)
     norms_np, lo_np, hi_np, closed_np = (t.cpu().numpy() for t in (norms, lo, hi, closed))
     stride = -(-len(norms_np) // MAX_PLOT_ROWS)  # plot data stays small at max_len = 1M; the metric saw every row
-    write_text(layout.plots_dir / "pe_norms.csv",
-               _csv([(p, float(norms_np[p]), expected) for p in range(0, len(norms_np), stride)],
-                    ("position", "norm", "sqrt_d_over_2")))
-    write_text(layout.plots_dir / "offset_distance.csv",
-               _csv([(k + 1, float(lo_np[k]), float(hi_np[k]), float(closed_np[k])) for k in range(len(lo_np))],
-                    ("k", "min_over_p", "max_over_p", "closed_form")))
+    shown = range(0, len(norms_np), stride)
+    write_columns(layout.plots_dir / "pe_norms.csv", {"position": list(shown),
+                                                      "norm": [float(norms_np[p]) for p in shown],
+                                                      "sqrt_d_over_2": [expected] * len(shown)})
+    write_columns(layout.plots_dir / "offset_distance.csv", {
+        "k": list(range(1, len(lo_np) + 1)), "min_over_p": [float(v) for v in lo_np],
+        "max_over_p": [float(v) for v in hi_np], "closed_form": [float(v) for v in closed_np]})
     log.info("encode: PE %dx%d (%s) on %s; max |norm - sqrt(d/2)| = %.2e; max spread over p of "
              "||PE(p)-PE(p+k)|| = %.2e; matrices %dx%d (blocks of %d); %d OOV", cfg["max_len"], d,
              pe_layout if kind == "sinusoidal" else kind, device,

@@ -20,12 +20,10 @@ def run(params: dict, layout: Layout, root: Path) -> list[str]:
 
 
 def render(params: dict, layout: Layout, out: Path) -> list[str]:
-    import csv
-
     import numpy as np
 
     from pipeline import figures as fig
-    from pipeline.files import read_json
+    from pipeline.files import read_columns, read_json
 
     cfg = params["figures"]
     dpi, max_size, cmap = cfg["dpi"], cfg["max_heatmap_size"], cfg["cmap"]
@@ -60,16 +58,13 @@ def render(params: dict, layout: Layout, out: Path) -> list[str]:
                 xlabel="position b", ylabel="position a", cbar="||PE(a) - PE(b)||", dpi=dpi, max_size=max_size,
                 cmap=cmap, square=True, cell=mats["block"])
 
-    with open(layout.plots_dir / "pe_norms.csv") as handle:
-        rows = list(csv.DictReader(handle))
-    batch.add(fig.norms_plot, np.array([int(r["position"]) for r in rows]), np.array([float(r["norm"]) for r in rows]),
-                   encoded["norm_expected"], path("pe_norms.png"),
+    norms = read_columns(layout.plots_dir / "pe_norms.csv")
+    batch.add(fig.norms_plot, norms["position"], norms["norm"], encoded["norm_expected"], path("pe_norms.png"),
                    title=(f"Property 1: every position has the same norm sqrt(d/2) ({tag})" if sinusoidal else
                           f"Norm per position of the learned (random) table, against the sinusoid's sqrt(d/2) ({tag})"),
                    dpi=dpi)
-    with open(layout.plots_dir / "offset_distance.csv") as handle:
-        rows = list(csv.DictReader(handle))
-    k, lo, hi, closed = (np.array([float(r[c]) for r in rows]) for c in ("k", "min_over_p", "max_over_p", "closed_form"))
+    offsets = read_columns(layout.plots_dir / "offset_distance.csv")
+    k, lo, hi, closed = (offsets[c] for c in ("k", "min_over_p", "max_over_p", "closed_form"))
     batch.add(fig.offset_distance_plot, k, lo, hi, closed, path("pe_offset_distance.png"),
                              title=(f"Property 2: ||PE(p) - PE(p+k)|| depends only on k ({tag})" if sinusoidal else
                                     f"||PE(p) - PE(p+k)|| of the learned table: it depends on p ({tag})"), dpi=dpi)

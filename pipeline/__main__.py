@@ -12,7 +12,7 @@ data/cache/stores/, keyed by the glove config.
 
 A job that fails (a bad override value, a bug) does not stop the sweep: it writes its error into
 <job dir>/job_result.json and a FAILED child run; the other jobs go on, and at the end
-pipeline.tracking.MultirunParentRun reports which jobs failed and why, and exits 1.
+pipeline.outputs.tracking.MultirunParentRun reports which jobs failed and why, and exits 1.
 """
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from pipeline.paths import checkout_root
+from pipeline.base.paths import checkout_root
+import pipeline.config.schema  # noqa: F401  (registers the config schema before @hydra.main composes conf/)
 
 log = logging.getLogger("pipeline")
 CONF_DIR = str(checkout_root() / "conf")
@@ -32,14 +33,14 @@ CONF_DIR = str(checkout_root() / "conf")
 
 def shared_glove_store(glove_cfg: dict, root: Path) -> Path:
     """Build (once) and return the GloVe store for this glove config under data/cache/stores/."""
-    from pipeline.glove_sources import acquire
-    from pipeline.paths import project_root
+    from pipeline.base.paths import download_cache
+    from pipeline.inputs.glove_sources import acquire
 
     key = hashlib.sha256(json.dumps(glove_cfg, sort_keys=True).encode()).hexdigest()[:12]
-    cache = project_root(root) / "data" / "cache"
+    cache = download_cache(root)
     store = cache / "stores" / f"{glove_cfg['name']}-{key}"
     if not (store / "manifest.json").exists():
-        from pipeline.locks import machine_lock
+        from pipeline.base.locks import machine_lock
 
         # parallel jobs of one sweep: one builds the store, the others wait for it (a download can take long)
         with machine_lock(f"glove-store:{store}", f"the GloVe store {store} to be built", timeout=3 * 3600):
@@ -50,25 +51,26 @@ def shared_glove_store(glove_cfg: dict, root: Path) -> Path:
 
 def run_job(params: dict, out: Path, root: Path, *, parent_run_id: str | None = None,
             overrides: list[str] = ()) -> dict:
-    """All stages for one composed config into `out`; returns the MLflow record."""
-    from pipeline.config import dump_params, validate
-    from pipeline.files import write_text
-    from pipeline.paths import Layout
-    from pipeline.stages import encode, figures, report, sweep, tokenize
-    from pipeline.tracking import check_reachable, log_result
+    """The registry's in-process stages for one composed config into `out`; returns the MLflow record."""
+    from pipeline.base.files import write_text
+    from pipeline.base.paths import Layout
+    from pipeline.config import check_inputs, dump_params, validate
+    from pipeline.outputs.tracking import check_reachable, log_result
+    from pipeline.registry import job_stages
 
     validate(params)
+    check_inputs(params, root)
     tracking = params["tracking"]
     if tracking["enabled"]:
         check_reachable(tracking, root)
-    write_text(out / "params.yaml", dump_params(params))
     layout = Layout(out, glove=shared_glove_store(params["glove"], root))
-    for stage in (tokenize, encode, sweep, figures, report):
+    write_text(layout.params, dump_params(params))
+    for stage in job_stages():
         stage.run(params, layout, root)
     if not tracking["enabled"]:
         return {"enabled": False}
     overrides = " ".join(overrides)
-    record = log_result(params, out, root, parent_run_id=parent_run_id,
+    record = log_result(params, layout, root, parent_run_id=parent_run_id,
                         run_name=overrides or None, extra_tags={"runner": "hydra", "overrides": overrides})
     log.info("mlflow: run %s (%s)", record["run_id"], overrides or "defaults")
     return record
@@ -76,7 +78,7 @@ def run_job(params: dict, out: Path, root: Path, *, parent_run_id: str | None = 
 
 def record_failed_run(params: dict | None, parent_run_id: str | None, overrides: list[str], error: str) -> None:
     """Best effort: the failed job as a FAILED child run, so the MLflow UI shows it beside the others."""
-    from pipeline.tracking import check_reachable, log_failed_run
+    from pipeline.outputs.tracking import check_reachable, log_failed_run
 
     if not params or not params.get("tracking", {}).get("enabled"):
         return
@@ -93,9 +95,10 @@ def app(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
-    from pipeline.errors import PipelineError
-    from pipeline.files import read_json
-    from pipeline.multirun import read_sweep, summary_metrics, write_job
+    from pipeline.base.errors import PipelineError
+    from pipeline.base.files import read_json
+    from pipeline.base.paths import Layout
+    from pipeline.outputs.multirun import read_sweep, summary_metrics, write_job
 
     hydra_cfg = HydraConfig.get()
     out = Path(hydra_cfg.runtime.output_dir)
@@ -125,7 +128,7 @@ def app(cfg: DictConfig) -> None:
         record_failed_run(params, parent, overrides, error)
         return None  # the sweep goes on; MultirunParentRun reports the failure at its end and exits 1
     write_job(out, {**job, "status": "finished", "run_id": record.get("run_id"),
-                    "metrics": summary_metrics(read_json(out / "reports" / "metrics.json"))})
+                    "metrics": summary_metrics(read_json(Layout(out).metrics))})
     return None
 
 

@@ -1,5 +1,8 @@
 """`python -m pipeline.compose [overrides]`: write params.yaml from conf/ (what `dvc exp run` does before running).
 
+The composed config is validated against the schema, and the input files it names are checked, before
+anything is written: on a mistake it prints one `error: ...` line, exits 2 and leaves params.yaml as it was.
+
 Examples:
     python -m pipeline.compose
     python -m pipeline.compose glove=6B-100d sweep.w2=10 'texts.sentences=[a b c, c b a]'
@@ -8,24 +11,25 @@ from __future__ import annotations
 
 import sys
 
-from pipeline.config import compose, validate, write_params
-from pipeline.errors import PipelineError
+from pipeline.base.errors import PipelineError
+from pipeline.base.paths import checkout_root
+from pipeline.config import check_inputs, compose, validate, write_params
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if any(a in ("-h", "--help") for a in argv):
         print(__doc__)
-        from pipeline.paths import checkout_root
-
         conf = checkout_root() / "conf"
         for group in sorted(p for p in conf.iterdir() if p.is_dir() and p.name != "hydra"):  # hydra/: launchers
             print(f"  {group.name}: {', '.join(sorted(f.stem for f in group.glob('*.yaml')))}")
         return 0
+    root = checkout_root()
     try:
-        params = compose(argv)
+        params = compose(argv, root)
         validate(params)
-        path = write_params(params)
+        check_inputs(params, root)
+        path = write_params(params, root)
     except PipelineError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -23,10 +23,11 @@ from typing import Any
 
 import yaml
 
-from pipeline.config import flatten
-from pipeline.errors import PipelineError
+from pipeline.base.trees import flatten
+from pipeline.base.errors import PipelineError
+from pipeline.base.paths import Layout
 
-METRICS = "reports/metrics.json"
+METRICS = Layout(Path(".")).metrics.as_posix()   # as git and DVC name it
 TOLERANCES = ".ci/tolerances.yaml"
 
 
@@ -101,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--current", default=METRICS)
     parser.add_argument("--tolerances", default=TOLERANCES)
     args = parser.parse_args(argv)
-    from pipeline.paths import checkout_root
+    from pipeline.base.paths import checkout_root
 
     root = checkout_root()
     try:

@@ -1,26 +1,86 @@
 """`python -m pipeline.repro [overrides] [-- dvc repro options]`: compose params.yaml from conf/, then `dvc repro`.
 
-The README's main command. Only stages whose inputs changed re-run.
+The README's main command. Only stages whose inputs changed re-run. It is all or nothing: the
+config and the input files it names are checked before anything is written, and if a stage fails
+later (e.g. every word of a sentence is missing from GloVe, which only the encode stage can know),
+params.yaml, dvc.lock and every stage output (data/, reports/) are put back exactly as they were.
+A user error exits 2 with one message naming the cause and the fix; a bug keeps its traceback.
 """
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
-from pipeline.compose import main as compose_main
+
+class _Failed(Exception):
+    """dvc repro failed: carries its exit status through the snapshot's restore."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+def guarded_paths(root: Path) -> list[Path]:
+    """What a run may change: params.yaml, dvc.lock and every output the stage registry declares."""
+    from pipeline.base.paths import Layout
+    from pipeline.registry import STAGES
+
+    layout = Layout(root)
+    outputs = [getattr(layout, name) for stage in STAGES
+               for name in [out.layout for out in stage.outputs] + list(stage.untracked)]
+    return [layout.params, root / "dvc.lock", *outputs]
 
 
 def main(argv: list[str] | None = None) -> int:
+    from pipeline.base.errors import PipelineError
+    from pipeline.base.paths import checkout_root
+    from pipeline.base.snapshot import preserved
+    from pipeline.compose import main as compose_main
+    from pipeline.stages._cli import ERROR_FILE_ENV
+
     argv = sys.argv[1:] if argv is None else argv
     overrides, dvc_args = (argv[: argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
-    status = compose_main(overrides)
-    if status:
-        return status
-    # the stage commands say `python`: make it this interpreter even when its venv is not activated
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
-    return subprocess.call([sys.executable, "-m", "dvc", "repro", *dvc_args], env=env)
+    root = checkout_root()
+    with tempfile.TemporaryDirectory(prefix="pe-repro-") as tmp:
+        error_file = Path(tmp) / "error.txt"
+        # the stage commands say `python`: make it this interpreter even when its venv is not activated
+        env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+                   **{ERROR_FILE_ENV: str(error_file)})
+        try:
+            with preserved(guarded_paths(root), root / ".dvc" / "tmp" / "repro-snapshot"):
+                status = compose_main(overrides)   # validates and checks input files before writing params.yaml
+                if status:
+                    raise _Failed(status)
+                _check_tracking_server(root)
+                status = subprocess.call([sys.executable, "-m", "dvc", "repro", *dvc_args], cwd=root, env=env)
+                if status:
+                    raise _Failed(status)
+        except PipelineError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        except _Failed as failed:
+            if error_file.exists():   # a stage reported a user error (and DVC its own failure after it)
+                print(f"{error_file.read_text(encoding='utf-8').strip()}\n"
+                      "Nothing was changed: params.yaml, dvc.lock, data/ and reports/ are as they were.",
+                      file=sys.stderr)
+                return 2
+            return failed.status
+    return 0
+
+
+def _check_tracking_server(root: Path) -> None:
+    """A dead MLflow server is reported now, not after the computing (the track stage comes last)."""
+    from pipeline.base.params_file import read_params_file
+    from pipeline.base.paths import Layout
+
+    tracking = read_params_file(Layout(root).params)["tracking"]
+    if tracking["enabled"]:
+        from pipeline.outputs.tracking import check_reachable
+
+        check_reachable(tracking, root)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import os
 import sys
 from pathlib import Path
 
-from pipeline.errors import PipelineError
+from pipeline.base.errors import PipelineError
 
 
 def server_command(store_uri: str, artifact_root: Path, host: str, port: int, workers: int) -> list[str]:
@@ -34,8 +34,8 @@ def server_command(store_uri: str, artifact_root: Path, host: str, port: int, wo
 
 
 def main(argv: list[str] | None = None) -> int:
-    from pipeline.paths import project_root
-    from pipeline.tracking import artifact_location, prepare_store
+    from pipeline.base.paths import mlflow_db, project_root
+    from pipeline.outputs.tracking import artifact_location, prepare_store
 
     parser = argparse.ArgumentParser(prog="python -m pipeline.server", description=__doc__.splitlines()[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         root = project_root()
-        store = args.backend_store_uri or f"sqlite:///{root / 'mlflow.db'}"
+        store = args.backend_store_uri or f"sqlite:///{mlflow_db(root)}"
         if not store.startswith("sqlite:////"):
             raise PipelineError(f"--backend-store-uri {store!r}: expected an absolute sqlite:////path/to/mlflow.db URI")
         artifact_uri = artifact_location(store, root)

@@ -63,7 +63,7 @@ def small_store(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("store") / "glove"
     import numpy as np
 
-    from pipeline.glove_store import write_store
+    from pipeline.inputs.glove_store import write_store
 
     words = SEED_WORDS + ["the", "a", "is", "ball"]
     vectors = np.random.default_rng(0).normal(size=(len(words), DIM)).astype(np.float32)
@@ -80,14 +80,11 @@ def params_for(*overrides: str) -> dict:
 
 
 def run_stages(params: dict, tmp_path: Path, store: Path, upto: str = "sweep") -> Layout:
-    from pipeline.paths import Layout
-    from pipeline.stages import encode, figures, report, sweep, tokenize
+    """The registry's in-process stages, in order, up to and including `upto`, into tmp_path."""
+    from pipeline.base.paths import Layout
+    from pipeline.registry import stages_upto
 
     layout = Layout(tmp_path, glove=store)
-    for stage in (tokenize, encode, sweep, figures, report):
+    for stage in stages_upto(upto):
         stage.run(params, layout, tmp_path)
-        if stage.__name__.endswith(upto):
-            break
     return layout
-
-

@@ -1,7 +1,11 @@
-"""conf/ is the source of truth: composition, params.yaml, validation and the stale-params guard."""
+"""conf/ is the source of truth: composition on the schema (in our composer, the Hydra app and DVC), params.yaml,
+validation, the input files a config names, and the stale-params guard."""
 from __future__ import annotations
 
+import json
 import os
+import re
+import sys
 import time
 from pathlib import Path
 
@@ -9,8 +13,12 @@ import pytest
 import yaml
 
 from pipeline import config
-from pipeline.errors import PipelineError
-from pipeline.texts import load_texts
+from pipeline.base.trees import flatten
+from pipeline.base.errors import PipelineError
+from pipeline.config import schema
+from pipeline.inputs.texts import load_texts
+
+from conftest import run
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -59,12 +67,58 @@ def test_seed_defaults():
     config.validate(params)
 
 
+WITH_VALUES = {  # the options whose conf/ leaves keys ??? (to be given on the command line)
+    "path": ["glove.dim=3", "glove.path=g.txt"],
+    "url": ["glove.dim=25", "glove.url=https://example.org/glove.twitter.27B.zip"],
+    "zip": ["glove.dim=300", "glove.zip=glove.6B.zip"],
+}
+
+
+def test_every_group_option_validates():
+    errors = {}
+    for group in config.GROUPS:
+        for option in sorted((REPO / "conf" / group).glob("*.yaml")):
+            try:
+                config.validate(config.compose([f"{group}={option.stem}", *WITH_VALUES.get(option.stem, [])], REPO))
+            except PipelineError as exc:
+                errors[f"{group}={option.stem}"] = str(exc)
+    assert errors == {}
+
+
+def test_groups_are_the_schemas_and_conf_s():
+    assert set(config.GROUPS) == {p.name for p in (REPO / "conf").iterdir() if p.is_dir()} - {"hydra"}
+
+
+def test_choice_lists_are_those_of_the_implementing_modules():
+    """The lists the schema restates (not to import torch or the GloVe code) are those of the modules that use them."""
+    from pipeline.core.device import DTYPES
+    from pipeline.core.encoding import LAYOUTS
+    from pipeline.inputs.glove_sources import UNK_POLICIES
+
+    assert schema.LAYOUTS == LAYOUTS and schema.UNK_POLICIES == UNK_POLICIES
+    assert set(schema.DTYPES) <= set(DTYPES)
+
+
+# ---------------------------------------------------------------- unknown keys, in every composer
+
+UNKNOWN = [(["sweep.w3=1"], "sweep.w3"), (["+sweep.w3=1"], "sweep.w3"), (["++sweep.w3=1"], "sweep.w3"),
+           (["+w3=1"], "w3"), (["+sweep.ratios.x=1"], "sweep.ratios.x"), (["+glove.download.progress=false"],
+                                                                          "glove.download.progress")]
+
+
+@pytest.mark.parametrize("overrides, key", UNKNOWN)
+def test_unknown_key_is_refused_in_every_form(overrides, key):
+    with pytest.raises(PipelineError) as err:
+        config.compose(overrides, REPO)
+    message = str(err.value)
+    assert f"config key {key} is unknown" in message and "Fix" in message
+
+
 @pytest.mark.parametrize("override, expected", [
     (["glove=6B-75d"], "6B-75d"),                 # unknown option: Hydra lists the available ones
-    (["sweep.nonsense=1"], "nonsense"),           # unknown key
     (["texts=poems"], "poems"),
 ])
-def test_unknown_option_or_key_is_one_clear_error(override, expected):
+def test_unknown_option_is_one_clear_error(override, expected):
     with pytest.raises(PipelineError) as err:
         config.compose(override, REPO)
     message = str(err.value)
@@ -73,24 +127,217 @@ def test_unknown_option_or_key_is_one_clear_error(override, expected):
         assert "6B-100d" in message  # says what exists
 
 
-@pytest.mark.parametrize("override, key", [
-    ("encoding.max_len=0", "encoding.max_len"),
-    ("encoding.max_len=-5", "encoding.max_len"),
-    ("encoding.d_model=100", "encoding.d_model"),   # GloVe 50-d: mismatch
-    ("encoding.base=1", "encoding.base"),
-    ("encoding.device=tpu", "encoding.device"),
-    ("tokenizer.padding=middle", "tokenizer.padding"),
-    ("tokenizer.maxlen=0", "tokenizer.maxlen"),
-    ("tokenizer.num_words=0", "tokenizer.num_words"),
-    ("sweep.w1=[1,2,3]", "sweep.w1"),
-    ("sweep.w2=abc", "sweep.w2"),
-    ("encoding.norm_positions=[-1]", "encoding.norm_positions"),
-    ("encoding.distance_pairs=[[1]]", "encoding.distance_pairs"),
-])
-def test_bad_values_name_the_key(override, key):
-    params = config.compose([override], REPO)
-    with pytest.raises(PipelineError, match=key.replace(".", r"\.")):
+def _project(tmp_path: Path) -> Path:
+    """The smallest project: conf/, a dvc.yaml (the root marker) and params.yaml composed from conf/."""
+    import shutil
+
+    shutil.copytree(REPO / "conf", tmp_path / "conf")
+    (tmp_path / "dvc.yaml").write_text("stages: {}\n")
+    config.write_params(config.compose([], tmp_path), tmp_path)
+    return tmp_path
+
+
+@pytest.mark.parametrize("overrides", [["+sweep.w3=1"], ["sweep.w3=1"], ["encoding.max_len=0"],
+                                       ["texts=file", "texts.file=missing.txt"]])
+def test_compose_command_refuses_before_writing_anything(tmp_path, overrides):
+    """`python -m pipeline.compose`: one `error:` line, exit 2, params.yaml byte for byte as it was."""
+    root = _project(tmp_path)
+    before = (root / "params.yaml").read_bytes()
+    result = run([sys.executable, "-m", "pipeline.compose", *overrides], root, check=False)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "Fix" in lines[0]
+    assert (root / "params.yaml").read_bytes() == before
+
+
+def test_compose_command_writes_a_valid_config(tmp_path):
+    root = _project(tmp_path)
+    (root / "params.yaml").unlink()
+    result = run([sys.executable, "-m", "pipeline.compose", "sweep.w2=5"], root)
+    assert "wrote" in result.stdout
+    assert config.read_params(root)["sweep"]["w2"] == 5
+
+
+def test_hydra_app_refuses_an_unknown_key(tmp_path):
+    """`python -m pipeline` composes on the schema too (--cfg job: compose and print, run nothing)."""
+    result = run([sys.executable, "-m", "pipeline", "+sweep.w3=1", "--cfg", "job"], tmp_path, check=False)
+    assert result.returncode != 0 and "config key sweep.w3 is unknown" in result.stderr
+
+
+DVC_COMPOSE = """
+import json, sys
+from dvc.utils.hydra import compose_and_dump
+
+conf, plugins_path, out, cases = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+results = {"pipeline imported first": "pipeline" in sys.modules}
+for overrides in cases:
+    try:
+        compose_and_dump(out, conf, None, "config", plugins_path, overrides)
+        results[" ".join(overrides)] = "ok"
+    except Exception as exc:
+        results[" ".join(overrides)] = " ".join(str(exc).split())
+print(json.dumps(results))
+"""
+
+
+def dvc_compose(tmp_path: Path, plugins_path: Path, cases: list[list[str]]) -> dict:
+    """DVC's `exp run -S` composition (dvc.utils.hydra.compose_and_dump), in a fresh process as in DVC's own."""
+    out = run([sys.executable, "-c", DVC_COMPOSE, str(REPO / "conf"), str(plugins_path), str(tmp_path / "params.yaml"),
+               json.dumps(cases)], tmp_path).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def test_dvc_composition_finds_the_schema_through_the_hydra_plugin(tmp_path):
+    cases = [["sweep.w2=5"], ["+sweep.w3=1"], ["sweep.w3=1"], ["++sweep.w3=1"], ["encoding.max_len=abc"]]
+    results = dvc_compose(tmp_path, REPO, cases)
+    assert results.pop("pipeline imported first") is False   # only hydra_plugins/pe_pipeline_schema imports it
+    assert results.pop("sweep.w2=5") == "ok"
+    assert yaml.safe_load((tmp_path / "params.yaml").read_text()) == config.compose(["sweep.w2=5"], REPO)
+    assert "config key sweep.w3 is unknown" in results.pop("+sweep.w3=1")
+    assert "config key sweep.w3 is unknown" in results.pop("++sweep.w3=1")
+    assert "Could not override 'sweep.w3'" in results.pop("sweep.w3=1")
+    assert "encoding.max_len=abc" in results.pop("encoding.max_len=abc")
+
+
+def test_dvc_composition_without_the_plugin_cannot_load_the_schema(tmp_path):
+    """The plugin is what registers the schema in DVC's process: without it, composition stops."""
+    (tmp_path / "elsewhere").mkdir()
+    results = dvc_compose(tmp_path, tmp_path / "elsewhere", [[]])
+    assert "config_schema" in results[""]
+
+
+def test_dvc_exp_run_refuses_an_unknown_key(checkout):
+    before = (checkout / "params.yaml").read_bytes()
+    result = run(["dvc", "exp", "run", "-S", "+sweep.w3=1"], checkout, check=False)
+    assert result.returncode != 0
+    assert "config key sweep.w3 is unknown" in result.stdout + result.stderr
+    assert (checkout / "params.yaml").read_bytes() == before
+
+
+# ---------------------------------------------------------------- every rule
+
+BAD_VALUES = [  # (overrides, the key the message must name)
+    (["glove.source=ftp"], "glove.source"),
+    (["glove.dim=0"], "glove.dim"),
+    (["glove.package=null"], "glove.package"),
+    (["glove.url=https://example.org/g.zip"], "glove.url"),          # set, but glove.source is package
+    (["glove.zip=g.zip"], "glove.zip"),
+    (["glove.path=g.txt"], "glove.path"),                           # the classic: forgot glove=path
+    (["glove.mirrors=[https://example.org/g.zip]"], "glove.mirrors"),
+    (["glove=url", "glove.dim=3", "glove.url=nlp.stanford.edu/g.zip"], "glove.url"),
+    (["glove=url", "glove.dim=3", "glove.url=https://e.org/g.zip", "glove.mirrors=[not a url]"], "glove.mirrors"),
+    (["glove.zip_sha256=abc"], "glove.zip_sha256"),
+    (["glove.sha256=" + "A" * 64], "glove.sha256"),
+    (["glove.member=''"], "glove.member"),
+    (["glove.unk=zero"], "glove.unk"),
+    (["glove.download.connect_timeout=0"], "glove.download.connect_timeout"),
+    (["glove.download.read_timeout=-1"], "glove.download.read_timeout"),
+    (["glove.download.retries=-1"], "glove.download.retries"),
+    (["glove.download.backoff=-0.5"], "glove.download.backoff"),
+    (["texts.sentences=[]"], "texts.sentences"),
+    (["texts.sentences=[' ']"], "texts.sentences"),
+    (["texts.sentences=null"], "texts.sentences"),                   # and no file either
+    (["texts.file=data/texts/example.txt"], "texts.file"),          # and sentences too
+    (["texts=file", "texts.file=''"], "texts.file"),
+    (["texts=brown_ball", "texts.named_positions.brown=0"], "texts.named_positions"),
+    (["tokenizer.num_words=0"], "tokenizer.num_words"),
+    (["tokenizer.oov_token=''"], "tokenizer.oov_token"),
+    (["tokenizer.split=''"], "tokenizer.split"),
+    (["tokenizer.maxlen=0"], "tokenizer.maxlen"),
+    (["tokenizer.maxlen=1"], "tokenizer.maxlen"),                   # a sentence would keep 1 token: no 2-D picture
+    (["tokenizer.padding=middle"], "tokenizer.padding"),
+    (["tokenizer.truncating=both"], "tokenizer.truncating"),
+    (["encoding.name=rotary"], "encoding.name"),
+    (["encoding.d_model=100"], "encoding.d_model"),                  # GloVe 50-d: mismatch
+    (["encoding.max_len=0"], "encoding.max_len"),
+    (["encoding.max_len=-5"], "encoding.max_len"),
+    (["encoding.max_len=50"], "encoding.max_len"),                   # < tokenizer.maxlen = 100
+    (["encoding.base=1"], "encoding.base"),
+    (["encoding.base=inf"], "encoding.base"),
+    (["encoding.layout=diagonal"], "encoding.layout"),
+    (["encoding.device=tpu"], "encoding.device"),
+    (["encoding.device=cuda:x"], "encoding.device"),
+    (["encoding.dtype=float16"], "encoding.dtype"),
+    (["encoding.max_matrix_size=7"], "encoding.max_matrix_size"),
+    (["encoding.max_offset=0"], "encoding.max_offset"),
+    (["encoding.norm_positions=[-1]"], "encoding.norm_positions"),
+    (["encoding.distance_pairs=[[1]]"], "encoding.distance_pairs"),
+    (["encoding.distance_pairs=[[1,-2]]"], "encoding.distance_pairs"),
+    (["encoding.seed=0"], "encoding.seed"),                          # only encoding=learned reads it
+    (["encoding.init=uniform"], "encoding.init"),
+    (["encoding.scale=0.05"], "encoding.scale"),
+    (["encoding=learned", "encoding.seed=-1"], "encoding.seed"),
+    (["encoding=learned", "encoding.seed=null"], "encoding.seed"),
+    (["encoding=learned", "encoding.init=xavier"], "encoding.init"),
+    (["encoding=learned", "encoding.scale=0"], "encoding.scale"),
+    (["sweep.w1=[1,2,3]"], "sweep.w1"),                               # 3 weights against 4
+    (["sweep.w2=abc"], "sweep.w2"),
+    (["sweep.w1=[]"], "sweep.w1"),
+    (["sweep.w2=[]"], "sweep.w2"),
+    (["sweep.w1=null"], "sweep.w1"),
+    (["sweep.w2=null"], "sweep.w2"),
+    (["sweep.w1=nan"], "sweep.w1"),
+    (["sweep.w2=inf"], "sweep.w2"),
+    (["sweep.w1=[1,-inf,1,1]"], "sweep.w1"),
+    (["sweep.w1=true"], "sweep.w1"),
+    (["sweep.w2=[1,false,1,1]"], "sweep.w2"),
+    (["sweep.w1=[[1]]"], "sweep.w1"),
+    (["sweep.w2=[1,1,1,'sqrt(d)']"], "sweep.w2"),
+    (["sweep.n_components=3"], "sweep.n_components"),
+    (["sweep.ratios.min=0"], "sweep.ratios.min"),
+    (["sweep.ratios.max=0.001"], "sweep.ratios.max"),                # below min
+    (["sweep.ratios.points=1"], "sweep.ratios.points"),
+    (["sweep.ratios.points=10001"], "sweep.ratios.points"),
+    (["metrics.neighbours=0"], "metrics.neighbours"),
+    (["metrics.groups=[[]]"], "metrics.groups"),
+    (["metrics.groups=[[king,'']]"], "metrics.groups"),
+    (["figures.dpi=29"], "figures.dpi"),
+    (["figures.max_heatmap_size=7"], "figures.max_heatmap_size"),
+    (["figures.cmap=''"], "figures.cmap"),
+    (["figures.workers=0"], "figures.workers"),
+    (["tracking.uri=''"], "tracking.uri"),
+    (["tracking.experiment=' '"], "tracking.experiment"),
+]  # the tutorials group's rules: tests/test_tutorial_figures.py
+
+
+@pytest.mark.parametrize("overrides, key", BAD_VALUES, ids=[" ".join(o) for o, _ in BAD_VALUES])
+def test_every_rule_refuses_a_bad_value_naming_the_key(overrides, key):
+    params = config.compose(overrides, REPO)
+    with pytest.raises(PipelineError) as err:
         config.validate(params)
+    message = str(err.value)
+    assert re.match(rf"config keys? {re.escape(key)}\b", message), message
+    assert "Fix" in message
+
+
+def test_mismatched_weight_lists_name_both_keys_and_lengths():
+    with pytest.raises(PipelineError) as err:
+        config.validate(config.compose(["sweep.w1=[1,2,3]", "sweep.w2=[1,2]"], REPO))
+    message = str(err.value)
+    assert "sweep.w1" in message and "sweep.w2" in message and "3" in message and "2" in message
+
+
+@pytest.mark.parametrize("w1, w2", [(5, [1, 2, 3]), ([1, 2], 3), ([4], [1, 2]), (["sqrt_d", " sqrt_d "], [1.5, 0])])
+def test_good_weights_pass(w1, w2):
+    params = config.compose([], REPO)
+    params["sweep"].update(w1=w1, w2=w2)
+    config.validate(params)
+    assert params["sweep"]["w1"] == w1   # validating changes nothing
+
+
+@pytest.mark.parametrize("override, key", [
+    ("encoding.max_len=abc", "encoding.max_len"),
+    ("tokenizer.lower=maybe", "tokenizer.lower"),
+    ("sweep.ratios.points=2.5", "sweep.ratios.points"),
+    ("glove.mirrors=https://example.org/g.zip", "glove.mirrors"),
+    ("encoding.norm_positions=[a]", "encoding.norm_positions"),
+    ("~sweep.w1", "sweep.w1"),
+    ("sweep.w1={a:1}", "sweep.w1"),
+])
+def test_composition_checks_types(override, key):
+    """Hydra merges every value onto the schema: a value of the wrong type stops the composition."""
+    with pytest.raises(PipelineError, match=re.escape(key)):
+        config.compose([override], REPO)
 
 
 def test_missing_mandatory_value_names_the_key():
@@ -99,31 +346,136 @@ def test_missing_mandatory_value_names_the_key():
         config.validate(params)
 
 
-def test_empty_text_list_is_refused(tmp_path):
-    with pytest.raises(PipelineError, match="texts.sentences holds no sentence"):
-        load_texts({"sentences": [], "file": None}, tmp_path)
-    (tmp_path / "t.txt").write_text("# only a comment\n\n")
+# ---------------------------------------------------------------- validate on a params dict (params.yaml read back)
+
+def _params() -> dict:
+    return config.compose([], REPO)
+
+
+def _changed(edit) -> dict:
+    params = _params()
+    edit(params)
+    return params
+
+
+@pytest.mark.parametrize("edit, pattern", [
+    (lambda p: p["sweep"].update(w3=1), r"config key sweep\.w3 is unknown"),
+    (lambda p: p.update(extra={"a": 1}), r"config key extra is unknown"),
+    (lambda p: p["glove"]["download"].update(progress=False), r"config key glove\.download\.progress is unknown"),
+    (lambda p: p["encoding"].pop("max_len"), r"config key encoding\.max_len is missing.*python -m pipeline\.compose"),
+    (lambda p: p.pop("tracking"), r"config key tracking is missing"),
+    (lambda p: p["figures"].update(dpi="110"), r"config key figures\.dpi = '110' has the wrong type: .* int"),
+    (lambda p: p["tokenizer"].update(split=5), r"config key tokenizer\.split = 5 has the wrong type: .* str"),
+    (lambda p: p["metrics"]["groups"][0].append(7), r"config key metrics\.groups\[0\] has the wrong type"),
+    (lambda p: p["sweep"].update(w1={"a": 1}), r"config key sweep\.w1 = \{'a': 1\} is invalid"),
+    (lambda p: p["figures"].update(workers=True), r"config key figures\.workers has the wrong type"),
+    (lambda p: p.update(sweep=5), r"config key sweep has the wrong type"),
+    (lambda p: p["glove"].update(dim="???"), r"config key glove\.dim has no value \(\?\?\?\)"),
+])
+def test_validate_refuses_a_bad_params_dict(edit, pattern):
+    with pytest.raises(PipelineError, match=pattern):
+        config.validate(_changed(edit))
+
+
+def test_an_int_where_a_float_goes_is_fine():
+    params = _changed(lambda p: p["encoding"].update(base=10000))
+    config.validate(params)
+    assert params["encoding"]["base"] == 10000
+
+
+def test_unknown_key_in_params_yaml_is_refused_on_load(tmp_path):
+    root = _project(tmp_path)
+    params = config.read_params(root)
+    params["sweep"]["w3"] = 1
+    config.write_params(params, root)
+    with pytest.raises(PipelineError, match=r"config key sweep\.w3 is unknown"):
+        config.load(root)
+
+
+# ---------------------------------------------------------------- input files named by the config
+
+def _texts_file(name: str) -> dict:
+    return config.compose(["texts=file", f"texts.file={name}"], REPO)
+
+
+@pytest.mark.parametrize("content, problem", [
+    (b"", "holds no sentence"),
+    (b"# only a comment\n\n   \n  # another\n", "holds no sentence"),
+    (b"a caf\xe9 sentence\n", "is not UTF-8"),
+])
+def test_check_inputs_refuses_a_bad_texts_file(tmp_path, content, problem):
+    (tmp_path / "t.txt").write_bytes(content)
+    with pytest.raises(PipelineError, match=rf"texts\.file: {re.escape(str(tmp_path / 't.txt'))} {problem}.*Fix"):
+        config.check_inputs(_texts_file("t.txt"), tmp_path)
+
+
+def test_check_inputs_refuses_a_directory_or_a_missing_texts_file(tmp_path):
+    (tmp_path / "texts").mkdir()
+    with pytest.raises(PipelineError, match=r"texts\.file: .*texts is a directory.*Fix"):
+        config.check_inputs(_texts_file("texts"), tmp_path)
+    with pytest.raises(PipelineError, match=r"texts\.file: no such file .*missing\.txt.*Fix"):
+        config.check_inputs(_texts_file("missing.txt"), tmp_path)
+
+
+def test_the_tokenize_stage_reads_texts_files_with_the_same_parser(tmp_path):
+    (tmp_path / "t.txt").write_text("# a comment\n\n  king queen  \nman woman\n", encoding="utf-8")
+    params = _texts_file("t.txt")
+    config.check_inputs(params, tmp_path)
+    assert load_texts(params["texts"], tmp_path) == ["king queen", "man woman"]
+    (tmp_path / "t.txt").write_text("# nothing left\n", encoding="utf-8")
     with pytest.raises(PipelineError, match="holds no sentence"):
-        load_texts({"sentences": None, "file": "t.txt"}, tmp_path)
-    with pytest.raises(PipelineError, match="no such file"):
-        load_texts({"sentences": None, "file": "missing.txt"}, tmp_path)
+        load_texts(params["texts"], tmp_path)
+
+
+def _glove(source: str, value: str) -> dict:
+    return config.compose([f"glove={source}", "glove.dim=3", f"glove.{source}={value}"], REPO)
+
+
+@pytest.mark.parametrize("source, name, content, pattern", [
+    ("path", "g.txt", None, r"glove\.path = 'g\.txt': no such file .*Fix"),
+    ("path", "g.txt", b"", r"glove\.path = .*g\.txt' is empty.*Fix"),
+    ("path", "g.txt", b"caf\xe9 1 2 3\n", r"glove\.path = .*first line is not UTF-8.*Fix"),
+    ("path", "g.zip", b"a 1 2 3\n", r"glove\.path = .*g\.zip' is not a zip file.*Fix"),
+    ("zip", "g.zip", None, r"glove\.zip = 'g\.zip': no such file .*Fix"),
+    ("zip", "g.zip", b"a 1 2 3\n", r"glove\.zip = .*g\.zip' is not a zip file.*Fix"),
+])
+def test_check_inputs_refuses_a_bad_glove_file(tmp_path, source, name, content, pattern):
+    if content is not None:
+        (tmp_path / name).write_bytes(content)
+    with pytest.raises(PipelineError, match=pattern):
+        config.check_inputs(_glove(source, name), tmp_path)
+
+
+def test_check_inputs_refuses_a_directory_as_glove_file(tmp_path):
+    (tmp_path / "g.txt").mkdir()
+    with pytest.raises(PipelineError, match=r"glove\.path = 'g\.txt': .* is a directory.*Fix"):
+        config.check_inputs(_glove("path", "g.txt"), tmp_path)
+
+
+def test_check_inputs_accepts_good_glove_files(tmp_path):
+    import zipfile
+
+    (tmp_path / "g.txt").write_text("the 0.4 0.2 -0.4\n", encoding="utf-8")
+    with zipfile.ZipFile(tmp_path / "g.zip", "w") as archive:
+        archive.writestr("g.txt", "the 0.4 0.2 -0.4\n")
+    errors = []
+    for params in (_glove("path", "g.txt"), _glove("zip", "g.zip"), _glove("path", str(tmp_path / "g.zip"))):
+        try:
+            config.check_inputs(params, tmp_path)
+        except PipelineError as exc:
+            errors.append(str(exc))
+    assert errors == []
 
 
 def test_text_file_preset_reads_one_sentence_per_line():
     params = config.compose(["texts=file"], REPO)
+    config.check_inputs(params, REPO)
     sentences = load_texts(params["texts"], REPO)
     assert sentences[0] == "a queen is a woman, a king is a man"
     assert all(not s.startswith("#") for s in sentences)
 
 
-def _project(tmp_path: Path) -> Path:
-    import shutil
-
-    shutil.copytree(REPO / "conf", tmp_path / "conf")
-    (tmp_path / "dvc.yaml").write_text("stages: {}\n")
-    config.write_params(config.compose([], tmp_path), tmp_path)
-    return tmp_path
-
+# ---------------------------------------------------------------- params.yaml and the stale-params guard
 
 def _age(path: Path, seconds: float) -> None:
     old = time.time() - seconds
@@ -165,4 +517,4 @@ def test_stale_params_are_refused_naming_the_file_and_key(tmp_path):
 
 
 def test_flatten():
-    assert config.flatten({"a": {"b": 1, "c": [1, 2]}, "d": None}) == {"a.b": 1, "a.c": [1, 2], "d": None}
+    assert flatten({"a": {"b": 1, "c": [1, 2]}, "d": None}) == {"a.b": 1, "a.c": [1, 2], "d": None}

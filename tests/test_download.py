@@ -1,4 +1,4 @@
-"""pipeline.download against a real HTTP server on 127.0.0.1: resume, restart, mirrors, checksums, proxies."""
+"""pipeline.inputs.download against a real HTTP server on 127.0.0.1: resume, restart, mirrors, checksums, proxies."""
 from __future__ import annotations
 
 import hashlib
@@ -9,8 +9,8 @@ import threading
 import pytest
 
 from http_server import FileServer
-from pipeline.download import DownloadPolicy, download
-from pipeline.errors import PipelineError
+from pipeline.inputs.download import DownloadPolicy, download
+from pipeline.base.errors import PipelineError
 
 DATA = bytes(range(256)) * 4096  # 1 MiB, every byte value
 DIGEST = hashlib.sha256(DATA).hexdigest()

@@ -1,4 +1,4 @@
-"""pipeline.encoding against the seed notebook's numpy formula, closed forms and scipy."""
+"""pipeline.core.encoding against the seed notebook's numpy formula, closed forms and scipy."""
 from __future__ import annotations
 
 import math
@@ -8,9 +8,9 @@ import pytest
 import torch
 from scipy.spatial.distance import cdist
 
-from pipeline import encoding as E
-from pipeline.device import has_float64, resolve_device
-from pipeline.encoding import (
+from pipeline.core import encoding as E
+from pipeline.core.device import has_float64, resolve_device
+from pipeline.core.encoding import (
     distance_matrix,
     dot_product_matrix,
     expected_norm,
@@ -20,7 +20,7 @@ from pipeline.encoding import (
     position_norms,
     sinusoidal_encoding,
 )
-from pipeline.errors import PipelineError
+from pipeline.base.errors import PipelineError
 
 CUDA = torch.cuda.is_available()
 MPS = getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()
@@ -442,7 +442,7 @@ def test_block_means_profile_and_generic_equal_numpy(d, n, f):
     gdot, gdist = E.block_means(sinusoidal_encoding(n, d, layout="concatenated", dtype=torch.float64), f)
     assert np.abs(gdot.numpy() - want_dot).max() < 1e-10
     assert np.abs(gdist.numpy() - want_dist).max() < 1e-10
-    from pipeline.figures import block_average
+    from pipeline.outputs.figures import block_average
 
     assert (E.block_factor(n, n // f),) * 2 == block_average(ref_dist, n // f)[1]
 
@@ -533,8 +533,8 @@ def test_encode_stage_writes_block_means_not_full_matrices(tmp_path, small_store
     profiles are written, matrices.json says how; concatenated layout honoured; the notebook's probes hold."""
     from conftest import DIM, params_for
 
-    from pipeline.files import read_json
-    from pipeline.paths import Layout
+    from pipeline.base.files import read_json
+    from pipeline.base.paths import Layout
     from pipeline.stages import encode, tokenize
 
     params = params_for("encoding.max_len=3000", "encoding.max_matrix_size=100", "encoding.layout=concatenated",
@@ -567,9 +567,9 @@ def test_encode_stage_learned_table_takes_the_generic_path(tmp_path, small_store
     """encoding=learned: the seeded table, its dot/distance block means from the float64 Gram, no profiles."""
     from conftest import DIM, params_for
 
-    from pipeline.files import read_json
-    from pipeline.paths import Layout
-    from pipeline.position_modules import learned_position_table
+    from pipeline.base.files import read_json
+    from pipeline.base.paths import Layout
+    from pipeline.core.random_tables import learned_position_table
     from pipeline.stages import encode, tokenize
 
     params = params_for("encoding=learned", "encoding.max_len=300", "encoding.max_matrix_size=50")

@@ -62,7 +62,7 @@ def test_first_matching_rule_applies_and_unmatched_is_exact():
 
 
 def test_every_committed_metric_has_a_rule():
-    from pipeline.config import flatten
+    from pipeline.base.trees import flatten
 
     unmatched = [name for name in flatten(BASELINE) if rule_for(name, RULES) is EXACT]
     assert unmatched == []

@@ -18,12 +18,12 @@ import numpy as np
 import pytest
 import yaml
 
-from pipeline.errors import PipelineError
-from pipeline.files import atomic_path, replace_dir, write_json
+from pipeline.base.errors import PipelineError
+from pipeline.base.files import atomic_path, replace_dir, write_json
 from http_server import FileServer
-from pipeline.glove_sources import acquire, from_package, from_text_file, from_url, from_zip
-from pipeline.glove_store import GloveStore
-from pipeline.glove_text import read_glove_text
+from pipeline.inputs.glove_sources import acquire, from_package, from_text_file, from_url, from_zip
+from pipeline.inputs.glove_store import GloveStore
+from pipeline.inputs.glove_text import read_glove_text
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf" / "glove"
@@ -117,6 +117,21 @@ def test_package_lookup(package_store):
     np.testing.assert_array_equal(out[1], store.vectors[store.index["queen"]])
     assert np.all(out[2] == 0)
     assert np.any(out[0] != 0) and not np.array_equal(out[0], out[1])
+
+
+def test_embedding_matrix_rows_follow_the_word_index(tmp_path):
+    """Row i holds the vector of the word with index i; row 0 (padding) and unknown words are zero rows."""
+    from pipeline.inputs.glove_store import check_sentences_covered, embedding_matrix, write_store
+
+    vectors = np.arange(1, 13, dtype=np.float32).reshape(4, 3)
+    write_store(tmp_path / "s", vectors, ["a", "b", "c", "d"], {})
+    store = GloveStore.open(tmp_path / "s")
+    matrix, missing = embedding_matrix({"c": 1, "zzz": 2, "a": 3}, store)
+    assert matrix.shape == (4, 3) and matrix.dtype == np.float32 and missing == ["zzz"]
+    np.testing.assert_array_equal(matrix, [[0, 0, 0], vectors[2], [0, 0, 0], vectors[0]])
+    check_sentences_covered(["c zzz"], [["c", "zzz"]], missing, "test")          # one known word is enough
+    with pytest.raises(PipelineError, match=r"every word of sentence 1 \('zzz zzz'\) is missing .*\(test\)"):
+        check_sentences_covered(["c a", "zzz zzz"], [["c", "a"], ["zzz", "zzz"]], missing, "test")
 
 
 # ----------------------------------------------------------------- text files
@@ -310,7 +325,7 @@ def random_glove(path: Path, rows: int, dim: int, seed: int = 0) -> None:
 @pytest.mark.parametrize("block", [97, 4096, None])
 def test_fast_ingest_is_bit_identical_to_the_seed_loop(tmp_path, monkeypatch, threads, block):
     """Every number notation, small blocks (lines cut across reads) and several threads: same float32 bits."""
-    import pipeline.glove_text as glove_text_module
+    import pipeline.inputs.glove_text as glove_text_module
 
     path = tmp_path / "g.txt"
     random_glove(path, rows=1500, dim=9)
@@ -338,7 +353,7 @@ def test_reference_parser_alone_gives_the_same_result(tmp_path):
 
 def test_line_longer_than_a_block_and_bom(tmp_path, monkeypatch):
     """A line longer than the read buffer grows it; a UTF-8 byte-order mark is not part of the first word."""
-    import pipeline.glove_text as glove_text_module
+    import pipeline.inputs.glove_text as glove_text_module
 
     monkeypatch.setattr(glove_text_module, "BLOCK", 16)
     path = tmp_path / "g.txt"
@@ -506,20 +521,6 @@ def test_unk_row_in_the_middle_is_dropped(dirs):
     store = GloveStore.open(target)
     assert store.words == ["a", "b"]
     np.testing.assert_array_equal(np.asarray(store.vectors), [[1, 2, 3], [4, 5, 6]])
-
-
-@pytest.mark.parametrize("override, pattern", [
-    ({"unk": "zero"}, r"glove\.unk = 'zero'"),
-    ({"mirrors": "https://example.org/g.zip"}, r"glove\.mirrors = .*list of URLs"),
-    ({"mirrors": ["not a url"]}, r"glove\.mirrors"),
-    ({"source": "url", "url": "nlp.stanford.edu/g.zip"}, r"glove\.url = .*must be a URL"),
-])
-def test_bad_glove_keys_name_the_key(dirs, override, pattern):
-    src, target = dirs
-    (src / "g.txt").write_text(glove_text(), encoding="utf-8")
-    with pytest.raises(PipelineError, match=pattern):
-        acquire({**path_cfg(src / "g.txt"), **override}, target, src, src / "cache")
-    assert_no_store(target)
 
 
 def test_duplicates_are_reported_with_line_numbers(dirs):

@@ -4,10 +4,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pipeline.errors import PipelineError
-from pipeline.masks import (NEG_INF, additive, attention_padding_mask, combined_mask, look_ahead_mask,
+from pipeline.base.errors import PipelineError
+from pipeline.tutorials.masks import (NEG_INF, additive, attention_padding_mask, combined_mask, look_ahead_mask,
                             masked_softmax, padding_mask, padding_mask_from_lengths)
-from pipeline.tokenizer import pad_sequences_with_mask
+from pipeline.inputs.tokenizer import pad_sequences_with_mask
 
 # Tutorial 004's example batch (batch_size, seq_len), padded with 0.
 INPUT_SEQ = torch.tensor([[5, 7, 9, 0, 0], [3, 2, 4, 1, 0], [6, 1, 8, 4, 2]])

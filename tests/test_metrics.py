@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from pipeline import metrics as m
-from pipeline.encoding import sinusoidal_encoding
+from pipeline.core import metrics as m
+from pipeline.core.encoding import sinusoidal_encoding
 
 
 def line(n: int) -> np.ndarray:

@@ -88,7 +88,7 @@ def test_server_run_has_the_same_contents_as_a_local_store_run(served_run, priva
     """The same result logged through the server and straight into a SQLite store: same params, metrics, artifacts."""
     from mlflow.tracking import MlflowClient
 
-    from pipeline.tracking import log_result
+    from pipeline.outputs.tracking import log_result
 
     server, checkout, job, served_id = served_run
     params = yaml.safe_load((job / "params.yaml").read_text())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from conftest import REPO, run
 
 pytestmark = pytest.mark.slow
 PY = sys.executable
+GIT_ID = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@l", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@l"}
 
 
 def mlflow_runs(uri: str, experiment: str = "positional-encoding"):
@@ -30,17 +32,23 @@ def output_hashes(checkout: Path) -> dict[str, str]:
     return {out["path"]: out["md5"] for stage in lock["stages"].values() for out in stage.get("outs", [])}
 
 
+def git_status(checkout: Path) -> str:
+    return run(["git", "status", "--porcelain"], checkout).stdout
+
+
 def ran_stages(output: str) -> list[str]:
     return [line.split("'")[1] for line in output.splitlines() if line.startswith("Running stage '")]
 
 
 def test_dvc_repro_end_to_end(checkout, private_mlflow_store):
-    """README's main command in a fresh clone: every stage runs, outputs and the MLflow run are complete,
-    a second repro does nothing, a sweep change re-runs only what depends on it, a stale params.yaml stops it."""
+    """README's main command in a fresh clone: every stage runs, outputs and the MLflow run are complete, the
+    tracked files come out byte-identical (git status clean), a second repro does nothing, a sweep change
+    re-runs only what depends on it, a stale params.yaml stops it."""
     first = run([PY, "-m", "pipeline.repro"], checkout)
-    # figures are kept in git: when the recomputed data hash as in dvc.lock, the committed ones are current
-    assert [s for s in ran_stages(first.stdout) if s not in ("figures", "report")] == [
-        "check_params", "glove", "tokenize", "encode", "sweep", "track"]
+    # report.html is kept in git: when its inputs hash as in dvc.lock, the committed one is current
+    assert [s for s in ran_stages(first.stdout) if s != "report"] == [
+        "check_params", "glove", "tokenize", "encode", "sweep", "figures", "track"]
+    assert git_status(checkout) == "", "the README's first command changed tracked files"
 
     manifest = json.loads((checkout / "data/glove/manifest.json").read_text())
     assert (manifest["rows"], manifest["dim"], manifest["origin"]["source"]) == (400000, 50, "package")
@@ -56,6 +64,20 @@ def test_dvc_repro_end_to_end(checkout, private_mlflow_store):
         committed["sweep"]["s1"]["w1_1-w2_10"]["pca_disparity"], abs=1e-6)
     figures = sorted(p.name for p in (checkout / "reports/figures").glob("*.png"))
     assert len(figures) == 26
+
+    # a module only the figures stage imports: dvc status names exactly that stage
+    from pipeline.dvcyaml import import_closure
+    from pipeline.registry import STAGES
+
+    module = Path("pipeline/tutorials/masks.py")
+    importers = [s.name for s in STAGES if module in import_closure(s.module, checkout)]
+    assert importers == ["figures"]
+    original = (checkout / module).read_text()
+    (checkout / module).write_text(original + "# an edit\n")
+    status = json.loads(run(["dvc", "status", "--json"], checkout).stdout)
+    assert sorted(status) == importers and "pipeline/tutorials/masks.py" in json.dumps(status["figures"])
+    (checkout / module).write_text(original)
+    assert json.loads(run(["dvc", "status", "--json"], checkout).stdout) == {}
 
     record = json.loads((checkout / "reports/mlflow_last_run.json").read_text())
     assert json.loads((checkout / "reports/mlflow_run.json").read_text()) == {
@@ -110,3 +132,89 @@ def test_dvc_exp_run_with_set_param(checkout, private_mlflow_store):
     assert "pca_disparity" in json.dumps(shown)
     _, _, runs = mlflow_runs(private_mlflow_store)
     assert runs[-1].data.params["texts.name"] == "file" and runs[-1].data.tags.get("dvc_exp_name")
+
+
+# ---------------------------------------------------------------- a failed run changes nothing
+
+def tree_state(checkout: Path) -> dict[str, bytes]:
+    """Bytes of params.yaml, dvc.lock and every file under data/ (but the download cache and the user's texts)
+    and reports/."""
+    files = [checkout / "params.yaml", checkout / "dvc.lock"]
+    for top in ("data", "reports"):
+        files += [p for p in (checkout / top).rglob("*") if p.is_file()
+                  and not p.relative_to(checkout).as_posix().startswith(("data/cache/", "data/texts/"))]
+    return {p.relative_to(checkout).as_posix(): p.read_bytes() for p in files}
+
+
+@pytest.fixture(scope="module")
+def reproduced(tmp_path_factory):
+    """A fresh clone after the README's first command (MLflow logging off: these tests look at files)."""
+    from conftest import copy_checkout
+
+    checkout = copy_checkout(tmp_path_factory.mktemp("reproduced") / "project")
+    run([PY, "-m", "pipeline.repro", "tracking=disabled"], checkout)
+    return checkout
+
+
+BAD_INPUTS = {
+    "empty texts file": ("empty.txt", b"", r"texts\.file"),
+    "only comments": ("comments.txt", b"# nothing here\n\n", r"texts\.file"),
+    "non-UTF-8 texts": ("latin1.txt", "caf\xe9 cr\xe8me br\xfbl\xe9e\n".encode("latin-1"), r"UTF-8"),
+    "every word unknown to GloVe": ("unknown.txt", b"zqxv wvvkq\nking queen\n", r"every word of sentence 0"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_bad_texts_file_fails_with_exit_2_and_changes_nothing(reproduced, case):
+    name, content, message = BAD_INPUTS[case]
+    (reproduced / "data/texts" / name).write_bytes(content)
+    before = tree_state(reproduced)
+    result = run([PY, "-m", "pipeline.repro", "tracking=disabled", "texts=file", f"texts.file=data/texts/{name}"],
+                 reproduced, check=False)
+    (reproduced / "data/texts" / name).unlink()
+    assert result.returncode == 2, result.stderr
+    assert re.search(message, result.stderr) and "Traceback" not in result.stderr
+    after = tree_state(reproduced)
+    assert sorted(after) == sorted(before) and [k for k in before if before[k] != after[k]] == []
+    assert json.loads(run(["dvc", "status", "--json"], reproduced).stdout) == {}
+
+
+def test_missing_glove_path_fails_with_exit_2_and_changes_nothing(reproduced):
+    before = tree_state(reproduced)
+    result = run([PY, "-m", "pipeline.repro", "tracking=disabled", "glove=path", "glove.path=/nonexistent/g.txt",
+                  "glove.dim=50"], reproduced, check=False)
+    assert result.returncode == 2 and "glove.path" in result.stderr and "Traceback" not in result.stderr
+    assert tree_state(reproduced) == before
+
+
+def test_unknown_key_is_refused_before_anything_is_written(reproduced):
+    before = tree_state(reproduced)
+    for override in ("+sweep.w3=1", "sweep.w3=1"):
+        result = run([PY, "-m", "pipeline.repro", override], reproduced, check=False)
+        assert result.returncode == 2 and "w3" in result.stderr and "Traceback" not in result.stderr
+    assert tree_state(reproduced) == before
+
+
+# ---------------------------------------------------------------- output folders hold exactly one run's files
+
+def test_checkout_and_exp_apply_leave_exact_output_folders(checkout, private_mlflow_store):
+    """Fewer weight pairs -> fewer figures; going back and forth never leaves the other run's PNGs."""
+    run([PY, "-m", "pipeline.repro", "tracking=disabled"], checkout)
+    run(["git", "add", "-A"], checkout)
+    run(["git", "commit", "-qm", "baseline"], checkout, **GIT_ID)
+    figures = checkout / "reports/figures"
+    baseline = sorted(p.name for p in figures.iterdir())
+    assert len(baseline) == 26
+
+    run(["dvc", "exp", "run", "-n", "fewer", "-S", "sweep.w1=[1]", "-S", "sweep.w2=[1]"], checkout)
+    fewer = sorted(p.name for p in figures.iterdir())
+    assert len(fewer) == 26 - 2 * 3 and set(fewer) < set(baseline)      # 2 sentences x 3 pairs fewer
+
+    run(["git", "checkout", "--", "."], checkout)
+    run(["dvc", "checkout"], checkout)
+    assert sorted(p.name for p in figures.iterdir()) == baseline
+    assert json.loads(run(["dvc", "status", "--json"], checkout).stdout) == {}
+
+    run(["dvc", "exp", "apply", "fewer"], checkout)
+    assert sorted(p.name for p in figures.iterdir()) == fewer
+    assert json.loads(run(["dvc", "status", "--json"], checkout).stdout) == {}

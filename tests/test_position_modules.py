@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from pipeline.encoding import sinusoidal_encoding
-from pipeline.errors import PipelineError
-from pipeline.position_modules import (FixedPositionEmbedding, PositionEmbedding, learned_position_table,
+from pipeline.core.encoding import sinusoidal_encoding
+from pipeline.base.errors import PipelineError
+from pipeline.tutorials.position_modules import (FixedPositionEmbedding, PositionEmbedding, learned_position_table,
                                        random_embedding_with_pe)
-from pipeline.text_vectorization import TextVectorization
+from pipeline.tutorials.text_vectorization import TextVectorization
 
 ROBOT_IDS = torch.tensor([[5, 6, 7, 2, 0], [3, 4, 2, 0, 0]])
 

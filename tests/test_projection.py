@@ -1,4 +1,4 @@
-"""pipeline.projection against scikit-learn's PCA and scipy's procrustes."""
+"""pipeline.core.projection against scikit-learn's PCA and scipy's procrustes."""
 from __future__ import annotations
 
 import math
@@ -10,8 +10,8 @@ from scipy.spatial import procrustes
 from scipy.stats import ortho_group
 from sklearn.decomposition import PCA
 
-from pipeline.encoding import sinusoidal_encoding
-from pipeline.projection import pca_project, procrustes_disparity, weighted_pca
+from pipeline.core.encoding import sinusoidal_encoding
+from pipeline.core.projection import pca_project, procrustes_disparity, weighted_pca
 
 
 def sklearn_pca(batch: np.ndarray, k: int = 2) -> tuple[np.ndarray, np.ndarray]:
@@ -246,3 +246,43 @@ def test_weighted_pca_on_cuda_equals_cpu():
     gpu = weighted_pca(torch.as_tensor(e, device="cuda"), torch.as_tensor(p, device="cuda"), w1, w2, [11, 6])
     assert gpu[0].device.type == "cuda"
     assert (gpu[0].cpu() - cpu[0]).abs().max().item() < 1e-9 and (gpu[1].cpu() - cpu[1]).abs().max().item() < 1e-9
+
+
+# ---------------------------------------------------------------- the sweep of one sentence (pipeline.core.sweep)
+
+def test_sweep_project_is_sklearn_pca_at_fixed_precision():
+    from pipeline.base.files import round_significant
+    from pipeline.core.sweep import project
+    from pipeline.core.weights import weight_pairs
+
+    e, p = (x[0] for x in weighted_batch(16, [9], n=9))
+    pairs = weight_pairs([1, 10], [10, 1], d_model=16)
+    coords, explained = project(e, p, pairs)
+    assert coords.shape == (3, 9, 2) and explained.shape == (3, 2)
+    for j, pair in enumerate(pairs):
+        pca = PCA(n_components=2).fit(pair.w1 * e + pair.w2 * p)
+        np.testing.assert_allclose(coords[j], pca.transform(pair.w1 * e + pair.w2 * p), atol=1e-9)
+        np.testing.assert_allclose(explained[j], pca.explained_variance_ratio_, atol=1e-11)
+    floor = np.abs(coords).max(axis=(1, 2), keepdims=True)
+    assert np.array_equal(round_significant(coords, floor=floor), coords)
+
+
+def test_sweep_sentence_measures_pairs_grid_and_scaling():
+    from pipeline.core.metrics import crossover
+    from pipeline.core.sweep import SCALING_METRICS, sweep_sentence
+    from pipeline.core.weights import weight_pairs
+
+    e, p = (x[0] for x in weighted_batch(16, [11]))
+    words = [f"w{i}" for i in range(11)]
+    ratios = np.logspace(-2, 2, 9)
+    pairs = weight_pairs([1, 1], [1, 10], d_model=16)
+    result = sweep_sentence(e, p, words, pairs, ratios, 16, groups=[["w0", "w1"]], neighbours=3)
+    assert result.coords.shape == (3, 11, 2) and result.grid_coords.shape == (9, 11, 2)
+    assert list(result.pairs) == ["w1_1-w2_0", "w1_1-w2_1", "w1_1-w2_10"]
+    assert result.pairs["w1_1-w2_0"]["pca_disparity"] == 0.0 and result.pairs["w1_1-w2_0"]["knn_semantic_hd"] == 1.0
+    assert all(len(values) == 9 for values in result.curves.values())
+    assert result.crossover["r_star"] == crossover(ratios, result.curves["knn_semantic_hd"],
+                                                   result.curves["knn_positional_hd"])
+    assert set(result.scaling) == {*SCALING_METRICS, "semantic_dominates"}
+    # the grid point r = 1 is the configured pair W1 = W2 = 1
+    assert result.curves["knn_semantic_hd"][4] == result.pairs["w1_1-w2_1"]["knn_semantic_hd"]

@@ -33,6 +33,75 @@ def test_report_is_self_contained(report):
     assert 'id="slider"' in page and "r*" in page
 
 
+def words_of(page: str) -> str:
+    """The page's text with images left out and whitespace collapsed (sentences wrap in the template)."""
+    return " ".join(re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "", page).split())
+
+
+def test_report_states_the_sinusoids_properties(report):
+    text = words_of(report.read_text(encoding="utf-8"))
+    assert "sinusoidal encoding over 100 positions, base 10000" in text
+    assert "Every vector has the same norm sqrt(d/2) = 2.0000000" in text
+    assert "depends only on their separation k" in text and "Both depend only on a - b" in text
+    assert "learned position table" not in text
+
+
+def test_tracked_outputs_hold_no_absolute_path_or_timestamp(report, small_store):
+    """What git tracks (metrics, plot data, the report) and what dvc.lock hashes must be the same on every machine."""
+    from conftest import REPO
+
+    base = report.parents[1]
+    tracked = [base / "reports" / "metrics.json", report, *sorted((base / "reports" / "plots").rglob("*.csv")),
+               *sorted((base / "data").rglob("*.json"))]
+    assert len(tracked) >= 8
+    for path in tracked:
+        text = words_of(path.read_text(encoding="utf-8"))
+        for absolute in (str(base), str(small_store), str(REPO), "/tmp/", "/home/"):
+            assert absolute not in text, f"{path.relative_to(base)} holds the absolute path {absolute}"
+        assert not re.search(r"\b(19|20)\d\d-[01]\d-[0-3]\d[T ][0-2]\d:[0-5]\d", text), f"{path} holds a timestamp"
+
+
+def test_report_and_figures_describe_a_learned_table_truthfully(tmp_path, small_store, monkeypatch):
+    """encoding=learned: a random table has neither constant norms nor offset-only distances; no text may claim
+    them, and the text says what holds instead (the figures' titles and legends are read as they are drawn)."""
+    import matplotlib.text
+
+    from pipeline.outputs import figures as fig
+
+    drawn: dict[str, str] = {}
+    real_save = fig.save
+
+    def recording_save(figure, path, dpi):
+        drawn[Path(path).stem] = " ".join(" ".join(t.get_text().split())
+                                          for t in figure.findobj(matplotlib.text.Text))
+        real_save(figure, path, dpi)
+
+    monkeypatch.setattr(fig, "save", recording_save)
+    params = params_for("encoding=learned", "encoding.scale=1.2247", "figures.workers=1")   # drawn in this process
+    layout = run_stages(params, tmp_path, small_store, upto="report")
+    page = words_of(layout.report_html.read_text(encoding="utf-8"))
+
+    for wrong in ("sinusoidal encoding over", "Every vector has the same norm", "every norm is sqrt(d/2)",
+                  "depends only on their separation", "Both depend only on a - b"):
+        assert wrong not in page, wrong
+    for right in ("a learned position table over 100 positions", "seed 0, uniform init, scale 1.2247",
+                  "Its norms are not constant", "root-mean-square norm of about scale · sqrt(d/3) = 2",
+                  "depends on the positions p, not only on their separation k", "they are not Toeplitz"):
+        assert right in page, right
+
+    encoding_figures = {name: drawn[name] for name in
+                        ("pe_heatmap", "pe_dot_product", "pe_distance", "pe_norms", "pe_offset_distance")}
+    everything = " ".join(encoding_figures.values())
+    for wrong in ("Sinusoidal", "same norm", "depends only on k", "growing with |a - b|", "d/2 = 4"):
+        assert wrong not in everything, wrong
+    assert "Learned position table" in encoding_figures["pe_heatmap"] and "seed=0" in encoding_figures["pe_heatmap"]
+    assert "vary with the position" in encoding_figures["pe_norms"]
+    assert "sinusoid's sqrt(d/2), for reference" in encoding_figures["pe_norms"]
+    assert "depends on p, not only on k" in encoding_figures["pe_offset_distance"]
+    assert "the sinusoid's closed form, for reference" in encoding_figures["pe_offset_distance"]
+    assert "unrelated to |a - b|" in encoding_figures["pe_distance"]
+
+
 def chromium(*args: str, tmp: Path) -> subprocess.CompletedProcess:
     return subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={tmp / 'profile'}", *args], capture_output=True,
                           text=True, timeout=120)

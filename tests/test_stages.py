@@ -3,17 +3,18 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from conftest import DIM, SEED_WORDS, params_for, run_stages
-from pipeline.errors import PipelineError
-from pipeline.paths import Layout
+from pipeline.base.errors import PipelineError
+from pipeline.base.paths import Layout
 def test_seed_sentences_through_sweep(tmp_path, small_store):
     """The seed's tokens, an embedding matrix with the store's rows, PE diagnostics, 5 projections per sentence."""
-    from pipeline.files import read_json
+    from pipeline.base.files import read_json
 
     layout = run_stages(params_for(), tmp_path, small_store)
     tokens = read_json(layout.tokens)
@@ -22,7 +23,7 @@ def test_seed_sentences_through_sweep(tmp_path, small_store):
     assert np.array(tokens["padded"]).shape == (2, 100) and tokens["positions"][1] == list(range(11))
     emb = np.load(layout.encode_dir / "embeddings.npy")
     assert emb.shape == (12, DIM) and not emb[0].any()
-    from pipeline.glove_store import GloveStore
+    from pipeline.inputs.glove_store import GloveStore
 
     store = GloveStore.open(small_store)
     np.testing.assert_array_equal(emb[2], store.vectors[store.index["queen"]])
@@ -70,12 +71,12 @@ def test_all_oov_sentence_is_refused(tmp_path, small_store):
 
 
 def test_partly_oov_sentence_gets_zero_rows_and_is_reported(tmp_path, small_store, caplog):
-    from pipeline.files import read_json
+    from pipeline.base.files import read_json
 
     params = params_for("texts.sentences=[king zebra queen,man woman dog]")
     with caplog.at_level(logging.WARNING, logger="pipeline"):
         layout = run_stages(params, tmp_path, small_store)
-    encoded = read_json(layout.encode_dir / "encode.json")
+    encoded = read_json(layout.encode_summary)
     assert encoded["oov_words"] == ["zebra"] and encoded["oov_count"] == 1
     emb = np.load(layout.encode_dir / "embeddings.npy")
     assert not emb[read_json(layout.tokens)["word_index"]["zebra"]].any()
@@ -83,7 +84,7 @@ def test_partly_oov_sentence_gets_zero_rows_and_is_reported(tmp_path, small_stor
 
 
 def test_text_longer_than_maxlen_is_truncated_with_a_warning(tmp_path, small_store, caplog):
-    from pipeline.files import read_json
+    from pipeline.base.files import read_json
 
     params = params_for("tokenizer.maxlen=4", "tokenizer.truncating=post", "encoding.max_len=10",
                         "texts.sentences=[king queen man woman dog wolf,red green yellow]")
@@ -93,7 +94,7 @@ def test_text_longer_than_maxlen_is_truncated_with_a_warning(tmp_path, small_sto
     assert tokens["words"][0] == ["king", "queen", "man", "woman"] and tokens["truncated"] == [True, False]
     assert "tokenizer.maxlen=4" in caplog.text and "2 cut" in caplog.text
     assert "beyond encoding.max_len=10" in caplog.text           # the seed's probes at 34 and 70/72
-    assert read_json(layout.encode_dir / "encode.json")["norm"] == {}
+    assert read_json(layout.encode_summary)["norm"] == {}
 
 
 def test_one_token_sentence_is_refused(tmp_path, small_store):
@@ -124,7 +125,7 @@ def test_missing_glove_path_is_refused(tmp_path):
 
 def test_learned_encoding_runs_the_whole_sweep(tmp_path, small_store):
     """encoding=learned: a seeded random table in place of the sinusoid, compared by the same metrics."""
-    from pipeline.files import read_json
+    from pipeline.base.files import read_json
 
     sinusoid = read_json(run_stages(params_for(), tmp_path / "sin", small_store).metrics)
     learned_layout = run_stages(params_for("encoding=learned", "encoding.scale=1.2247"), tmp_path / "learned",
@@ -136,3 +137,40 @@ def test_learned_encoding_runs_the_whole_sweep(tmp_path, small_store):
     assert learned["sweep"].keys() == sinusoid["sweep"].keys()
     assert learned["sweep"]["s1"]["w1_1-w2_10"] != sinusoid["sweep"]["s1"]["w1_1-w2_10"]
     assert learned["encoding"]["norm_max_abs_dev"] > 0.1        # a random table has no constant norm
+
+
+def test_any_number_of_sentences_one_ratio_sweep_csv_each_and_none_stale(tmp_path, small_store):
+    """Three sentences: three CSVs (r, log10_r and the metrics, unprefixed) and three ratio-sweep figures; then two
+    sentences in the same place: the third CSV is gone."""
+    from pipeline.base.files import read_columns, read_json
+
+    three = params_for("texts.sentences=[king queen man,dog wolf red,green yellow football basketball]")
+    layout = run_stages(three, tmp_path, small_store, upto="figures")
+    assert sorted(p.name for p in layout.ratio_sweep_dir.iterdir()) == ["s0.csv", "s1.csv", "s2.csv"]
+    metrics = read_json(layout.metrics)
+    for s in range(3):
+        table = read_columns(layout.ratio_sweep_csv(s))
+        assert list(table)[:2] == ["r", "log10_r"] and len(table["r"]) == three["sweep"]["ratios"]["points"]
+        assert set(table) - {"r", "log10_r"} == set(metrics["sweep"][f"s{s}"]["w1_1-w2_1"])
+        np.testing.assert_allclose(table["log10_r"], np.log10(table["r"]), atol=1e-10)
+    assert {"ratio_sweep_s2.png", "panels_s2.png"} <= {p.name for p in layout.figures_dir.iterdir()}
+
+    run_stages(params_for(), tmp_path, small_store)
+    assert sorted(p.name for p in layout.ratio_sweep_dir.iterdir()) == ["s0.csv", "s1.csv"]
+
+
+def test_sweep_writes_projections_at_fixed_precision(tmp_path, small_store):
+    """The saved projections are already rounded (rounding again changes nothing), and so are the metrics."""
+    from pipeline.base.files import SIGNIFICANT_DIGITS, round_significant
+
+    layout = run_stages(params_for(), tmp_path, small_store)
+    with np.load(layout.sweep_dir / "projections.npz") as arrays:
+        for name in ("s0_coords", "s1_grid_coords"):
+            coords = arrays[name]
+            floor = np.abs(coords).max(axis=(1, 2), keepdims=True)
+            assert np.array_equal(round_significant(coords, SIGNIFICANT_DIGITS, floor=floor), coords), name
+        ratios = arrays["s0_grid_explained_variance_ratio"]
+        assert np.array_equal(round_significant(ratios, floor=1.0), ratios)
+    text = layout.metrics.read_text()
+    numbers = [float(x) for x in re.findall(r"-?\d+\.\d+(?:e-?\d+)?", text)]
+    assert numbers and all(float(round_significant(x, floor=1.0)) == x for x in numbers)

@@ -54,7 +54,7 @@ def numeric_leaves(tree) -> int:
 # ---------------------------------------------------------------- summary and launcher configs (fast)
 
 def test_summary_names_best_worst_and_failed_jobs():
-    from pipeline.multirun import summarize, summary_lines
+    from pipeline.outputs.multirun import summarize, summary_lines
 
     def record(num, status, metrics=None, error=None):
         return {"num": num, "overrides": [f"sweep.w2={num}"], "dir": f"/sweep/{num}", "status": status,
@@ -78,8 +78,8 @@ def test_summary_names_best_worst_and_failed_jobs():
 
 
 def test_summary_metrics_of_a_real_result():
-    from pipeline.config import flatten
-    from pipeline.multirun import summary_metrics
+    from pipeline.base.trees import flatten
+    from pipeline.outputs.multirun import summary_metrics
 
     metrics = json.loads((REPO / "reports" / "metrics.json").read_text())
     disparities = [v for k, v in flatten(metrics).items() if k.startswith("sweep.") and k.endswith(".pca_disparity")]
@@ -107,7 +107,7 @@ def test_launcher_configs_compose(launcher, target, expect):
     conf = OmegaConf.to_container(cfg.hydra.launcher, resolve=False)
     assert conf["_target_"].endswith(target)
     assert {k: conf[k] for k in expect} == expect
-    assert cfg.hydra.callbacks.mlflow_parent._target_ == "pipeline.tracking.MultirunParentRun"
+    assert cfg.hydra.callbacks.mlflow_parent._target_ == "pipeline.outputs.tracking.MultirunParentRun"
 
 
 def test_parent_run_is_closed_failed_when_a_sweep_breaks_off(tmp_path, private_mlflow_store):
@@ -115,7 +115,7 @@ def test_parent_run_is_closed_failed_when_a_sweep_breaks_off(tmp_path, private_m
     sweep whose jobs all vanished ends FAILED with exit status 1."""
     from hydra import compose, initialize_config_dir
 
-    from pipeline.tracking import MultirunParentRun
+    from pipeline.outputs.tracking import MultirunParentRun
 
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
         cfg = compose("config", overrides=[f"hydra.sweep.dir={tmp_path / 'sweep'}"], return_hydra_config=True)
@@ -134,7 +134,7 @@ def test_parent_run_is_closed_failed_when_a_sweep_breaks_off(tmp_path, private_m
 
 def test_project_root_of_a_dvc_temp_copy(tmp_path, monkeypatch):
     """Inside DVC's temp copy of an experiment, shared state (MLflow store, caches) belongs to the owning project."""
-    from pipeline.paths import checkout_root, project_root
+    from pipeline.base.paths import checkout_root, project_root
 
     owner = tmp_path / "project"
     temp_copy = owner / ".dvc" / "tmp" / "exps" / "tmpabc123"
@@ -158,7 +158,7 @@ WRITER = """
 import sys, time
 from pathlib import Path
 from pipeline.config import compose
-from pipeline.tracking import log_result
+from pipeline.outputs.tracking import log_result
 base, start = Path(sys.argv[1]), Path(sys.argv[2])
 params = compose(["sweep.w2=" + sys.argv[3]])
 while not start.exists():

@@ -7,8 +7,8 @@ import string
 import numpy as np
 import pytest
 
-from pipeline.errors import PipelineError
-from pipeline.text_vectorization import TextVectorization, split_whitespace, standardize
+from pipeline.base.errors import PipelineError
+from pipeline.tutorials.text_vectorization import TextVectorization, split_whitespace, standardize
 
 
 def vocab(texts, **kwargs) -> list[str]:

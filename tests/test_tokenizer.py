@@ -1,9 +1,9 @@
-"""Tests for pipeline.tokenizer against known tf.keras outputs."""
+"""Tests for pipeline.inputs.tokenizer against known tf.keras outputs."""
 
 import numpy as np
 import pytest
 
-from pipeline.tokenizer import (
+from pipeline.inputs.tokenizer import (
     Tokenizer,
     pad_sequences,
     pad_sequences_with_mask,

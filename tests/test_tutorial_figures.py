@@ -2,16 +2,17 @@
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from pipeline import config
-from pipeline.errors import PipelineError
-from pipeline.stages.tokenize import tokenize
-from pipeline.texts import load_texts
-from pipeline.tutorial_figures import render_tutorial_figures, signature_embeddings, validate_tutorials
+from pipeline.base.errors import PipelineError
+from pipeline.inputs.tokens import tokenize
+from pipeline.inputs.texts import load_texts
+from pipeline.tutorials.figures import render_tutorial_figures, signature_embeddings
 
 REPO = Path(__file__).resolve().parents[1]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -60,25 +61,36 @@ def test_signature_phrases_are_truncated_and_padded_to_20(params):
     assert len(data["vocabulary"]) <= params["tutorials"]["signature"]["vocab_size"]
 
 
-@pytest.mark.parametrize("key, value, named", [
-    ("seed", -1, "tutorials.seed"),
-    ("signature.titles", ["only one"], "tutorials.signature.titles"),
-    ("signature.vocab_size", 2, "tutorials.signature.vocab_size"),
-    ("signature.init", "zeros", "tutorials.signature.init"),
-    ("masks.display_len", 0, "tutorials.masks.display_len"),
-    ("pe_columns.columns", [6, 32], "tutorials.pe_columns.columns"),
-    ("pe_heatmap.dim", 0, "tutorials.pe_heatmap.dim"),
-    ("random_embedding.sentence", " ", "tutorials.random_embedding.sentence"),
+@pytest.mark.parametrize("key, value", [
+    ("seed", -1),
+    ("signature.sequence_length", 0),
+    ("signature.output_dim", 0),
+    ("signature.titles", ["only one"]),
+    ("signature.vocab_size", 2),
+    ("signature.init", "zeros"),
+    ("signature.scale", 0.0),
+    ("signature.base", 1.0),
+    ("signature.phrases", []),
+    ("masks.display_len", 0),
+    ("pe_columns.encoding_dim", 0),
+    ("pe_columns.num_steps", 0),
+    ("pe_columns.columns", [6, 32]),
+    ("pe_columns.columns", []),
+    ("pe_heatmap.positions", 0),
+    ("pe_heatmap.dim", 0),
+    ("random_embedding.sentence", " "),
+    ("random_embedding.embed_dim", 0),
 ])
-def test_bad_tutorials_values_are_one_clear_error(params, key, value, named):
-    cfg = copy.deepcopy(params["tutorials"])
+def test_bad_tutorials_values_are_one_clear_error(params, key, value):
+    """The schema refuses each bad tutorials value with one message naming the key."""
+    bad = copy.deepcopy(params)
     *parents, leaf = key.split(".")
-    node = cfg
+    node = bad["tutorials"]
     for part in parents:
         node = node[part]
     node[leaf] = value
-    with pytest.raises(PipelineError, match=named.replace(".", r"\.")):
-        validate_tutorials(cfg)
+    with pytest.raises(PipelineError, match=rf"tutorials\.{re.escape(key)} = .* it must be"):
+        config.validate(bad)
 
 
 # ---------------------------------------------------------------- presets of the tutorials
@@ -126,7 +138,7 @@ def test_random_embedding_example_uses_the_transformers_preset():
 def test_learned_encoding_option_composes_next_to_sinusoidal():
     import torch
 
-    from pipeline.position_modules import learned_position_table
+    from pipeline.core.random_tables import learned_position_table
 
     learned = config.compose(["encoding=learned"], REPO)
     config.validate(learned)

@@ -1,14 +1,23 @@
-"""What every stage entry point does around its work: load params.yaml, report user errors in one line."""
+"""What every stage entry point does around its work: read params.yaml, report user errors in one line.
+
+Stages trust params.yaml: the check_params stage, upstream of every other, has validated it (and
+checked it is fresh) before any of them runs. A user error exits 2 with one message; the message
+is also written to $PE_ERROR_FILE when set, so that `python -m pipeline.repro` can repeat it after
+DVC's own report. Bugs keep their traceback.
+"""
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Callable
 
-from pipeline.errors import PipelineError
+from pipeline.base.errors import PipelineError
+from pipeline.base.paths import Layout
 
 log = logging.getLogger("pipeline")
+ERROR_FILE_ENV = "PE_ERROR_FILE"
 
 
 def setup_logging() -> None:
@@ -20,20 +29,19 @@ def setup_logging() -> None:
         log.propagate = False
 
 
-def stage_main(name: str, run: Callable[[dict, "Layout", Path], None]) -> None:
+def stage_main(name: str, run: Callable[[dict, Layout, Path], object]) -> None:
     """Run `run(params, layout, root)` for the checkout in the cwd; exit 2 with one message on a user error."""
-    from pipeline.config import load
-    from pipeline.paths import Layout, checkout_root
+    from pipeline.base.params_file import read_params_file
+    from pipeline.base.paths import checkout_root
 
     setup_logging()
     try:
         root = checkout_root()
-        params = load(root)
-        if params["tracking"]["enabled"]:
-            from pipeline.tracking import check_reachable
-
-            check_reachable(params["tracking"], root)  # a dead server fails now, not after the computing
-        run(params, Layout(root), root)
+        layout = Layout(root)
+        run(read_params_file(layout.params), layout, root)
     except PipelineError as exc:
-        print(f"error in stage {name}: {exc}", file=sys.stderr)
+        message = f"error in stage {name}: {exc}"
+        print(message, file=sys.stderr)
+        if os.environ.get(ERROR_FILE_ENV):
+            Path(os.environ[ERROR_FILE_ENV]).write_text(message + "\n", encoding="utf-8")
         raise SystemExit(2) from None

@@ -1,22 +1,25 @@
-"""Stage check_params: runs whenever conf/ or params.yaml changes, and stops `dvc repro` on a stale params.yaml.
+"""Stage check_params: upstream of every other stage; stops `dvc repro` on an invalid or stale params.yaml.
 
 Without it, an edit to conf/ that was never composed would leave params.yaml unchanged, DVC would
-see nothing to do, and the old results would pass for the new config.
+see nothing to do, and the old results would pass for the new config. It also checks the input
+files the config names (texts file, GloVe file or zip), so that a bad one stops the run before any
+stage has touched an output.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.paths import Layout
-
-MARKER = Path("data") / "params_check.json"
+from pipeline.base.paths import Layout
 
 
 def run(params: dict, layout: Layout, root: Path) -> None:
-    from pipeline.files import write_json
+    from pipeline.base.files import write_json
+    from pipeline.config import check_fresh, check_inputs, validate
 
-    # stage_main has already loaded params.yaml with the freshness check and validated it.
-    write_json(layout.base / MARKER, {"params_yaml": "fresh and valid"})
+    validate(params)
+    check_fresh(params, root)
+    check_inputs(params, root)
+    write_json(layout.params_check, {"params_yaml": "fresh and valid"})
 
 
 if __name__ == "__main__":

@@ -1,17 +1,23 @@
-"""Stage figures: every figure of the notebook, labelled, plus the two PE property plots (reports/figures/)."""
+"""Stage figures: every figure of the notebook, labelled, plus the PE property plots, the panels and the ratio
+sweeps (reports/figures/), drawn by pipeline.outputs.figures.
+
+Reads params: figures, metrics.groups, encoding (base, or the learned table's seed, init, scale, for the titles),
+and through the tutorials' figures tutorials, tokenizer, texts; files: tokens.json, data/encode/, data/sweep/,
+metrics.json, the plot CSVs.
+"""
 from __future__ import annotations
 
 import logging
 from pathlib import Path
 
-from pipeline.paths import Layout
+from pipeline.base.paths import Layout
 
 log = logging.getLogger("pipeline")
 
 
 def run(params: dict, layout: Layout, root: Path) -> list[str]:
     """Render into a fresh folder swapped in at the end, so that no figure of an older config lingers."""
-    from pipeline.files import replace_dir
+    from pipeline.base.files import replace_dir
 
     names: list[str] = []
     replace_dir(layout.figures_dir, lambda tmp: names.extend(render(params, layout, tmp)))
@@ -20,18 +26,9 @@ def run(params: dict, layout: Layout, root: Path) -> list[str]:
 
 
 def render(params: dict, layout: Layout, out: Path) -> list[str]:
-    import numpy as np
+    from pipeline.base.files import read_json
+    from pipeline.outputs import figures as fig
 
-    from pipeline import figures as fig
-    from pipeline.files import read_columns, read_json
-
-    cfg = params["figures"]
-    dpi, max_size, cmap = cfg["dpi"], cfg["max_heatmap_size"], cfg["cmap"]
-    encoded = read_json(layout.encode_dir / "encode.json")
-    d, n = encoded["d_model"], encoded["max_len"]
-    base = params["encoding"]["base"]
-    sinusoidal = encoded.get("kind", "sinusoidal") == "sinusoidal"
-    tag = f"max_len={n}, d={d}" + (f", base={base:g}" if sinusoidal else f", seed={params['encoding'].get('seed')}")
     written: list[str] = []
     batch = fig.Batch()
 
@@ -39,98 +36,100 @@ def render(params: dict, layout: Layout, out: Path) -> list[str]:
         written.append(name)
         return out / name
 
-    # averaged here, so that a worker gets at most max_size x max_size values, whatever max_len is
-    pe, pe_cell = fig.block_average(np.load(layout.encode_dir / "pe.npy", mmap_mode="r"), max_size)
-    mats = read_json(layout.encode_dir / "matrices.json")  # layout; dot/distance.npy hold block x block means
-    batch.add(fig.heatmap, pe, path("pe_heatmap.png"), cell=pe_cell,
-                title=f"{mats['encoding'].capitalize()} positional encoding PE(pos, i) ({tag}"
-                + (f", {mats['layout']} layout)" if mats["layout"] else ")"),
-                xlabel={"interleaved": "encoding dimension i (even: sin, odd: cos)", None: "encoding dimension i",
-                        "concatenated": f"encoding dimension i (i < {(d + 1) // 2}: sin, then cos)"}[mats["layout"]],
-                ylabel="position pos", cbar="PE value",
-                dpi=dpi, max_size=max_size, cmap=cmap, centered=True)
-    batch.add(fig.heatmap, np.load(layout.encode_dir / "dot.npy", mmap_mode="r"), path("pe_dot_product.png"),
-                title=f"Dot products PE(a) . PE(b) ({tag})\nlargest on the diagonal, d/2 = {d / 2:g}",
-                xlabel="position b", ylabel="position a", cbar="PE(a) . PE(b)", dpi=dpi, max_size=max_size,
-                cmap=cmap, square=True, centered=True, cell=mats["block"])
-    batch.add(fig.heatmap, np.load(layout.encode_dir / "distance.npy", mmap_mode="r"), path("pe_distance.png"),
-                title=f"Euclidean distances ||PE(a) - PE(b)|| ({tag})\nzero on the diagonal, growing with |a - b|",
-                xlabel="position b", ylabel="position a", cbar="||PE(a) - PE(b)||", dpi=dpi, max_size=max_size,
-                cmap=cmap, square=True, cell=mats["block"])
-
-    norms = read_columns(layout.plots_dir / "pe_norms.csv")
-    batch.add(fig.norms_plot, norms["position"], norms["norm"], encoded["norm_expected"], path("pe_norms.png"),
-                   title=(f"Property 1: every position has the same norm sqrt(d/2) ({tag})" if sinusoidal else
-                          f"Norm per position of the learned (random) table, against the sinusoid's sqrt(d/2) ({tag})"),
-                   dpi=dpi)
-    offsets = read_columns(layout.plots_dir / "offset_distance.csv")
-    k, lo, hi, closed = (offsets[c] for c in ("k", "min_over_p", "max_over_p", "closed_form"))
-    batch.add(fig.offset_distance_plot, k, lo, hi, closed, path("pe_offset_distance.png"),
-                             title=(f"Property 2: ||PE(p) - PE(p+k)|| depends only on k ({tag})" if sinusoidal else
-                                    f"||PE(p) - PE(p+k)|| of the learned table: it depends on p ({tag})"), dpi=dpi)
-
-    meta = read_json(layout.sweep_dir / "projections.json")
-    arrays = np.load(layout.sweep_dir / "projections.npz")
-    for s, sentence in enumerate(meta["sentences"]):
-        coords, ratio = arrays[f"s{s}_coords"], arrays[f"s{s}_explained_variance_ratio"]
-        for j, pair in enumerate(meta["pairs"]):
-            what = "Word embeddings only (W1=1, W2=0)" if pair["baseline"] else f"{pair['title']}: W1 * embedding + W2 * PE"
-            title = f"{what}, sentence {s + 1}, d={d}, PCA to 2-D\n" + fig.wrap(f"\"{sentence['text']}\"")
-            batch.add(fig.projection, coords[j], sentence["words"], sentence["positions"],
-                           path(f"projection_s{s}_{pair['label']}.png"), title=title, explained=ratio[j], dpi=dpi)
-
-    render_comparisons(params, layout, meta, d, path, batch)
+    meta = read_json(layout.projections_meta)
+    render_encoding(params, layout, path, batch)
+    render_projections(params, meta, layout, path, batch)
+    render_comparisons(params, layout, meta, path, batch)
 
     def tutorials() -> list[str]:  # drawn here (they use torch) while the workers draw the rest
-        from pipeline.tutorial_figures import render_tutorial_figures
+        from pipeline.tutorials.figures import render_tutorial_figures
 
         return render_tutorial_figures(params, out, root=layout.base, tokens=read_json(layout.tokens))
 
-    written += batch.run(cfg["workers"], meanwhile=tutorials)
+    written += batch.run(params["figures"]["workers"], meanwhile=tutorials)
     return written
 
 
-def render_comparisons(params: dict, layout: Layout, meta: dict, d: int, path, batch) -> None:
-    """Per sentence: every weight pair side by side on a shared PCA basis, and the metrics against r."""
-    import math
-
+def render_encoding(params: dict, layout: Layout, path, batch) -> None:
+    """The encoding matrix, its dot products and distances, and the two property plots."""
     import numpy as np
 
-    from pipeline import figures as fig
-    from pipeline.files import read_columns, read_json
+    from pipeline.base.files import read_columns, read_json
+    from pipeline.outputs import figures as fig
 
     cfg = params["figures"]
-    embeddings = np.load(layout.encode_dir / "embeddings.npy").astype(np.float64)
-    pe = np.load(layout.encode_dir / "pe.npy", mmap_mode="r")
+    dpi, max_size, cmap = cfg["dpi"], cfg["max_heatmap_size"], cfg["cmap"]
+    encoded = read_json(layout.encode_summary)
+    mats = read_json(layout.matrices_info)  # layout; dot/distance.npy hold block x block means
+    d, kind = encoded["d_model"], encoded["kind"]
+    text = fig.encoding_figure_text(kind, mats["layout"], d,
+                                    fig.encoding_tag(kind, d, encoded["max_len"], params["encoding"]))
+
+    # averaged here, so that a worker gets at most max_size x max_size values, whatever max_len is
+    pe, pe_cell = fig.block_average(np.load(layout.pe_matrix, mmap_mode="r"), max_size)
+    batch.add(fig.heatmap, pe, path("pe_heatmap.png"), cell=pe_cell, **text["pe_heatmap"],
+              ylabel="position pos", cbar="PE value", dpi=dpi, max_size=max_size, cmap=cmap, centered=True)
+    batch.add(fig.heatmap, np.load(layout.dot_matrix, mmap_mode="r"), path("pe_dot_product.png"),
+              **text["pe_dot_product"], xlabel="position b", ylabel="position a", cbar="PE(a) . PE(b)", dpi=dpi,
+              max_size=max_size, cmap=cmap, square=True, centered=True, cell=mats["block"])
+    batch.add(fig.heatmap, np.load(layout.distance_matrix, mmap_mode="r"), path("pe_distance.png"),
+              **text["pe_distance"], xlabel="position b", ylabel="position a", cbar="||PE(a) - PE(b)||", dpi=dpi,
+              max_size=max_size, cmap=cmap, square=True, cell=mats["block"])
+
+    norms = read_columns(layout.pe_norms_csv)
+    batch.add(fig.norms_plot, norms["position"], norms["norm"], encoded["norm_expected"], path("pe_norms.png"),
+              **text["pe_norms"], dpi=dpi)
+    offsets = read_columns(layout.offset_distance_csv)
+    batch.add(fig.offset_distance_plot, *(offsets[c] for c in ("k", "min_over_p", "max_over_p", "closed_form")),
+              path("pe_offset_distance.png"), **text["pe_offset_distance"], dpi=dpi)
+
+
+def render_projections(params: dict, meta: dict, layout: Layout, path, batch) -> None:
+    """The notebook's figures: one PCA projection per sentence and weight pair, from data/sweep/."""
+    import numpy as np
+
+    from pipeline.outputs import figures as fig
+
+    d = meta["d_model"]
+    with np.load(layout.projections) as arrays:
+        for s, sentence in enumerate(meta["sentences"]):
+            coords, ratio = arrays[f"s{s}_coords"], arrays[f"s{s}_explained_variance_ratio"]
+            for j, pair in enumerate(meta["pairs"]):
+                what = ("Word embeddings only (W1=1, W2=0)" if pair["baseline"]
+                        else f"{pair['title']}: W1 * embedding + W2 * PE")
+                title = f"{what}, sentence {s + 1}, d={d}, PCA to 2-D\n" + fig.wrap(f"\"{sentence['text']}\"")
+                batch.add(fig.projection, coords[j], sentence["words"], sentence["positions"],
+                          path(f"projection_s{s}_{pair['label']}.png"), title=title, explained=ratio[j],
+                          dpi=params["figures"]["dpi"])
+
+
+def render_comparisons(params: dict, layout: Layout, meta: dict, path, batch) -> None:
+    """Per sentence: every weight pair side by side on a shared PCA basis, and the metrics against r."""
+    import numpy as np
+
+    from pipeline.base.files import read_columns, read_json
+    from pipeline.outputs import figures as fig
+
+    cfg, d = params["figures"], meta["d_model"]
+    embeddings = np.load(layout.embedding_matrix).astype(np.float64)
+    pe = np.load(layout.pe_matrix, mmap_mode="r")
     tokens = read_json(layout.tokens)
     metrics = read_json(layout.metrics)
-    column = read_columns(layout.plots_dir / "ratio_sweep.csv")
-    marks = {"Transformer scaling W1=sqrt(d), W2=1": 1 / math.sqrt(d)}
-    for pair in meta["pairs"]:
-        r = pair["w2"] / pair["w1"] if pair["w1"] > 0 else 0.0
-        if r > 0 and all(not math.isclose(r, seen) for seen in marks.values()):
-            marks[pair["title"]] = r
+    marks = fig.ratio_marks(meta["pairs"], d)
     for s, sentence in enumerate(meta["sentences"]):
         e = embeddings[tokens["ids"][s]]
         p = np.asarray(pe[sentence["positions"]], dtype=np.float64)
-        xs = [pair["w1"] * e + pair["w2"] * p for pair in meta["pairs"]]
-        panels = fig.shared_projection(xs)
+        panels = fig.shared_projection([pair["w1"] * e + pair["w2"] * p for pair in meta["pairs"]])
         titles = ["embeddings only" if pair["baseline"] else pair["title"] for pair in meta["pairs"]]
-        batch.add(fig.projection_panels, panels, titles, sentence["words"], sentence["positions"], params["metrics"]["groups"],
-                              path(f"panels_s{s}.png"), arrows=cfg["arrows"], dpi=cfg["dpi"],
-                              title=f"Sentence {s + 1}, d={d}: W1 * embedding + W2 * PE on one shared PCA basis\n"
-                                    + fig.wrap(f"\"{sentence['text']}\"", 110))
-        curves = {
-            "k-NN overlap with word embeddings (d-dim)": column[f"s{s}_knn_semantic_hd"],
-            "k-NN overlap with positional encodings (d-dim)": column[f"s{s}_knn_positional_hd"],
-            "trustworthiness of the 2-D picture": column[f"s{s}_trustworthiness_2d"],
-            "rank correlation of distance with |i - j|": column[f"s{s}_positional_rank_corr_hd"],
-            "Procrustes disparity vs embeddings-only picture": column[f"s{s}_pca_disparity"],
-        }
-        batch.add(fig.ratio_curves, column["r"], curves, path(f"ratio_sweep_s{s}.png"), r_star=metrics["crossover"][f"s{s}"]["r_star"],
-                         marks=marks, dpi=cfg["dpi"],
-                         title=f"Sentence {s + 1}, d={d}: when does position overtake meaning?\n"
-                               + fig.wrap(f"\"{sentence['text']}\"", 110))
+        quoted = fig.wrap(f"\"{sentence['text']}\"", 110)
+        batch.add(fig.projection_panels, panels, titles, sentence["words"], sentence["positions"],
+                  params["metrics"]["groups"], path(f"panels_s{s}.png"), arrows=cfg["arrows"], dpi=cfg["dpi"],
+                  title=f"Sentence {s + 1}, d={d}: W1 * embedding + W2 * PE on one shared PCA basis\n{quoted}")
+        column = read_columns(layout.ratio_sweep_csv(s))
+        curves = {label: column[name] for label, name in fig.RATIO_CURVES.items()}
+        batch.add(fig.ratio_curves, column["r"], curves, path(f"ratio_sweep_s{s}.png"),
+                  r_star=metrics["crossover"][f"s{s}"]["r_star"], marks=marks, dpi=cfg["dpi"],
+                  title=f"Sentence {s + 1}, d={d}: when does position overtake meaning?\n{quoted}")
 
 
 if __name__ == "__main__":

@@ -4,16 +4,16 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from pipeline.paths import Layout, project_root
+from pipeline.base.paths import Layout, download_cache
 
 log = logging.getLogger("pipeline")
 
 
 def run(params: dict, layout: Layout, root: Path) -> dict:
-    from pipeline.glove_sources import acquire
+    from pipeline.inputs.glove_sources import acquire
 
     cfg = params["glove"]
-    manifest = acquire(cfg, layout.glove_dir, root, cache_dir=project_root(root) / "data" / "cache")
+    manifest = acquire(cfg, layout.glove_dir, root, cache_dir=download_cache(root))
     origin = manifest["origin"]
     where = origin.get("url") or origin.get("path") or origin.get("package")
     log.info("glove: %s rows x %s dims from %s %s%s -> %s", manifest["rows"], manifest["dim"], origin["source"],

@@ -1,10 +1,15 @@
-"""Stage report: reports/report.html, one self-contained page with the narrative, figures, numbers and explorer."""
+"""Stage report: reports/report.html, one self-contained page with the narrative, figures, numbers and explorer
+(pipeline.outputs.report).
+
+Reads params: metrics.groups, encoding; files: data/sweep/ (projections), metrics.json, the ratio-sweep CSVs,
+the figures.
+"""
 from __future__ import annotations
 
 import logging
 from pathlib import Path
 
-from pipeline.paths import Layout
+from pipeline.base.paths import Layout
 
 log = logging.getLogger("pipeline")
 
@@ -12,17 +17,16 @@ log = logging.getLogger("pipeline")
 def run(params: dict, layout: Layout, root: Path) -> Path:
     import numpy as np
 
-    from pipeline.files import read_columns, read_json, write_text
-    from pipeline.report import build_report
+    from pipeline.base.files import read_columns, read_json, write_text
+    from pipeline.outputs.report import build_report
 
-    meta = read_json(layout.sweep_dir / "projections.json")
-    with np.load(layout.sweep_dir / "projections.npz") as arrays:
-        page = build_report(params, read_json(layout.metrics), meta, dict(arrays),
-                            read_columns(layout.plots_dir / "ratio_sweep.csv"), layout.figures_dir)
-    target = layout.reports / "report.html"
-    write_text(target, page)
-    log.info("report: %s (%d kB)", target, len(page) // 1024)
-    return target
+    meta = read_json(layout.projections_meta)
+    columns = [read_columns(layout.ratio_sweep_csv(s)) for s in range(len(meta["sentences"]))]
+    with np.load(layout.projections) as arrays:
+        page = build_report(params, read_json(layout.metrics), meta, arrays, columns, layout.figures_dir)
+    write_text(layout.report_html, page)
+    log.info("report: %s (%d kB)", layout.report_html, len(page) // 1024)
+    return layout.report_html
 
 
 if __name__ == "__main__":

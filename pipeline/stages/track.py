@@ -9,22 +9,23 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from pipeline.paths import Layout
+from pipeline.base.paths import Layout
 
 log = logging.getLogger("pipeline")
 
 
 def run(params: dict, layout: Layout, root: Path) -> dict:
-    from pipeline.files import write_json
-    from pipeline.tracking import log_result
+    from pipeline.base.files import write_json
+    from pipeline.outputs.tracking import check_reachable, log_result
 
     tracking = params["tracking"]
     if not tracking["enabled"]:
         record = {"enabled": False}
     else:
-        record = {"enabled": True, **log_result(params, layout.base, root, extra_tags={"runner": "dvc"})}
+        check_reachable(tracking, root)
+        record = {"enabled": True, **log_result(params, layout, root, extra_tags={"runner": "dvc"})}
         log.info("mlflow: run %s in %s (browse: see README, `mlflow ui`)", record["run_id"], record["tracking_uri"])
-    write_json(layout.reports / "mlflow_last_run.json", record)
+    write_json(layout.mlflow_last_run, record)
     write_json(layout.mlflow_run, {"logged": tracking["enabled"], "experiment": tracking["experiment"]})
     return record
 

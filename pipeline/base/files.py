@@ -1,0 +1,176 @@
+"""Atomic writes and hashing: a crash leaves either the old file or the new one, never half of one.
+
+Numbers in written files have a fixed precision, so that a file has the same bytes on every machine: BLAS and
+LAPACK sum in another order on another CPU or thread count, and the last bits of a result change with it.
+`write_json` and `write_columns` round every float to SIGNIFICANT_DIGITS significant digits of max(|x|, 1)
+(12 significant digits above 1, 11 decimal places below: a small number computed from O(1) ones, such as a
+deviation or a Procrustes disparity, carries their absolute rounding noise, not noise relative to itself);
+float64 arrays derived from such sums are rounded with `round_significant` before they are saved.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+@contextmanager
+def atomic_path(target: Path, suffix: str = "") -> Iterator[Path]:
+    """Yield a temporary path beside `target`; rename it onto `target` only if the block succeeds."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix + ".tmp", dir=target.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.chmod(tmp_path, 0o666 & ~_umask())  # mkstemp makes it private; give it the usual permissions
+        os.replace(tmp_path, target)
+    finally:
+        tmp_path.unlink(missing_ok=True)
+
+
+def write_bytes(path: Path, data: bytes) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
+
+
+def write_text(path: Path, text: str) -> None:
+    write_bytes(path, text.encode("utf-8"))
+
+
+SIGNIFICANT_DIGITS = 12
+# Below this magnitude, digits are counted from it (a fixed number of decimals) in write_json / write_columns.
+MAGNITUDE_FLOOR = 1.0
+# 10^k parsed from decimal (correctly rounded, exact up to 1e22): numpy's power and log10 may use vector
+# routines that differ by an ulp between CPUs, which would move the rounding point.
+_MIN_EXPONENT = -307
+_POWERS_OF_TEN = np.array([float(f"1e{k}") for k in range(_MIN_EXPONENT, 309)])
+
+
+def _power_of_ten(k: np.ndarray) -> np.ndarray:
+    return _POWERS_OF_TEN[np.asarray(k, dtype=np.int64) - _MIN_EXPONENT]
+
+
+def round_significant(values: Any, digits: int = SIGNIFICANT_DIGITS, floor: Any = 0.0) -> np.ndarray:
+    """`values` rounded to `digits` significant digits of max(|value|, floor), as float64 of the broadcast shape.
+
+    floor: a scalar or an array broadcastable against `values`, e.g. the largest magnitude of each (n, 2) frame
+    of a (frames, n, 2) coordinate array (keepdims), so that a point near the origin keeps the frame's absolute
+    precision rather than digits that are rounding noise. NaN, infinities and zeros pass unchanged.
+    While the decimal places kept (digits - 1 - exponent of the magnitude) are at most 22 (|x| >= 1e-11 at 12
+    digits, or any x with floor 1), the result is the double nearest to the rounded decimal, whose repr has at
+    most `digits` significant digits; below that it is within an ulp of it. Either way the same input gives the
+    same bits on every machine (IEEE products and rint only).
+    """
+    x = np.asarray(values, dtype=np.float64)
+    magnitude = np.maximum(np.abs(x), floor)
+    keep = np.isfinite(x) & (magnitude >= _POWERS_OF_TEN[0])
+    magnitude = np.where(keep, magnitude, 1.0)
+    exponent = np.searchsorted(_POWERS_OF_TEN, magnitude, side="right") - 1 + _MIN_EXPONENT  # 10^e <= m < 10^(e+1)
+    shift = np.clip(digits - 1 - exponent, -300, 300)             # decimal places kept (negative: tens, ...)
+    up, down = _power_of_ten(np.maximum(shift, 0)), _power_of_ten(np.maximum(-shift, 0))
+    with np.errstate(over="ignore", invalid="ignore"):
+        rounded = np.round(x * up / down) * down / up
+    return np.where(keep, rounded, x)
+
+
+def _fixed_precision(value: float) -> float:
+    """A float as tracked files hold it: SIGNIFICANT_DIGITS significant digits of max(|value|, MAGNITUDE_FLOOR)."""
+    return float(round_significant(value, floor=MAGNITUDE_FLOOR))
+
+
+def _rounded_tree(tree: Any) -> Any:
+    """Every float (numpy floats included) in nested dicts / lists at fixed precision; numpy ints as ints."""
+    if isinstance(tree, dict):
+        return {key: _rounded_tree(value) for key, value in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        return [_rounded_tree(value) for value in tree]
+    if isinstance(tree, (float, np.floating)):
+        return _fixed_precision(tree)
+    if isinstance(tree, np.integer):
+        return int(tree)
+    return tree
+
+
+def write_json(path: Path, obj: Any) -> None:
+    """`obj` as indented JSON, floats at fixed precision (see the module docstring)."""
+    write_text(path, json.dumps(_rounded_tree(obj), indent=2, sort_keys=False, ensure_ascii=False) + "\n")
+
+
+def read_json(path: Path) -> Any:
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def write_npy(path: Path, array: np.ndarray) -> None:
+    with atomic_path(path) as tmp, open(tmp, "wb") as handle:  # a handle: np.save would append .npy to a name
+        np.save(handle, np.ascontiguousarray(array), allow_pickle=False)
+
+
+def write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    """Like np.savez, but byte-for-byte reproducible: np.savez stamps each member with the current time."""
+    import zipfile
+
+    with atomic_path(path) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED) as archive:
+        for name, array in arrays.items():
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            with archive.open(info, "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
+
+
+def replace_dir(target: Path, build: "callable[[Path], None]") -> None:
+    """Build a directory in a temporary sibling with `build(tmp_dir)`, then swap it into `target`."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        os.chmod(tmp, 0o755)  # mkdtemp makes it private
+        build(tmp)
+        if target.exists():
+            old = target.with_name(f".{target.name}.old")
+            shutil.rmtree(old, ignore_errors=True)
+            os.replace(target, old)
+            os.replace(tmp, target)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def write_columns(path: Path, columns: dict[str, Any]) -> None:
+    """Equal-length columns (lists or 1-D arrays) as a CSV with a header row; floats at fixed precision
+    (see the module docstring), ints as ints, None as 'None'."""
+    header = list(columns)
+    rows = zip(*(_rounded_tree(list(columns[name])) for name in header))
+    write_text(path, ",".join(header) + "\n" + "".join(",".join(repr(v) for v in row) + "\n" for row in rows))
+
+
+def read_columns(path: Path) -> dict[str, np.ndarray]:
+    """A numeric CSV with a header row as {column: (rows,) float64}; empty or 'None' cells are NaN."""
+    with open(path, encoding="utf-8") as handle:
+        header = handle.readline().strip().split(",")
+        rows = [[float(v) if v not in ("", "None") else np.nan for v in line.strip().split(",")] for line in handle]
+    table = np.array(rows, dtype=np.float64).reshape(len(rows), len(header))
+    return {name: table[:, i] for i, name in enumerate(header)}
+
+
+def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()

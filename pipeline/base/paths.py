@@ -1,0 +1,217 @@
+"""Where things live: the project root and the layout of every stage's inputs and outputs."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT_MARKERS = ("dvc.yaml", "conf")
+# DVC runs queued experiments in temporary copies under <project>/.dvc/tmp/exps/<tmpdir>/.
+DVC_TEMP_PARTS = (".dvc", "tmp", "exps")
+
+
+def _is_root(path: Path) -> bool:
+    return all((path / marker).exists() for marker in ROOT_MARKERS)
+
+
+def _outside_dvc_temp_copy(path: Path) -> Path:
+    parts = path.parts
+    for i in range(len(parts) - len(DVC_TEMP_PARTS) + 1):
+        if parts[i : i + len(DVC_TEMP_PARTS)] == DVC_TEMP_PARTS:
+            return Path(*parts[:i])
+    return path
+
+
+def checkout_root(start: Path | None = None) -> Path:
+    """The checkout the code runs in: the nearest folder above `start` (default: cwd) with dvc.yaml and conf/.
+
+    In a DVC queue's temporary copy this is the copy itself (its conf/ and params.yaml are the
+    experiment's own).
+    """
+    env = os.environ.get("PE_PROJECT_ROOT")
+    if env:
+        return Path(env).resolve()
+    for candidate in [Path(start or os.getcwd()).resolve(), Path(__file__).resolve().parent]:
+        for path in [candidate, *candidate.parents]:
+            if _is_root(path):
+                return path
+    raise FileNotFoundError(
+        "cannot find the project root (a folder holding dvc.yaml and conf/) above "
+        f"{Path(start or os.getcwd()).resolve()}: run from inside the project or set PE_PROJECT_ROOT"
+    )
+
+
+def project_root(start: Path | None = None) -> Path:
+    """The user's project, where shared state lives (MLflow store, download cache).
+
+    Same as `checkout_root` except inside a DVC queue's temporary copy, where it is the project
+    that owns the copy, so that queued experiments log to the project's store, not a temporary one.
+    DVC 3.x runs queued experiments in <project>/.dvc/tmp/exps/tmpXXXX/ and sets $DVC_ROOT to
+    <project> for their stages; either one identifies the owner.
+    """
+    checkout = checkout_root(start)
+    dvc_root = os.environ.get("DVC_ROOT")
+    if dvc_root:
+        owner = Path(dvc_root).resolve()
+        if owner != checkout and owner in checkout.parents and _is_root(owner):
+            return owner
+    return _outside_dvc_temp_copy(checkout)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Every file a pipeline result reads or writes, relative to `base` (the checkout, or a Hydra job dir).
+
+    The one place where paths are spelled: stages, tracking, the Hydra runner and the stage registry
+    (hence dvc.yaml) ask a Layout, never join path strings themselves. `Layout(Path("."))` gives the
+    paths relative to the checkout, as dvc.yaml writes them.
+    """
+
+    base: Path
+    glove: Path | None = None  # the GloVe store, when shared between results (Hydra jobs)
+
+    # ---- inputs and configuration
+    @property
+    def conf_dir(self) -> Path:
+        return self.base / "conf"
+
+    @property
+    def params(self) -> Path:
+        return self.base / "params.yaml"
+
+    @property
+    def texts_dir(self) -> Path:
+        """Sentence files of texts=file (under DVC's eye: an edit re-runs the pipeline)."""
+        return self.base / "data" / "texts"
+
+    @property
+    def params_check(self) -> Path:
+        """Marker of the check_params stage (not versioned)."""
+        return self.base / "data" / "params_check.json"
+
+    # ---- data/ (DVC-cached stage outputs)
+    @property
+    def glove_dir(self) -> Path:
+        return self.glove or self.base / "data" / "glove"
+
+    @property
+    def glove_manifest(self) -> Path:
+        return self.glove_dir / "manifest.json"
+
+    @property
+    def tokens_dir(self) -> Path:
+        return self.base / "data" / "tokens"
+
+    @property
+    def tokens(self) -> Path:
+        return self.tokens_dir / "tokens.json"
+
+    @property
+    def encode_dir(self) -> Path:
+        return self.base / "data" / "encode"
+
+    @property
+    def encode_summary(self) -> Path:
+        return self.encode_dir / "encode.json"
+
+    @property
+    def pe_matrix(self) -> Path:
+        """(max_len, d) positional encoding."""
+        return self.encode_dir / "pe.npy"
+
+    @property
+    def embedding_matrix(self) -> Path:
+        """(V + 1, d) word vectors by token id; row 0 and OOV rows zero."""
+        return self.encode_dir / "embeddings.npy"
+
+    @property
+    def dot_matrix(self) -> Path:
+        return self.encode_dir / "dot.npy"
+
+    @property
+    def distance_matrix(self) -> Path:
+        return self.encode_dir / "distance.npy"
+
+    @property
+    def profiles(self) -> Path:
+        """The sinusoid's 1-D offset profiles (absent for a learned table)."""
+        return self.encode_dir / "profiles.npz"
+
+    @property
+    def matrices_info(self) -> Path:
+        return self.encode_dir / "matrices.json"
+
+    @property
+    def sweep_dir(self) -> Path:
+        return self.base / "data" / "sweep"
+
+    @property
+    def projections(self) -> Path:
+        """Every weight pair's and ratio's 2-D projection per sentence (npz)."""
+        return self.sweep_dir / "projections.npz"
+
+    @property
+    def projections_meta(self) -> Path:
+        return self.sweep_dir / "projections.json"
+
+    # ---- reports/ (small, in git, except the figures folder, which DVC caches so that checkouts are exact)
+    @property
+    def reports(self) -> Path:
+        return self.base / "reports"
+
+    @property
+    def metrics(self) -> Path:
+        return self.reports / "metrics.json"
+
+    @property
+    def plots_dir(self) -> Path:
+        return self.reports / "plots"
+
+    @property
+    def pe_norms_csv(self) -> Path:
+        return self.plots_dir / "pe_norms.csv"
+
+    @property
+    def offset_distance_csv(self) -> Path:
+        return self.plots_dir / "offset_distance.csv"
+
+    @property
+    def ratio_sweep_dir(self) -> Path:
+        """One CSV per sentence (s0.csv, s1.csv, ...): the metrics against r = W2/W1."""
+        return self.plots_dir / "ratio_sweep"
+
+    def ratio_sweep_csv(self, sentence: int) -> Path:
+        return self.ratio_sweep_dir / f"s{sentence}.csv"
+
+    @property
+    def figures_dir(self) -> Path:
+        return self.reports / "figures"
+
+    @property
+    def report_html(self) -> Path:
+        return self.reports / "report.html"
+
+    @property
+    def mlflow_run(self) -> Path:
+        """What the track stage logged, the same on every machine (DVC output, not versioned in git)."""
+        return self.reports / "mlflow_run.json"
+
+    @property
+    def mlflow_last_run(self) -> Path:
+        """The last MLflow run id and store URI (differs per machine; not versioned)."""
+        return self.reports / "mlflow_last_run.json"
+
+
+def download_cache(root: Path | None = None) -> Path:
+    """Downloads and shared GloVe stores: one per project (shared by DVC queue copies and Hydra jobs)."""
+    return project_root(root) / "data" / "cache"
+
+
+def mlflow_db(root: Path | None = None) -> Path:
+    """The project's default MLflow store (SQLite), shared by DVC runs, queue copies and Hydra jobs."""
+    return project_root(root) / "mlflow.db"
+
+
+def mlflow_artifacts(root: Path | None = None) -> Path:
+    """The default store's artifact root, beside it."""
+    return project_root(root) / "mlartifacts"

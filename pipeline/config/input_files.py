@@ -1,0 +1,60 @@
+"""The input files a (validated) config names, checked when it is composed: before anything is written."""
+from __future__ import annotations
+
+import codecs
+import zipfile
+from pathlib import Path
+
+from pipeline.base.errors import PipelineError
+from pipeline.inputs.texts import read_sentences, texts_path
+
+FIRST_LINE_LIMIT = 1 << 20   # bytes of a GloVe file's first line that are decoded (a line is a few KB)
+
+
+def check_inputs(params: dict, root: Path) -> None:
+    """texts.file (a file of sentences), glove.path (source=path) and glove.zip (source=zip), relative to `root`.
+
+    Raises PipelineError naming the key, the file and the fix.
+    """
+    if params["texts"]["file"] is not None:
+        read_sentences(texts_path(params["texts"]["file"], root))   # the tokenize stage's own parser
+    glove = params["glove"]
+    if glove["source"] == "path":
+        path = _regular_file("glove.path", glove["path"], root, "a GloVe text file")
+        if path.suffix == ".zip":   # glove=path reads a .zip as a zip
+            _check_zip("glove.path", path)
+        else:
+            _check_glove_text(path)
+    elif glove["source"] == "zip":
+        _check_zip("glove.zip", _regular_file("glove.zip", glove["zip"], root, "a zip holding a GloVe text file"))
+
+
+def _regular_file(key: str, value: str, root: Path, what: str) -> Path:
+    path = Path(value).expanduser()
+    path = path if path.is_absolute() else root / path
+    fix = f"Fix: point {key} at {what}, or use the embedded default (glove=6B-50d)."
+    if not path.exists():
+        raise PipelineError(f"{key} = {value!r}: no such file ({path}). {fix}")
+    if not path.is_file():
+        raise PipelineError(f"{key} = {value!r}: {path} is {'a directory' if path.is_dir() else 'not a regular file'}. "
+                            f"{fix}")
+    return path
+
+
+def _check_glove_text(path: Path) -> None:
+    fix = "Fix: point glove.path at a GloVe text file (UTF-8, a word and its numbers per line)."
+    with open(path, "rb") as handle:
+        first = handle.readline(FIRST_LINE_LIMIT)
+    if not first:
+        raise PipelineError(f"glove.path = {str(path)!r} is empty. {fix}")
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(first, final=len(first) < FIRST_LINE_LIMIT)  # cut: may end mid-char
+    except UnicodeDecodeError as exc:
+        raise PipelineError(f"glove.path = {str(path)!r}: its first line is not UTF-8 ({exc.reason} at byte "
+                            f"{exc.start}). {fix}") from None
+
+
+def _check_zip(key: str, path: Path) -> None:
+    if not zipfile.is_zipfile(path):
+        raise PipelineError(f"{key} = {str(path)!r} is not a zip file. Fix: point {key} at a zip holding a GloVe "
+                            "text file (e.g. glove.6B.zip), or use glove=path for a text file.")

@@ -1,0 +1,132 @@
+"""conf/ -> params.yaml, and params.yaml -> a validated config for the stages.
+
+`conf/` (Hydra) is the single source of truth. `python -m pipeline.compose [overrides]` and
+`dvc exp run -S ...` write `params.yaml` from it; DVC stages read `params.yaml`. Since a plain
+`dvc repro` does not compose, every stage first checks that `params.yaml` still agrees with `conf/`
+(see `check_fresh`) and refuses a stale one with a message that says how to regenerate it.
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Iterable
+
+import yaml
+
+from pipeline.base.errors import PipelineError
+from pipeline.base.paths import checkout_root
+from pipeline.base.trees import flatten
+from pipeline.config.schema import GROUPS, unknown_key_message, validate
+
+CONFIG_NAME = "config"
+PARAMS_HEADER = (
+    "# GENERATED from conf/ by `python -m pipeline.compose` (or `dvc exp run`): do not edit.\n"
+    "# Change conf/ or pass overrides instead, e.g. `python -m pipeline.compose sweep.w2=10`.\n"
+)
+
+
+def compose(overrides: Iterable[str] = (), root: Path | None = None) -> dict:
+    """Compose conf/ with Hydra overrides into a plain dict (the content of params.yaml)."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.errors import HydraException
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    conf_dir = (root or checkout_root()) / "conf"
+    try:
+        with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3"):
+            cfg = hydra_compose(config_name=CONFIG_NAME, overrides=list(overrides))
+    except (HydraException, OmegaConfBaseException) as exc:
+        raise PipelineError(f"cannot compose conf/ with overrides {list(overrides)}: {_explain(exc)}") from None
+    return OmegaConf.to_container(cfg, resolve=False)
+
+
+def _explain(exc: Exception) -> str:
+    """Hydra's message on one line, with our fix; an unknown key gets the schema's message (Hydra's own
+    suggests `+key=value`, which the schema refuses too)."""
+    message = " ".join(str(exc).split())
+    cause = getattr(exc.__cause__, "msg", None)   # e.g. why "Error merging override encoding.max_len=abc"
+    if cause:
+        message += f" ({str(cause).splitlines()[0]})"
+    unknown = re.match(r"Could not override '([^']+)'\. To append to your config use \+", message)
+    if unknown:
+        return unknown_key_message(unknown.group(1))
+    if message.startswith("config key "):   # the schema's own message (pipeline.config.schema.register)
+        return message
+    return f"{message}. Fix: check the key and option names against conf/ (options: python -m pipeline.compose --help)."
+
+
+def dump_params(params: dict) -> str:
+    return PARAMS_HEADER + yaml.safe_dump(params, sort_keys=False, allow_unicode=True, width=100)
+
+
+def write_params(params: dict, root: Path | None = None) -> Path:
+    from pipeline.base.files import write_text
+
+    path = (root or checkout_root()) / "params.yaml"
+    write_text(path, dump_params(params))
+    return path
+
+
+def read_params(root: Path | None = None) -> dict:
+    path = (root or checkout_root()) / "params.yaml"
+    if not path.exists():
+        raise PipelineError(f"{path} does not exist: run `python -m pipeline.compose` to generate it from conf/.")
+    with open(path, encoding="utf-8") as handle:
+        params = yaml.safe_load(handle)
+    if not isinstance(params, dict):
+        raise PipelineError(f"{path} is not a mapping: regenerate it with `python -m pipeline.compose`.")
+    return params
+
+
+def _newest_conf_file(root: Path) -> tuple[float, Path | None]:
+    newest, newest_path = 0.0, None
+    for path in (root / "conf").rglob("*.yaml"):
+        mtime = path.stat().st_mtime
+        if mtime > newest:
+            newest, newest_path = mtime, path
+    return newest, newest_path
+
+
+def check_fresh(params: dict, root: Path | None = None) -> None:
+    """Refuse a params.yaml that conf/ has moved past.
+
+    params.yaml is fresh when either
+      - it equals conf/ composed with the group options it names (`<group>.name`), or
+      - it is newer than every file in conf/ (it was just composed with key overrides,
+        e.g. by `dvc exp run -S sweep.w2=10`).
+    Otherwise conf/ was edited after params.yaml was written, and `dvc repro` would silently
+    run the old values.
+    """
+    root = root or checkout_root()
+    params_path = root / "params.yaml"
+    newest, newest_path = _newest_conf_file(root)
+    if params_path.stat().st_mtime >= newest:
+        return
+    choices = [f"{group}={params[group]['name']}" for group in GROUPS
+               if isinstance(params.get(group), dict) and "name" in params[group]]
+    expected = compose(choices, root)
+    if expected == params:
+        return
+    now, was = flatten(expected), flatten(params)
+    changed = sorted(key for key in now.keys() | was.keys() if now.get(key, "<absent>") != was.get(key, "<absent>"))
+    shown = ", ".join(f"{k}: params.yaml={was.get(k, '<absent>')!r} conf/={now.get(k, '<absent>')!r}"
+                      for k in changed[:5])
+    more = f" (and {len(changed) - 5} more)" if len(changed) > 5 else ""
+    raise PipelineError(
+        f"params.yaml is stale: {newest_path.relative_to(root)} changed after it was composed, and they "
+        f"disagree on {shown}{more}. Fix: run `python -m pipeline.compose` (plus your overrides) "
+        "before `dvc repro`, or use `python -m pipeline.repro` / `dvc exp run`, which compose first."
+    )
+
+
+def load(root: Path | None = None, check: bool = True) -> dict:
+    """params.yaml, checked against conf/ and validated: what every DVC stage starts with."""
+    root = root or checkout_root()
+    params = read_params(root)
+    if check and not os.environ.get("PE_SKIP_STALE_CHECK"):
+        check_fresh(params, root)
+    validate(params)
+    return params

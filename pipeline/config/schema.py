@@ -1,0 +1,516 @@
+"""The config schema: every key of conf/, its type, range, choices and the rules between keys, declared once.
+
+One dataclass per config group (Hydra structured configs). Types are OmegaConf's: Hydra checks them while it
+composes conf/ (conf/config.yaml names this schema first in its defaults list). A field made with `checked`
+carries a rule (`Rule`: what the value must be, in words, and the test); rules between the fields of one group
+live in the group's `check`, rules between groups in `Config.check`. `__post_init__` runs both, so
+`OmegaConf.to_object` (what `validate` calls) refuses a bad value with one message naming the key.
+
+Importing this module registers the schema with Hydra (`register`): our `pipeline.config.compose`, the Hydra
+app `python -m pipeline` and DVC's `dvc exp run -S` (through hydra_plugins/pe_pipeline_schema at the project
+root) all compose on it.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import re
+import typing
+from dataclasses import dataclass, field, fields, is_dataclass
+from typing import Any, Callable, ClassVar, Dict, Iterator, List, NamedTuple, Optional
+
+from omegaconf import MISSING, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from pipeline.base.errors import PipelineError
+from pipeline.core.random_tables import INITS
+from pipeline.core.weights import SQRT_D
+
+SCHEMA_NAME = "config_schema"   # the name conf/config.yaml's defaults list gives the schema
+GLOVE_SOURCES = ("package", "url", "zip", "path")   # each reads the glove key of its own name (glove.url, ...)
+ENCODINGS = ("sinusoidal", "learned")
+# Choice lists that live in heavier modules are restated, and tests/test_config.py checks them against those:
+# importing pipeline.core.encoding costs torch, and pipeline.inputs.glove_sources would put the whole GloVe
+# ingestion code (downloads, parser) among every DVC stage's deps, since every stage imports this schema.
+LAYOUTS = ("interleaved", "concatenated")   # = pipeline.core.encoding.LAYOUTS
+UNK_POLICIES = ("keep", "drop")             # = pipeline.inputs.glove_sources.UNK_POLICIES
+DTYPES = ("float32", "float64")             # of pipeline.core.device.DTYPES: fp16 / bf16 angles are badly wrong
+DEVICES = ("auto", "cpu", "cuda", "mps")    # and cuda:N
+PAD_SIDES = ("pre", "post")
+SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+# ---------------------------------------------------------------- rules
+
+class Rule(NamedTuple):
+    """What a value must be, in words (`want`), and the test (`ok`, given a value of the field's type)."""
+
+    want: str
+    ok: Callable[[Any], bool]
+
+
+def at_least(low: int) -> Rule:
+    return Rule(f"an integer >= {low}", lambda v: v >= low)
+
+
+def between(low: int, high: int) -> Rule:
+    return Rule(f"an integer in [{low}, {high}]", lambda v: low <= v <= high)
+
+
+def above(low: float) -> Rule:
+    return Rule(f"a finite number > {low:g}", lambda v: math.isfinite(v) and v > low)
+
+
+def not_below(low: float) -> Rule:
+    return Rule(f"a finite number >= {low:g}", lambda v: math.isfinite(v) and v >= low)
+
+
+def one_of(choices: tuple[str, ...]) -> Rule:
+    return Rule(f"one of {', '.join(choices)}", lambda v: v in choices)
+
+
+def _has_text(value: str) -> bool:
+    return bool(value.strip())
+
+
+NON_EMPTY = Rule("a non-empty string", _has_text)
+URL = Rule("a URL (https://...)", lambda v: "://" in v)
+DIGEST = Rule("a SHA-256: 64 lower-case hex digits", lambda v: SHA256.fullmatch(v) is not None)
+
+
+def checked(rule: Rule, *, null: bool = False, default: Any = MISSING) -> Any:
+    """A dataclass field whose value must pass `rule`; null: None passes too (the field's type is Optional)."""
+    return field(default=default, metadata={"rule": rule, "null": null})
+
+
+def invalid(key: str, value: Any, want: str) -> PipelineError:
+    return PipelineError(f"config key {key} = {value!r} is invalid: it must be {want}. "
+                         f"Fix it in conf/ or override it, e.g. `{key}=...`.")
+
+
+class _Checked:
+    """Runs the field rules, then `check`, when the dataclass is built (OmegaConf.to_object builds it)."""
+
+    KEY: ClassVar[str]  # where the group sits in the config, e.g. 'sweep.ratios'
+
+    def __post_init__(self) -> None:
+        for item in fields(self):
+            rule, value = item.metadata.get("rule"), getattr(self, item.name)
+            if rule is None or (value is None and item.metadata["null"]):
+                continue
+            if not rule.ok(value):
+                want = f"null or {rule.want}" if item.metadata["null"] else rule.want
+                raise invalid(self.key(item.name), value, want)
+        self.check()
+
+    def check(self) -> None:
+        """Rules between fields (none by default)."""
+
+    def key(self, name: str) -> str:
+        return f"{self.KEY}.{name}" if self.KEY else name
+
+    def require(self, ok: bool, name: str, want: str) -> None:
+        if not ok:
+            raise invalid(self.key(name), _get(self, name), want)
+
+
+def _get(node: Any, dotted: str) -> Any:
+    for part in dotted.split("."):
+        node = getattr(node, part)
+    return node
+
+
+# ---------------------------------------------------------------- groups
+
+@dataclass
+class DownloadConfig(_Checked):
+    KEY = "glove.download"
+    connect_timeout: float = checked(above(0))
+    read_timeout: float = checked(above(0))
+    retries: int = checked(at_least(0))
+    backoff: float = checked(not_below(0))
+
+
+@dataclass
+class GloveConfig(_Checked):
+    KEY = "glove"
+    name: str = MISSING
+    source: str = checked(one_of(GLOVE_SOURCES))
+    package: Optional[str] = checked(NON_EMPTY, null=True)
+    dim: int = checked(at_least(1))
+    url: Optional[str] = checked(URL, null=True)
+    mirrors: List[str] = checked(Rule("a list of URLs (https://...)", lambda v: all("://" in m for m in v)))
+    zip: Optional[str] = checked(NON_EMPTY, null=True)
+    zip_sha256: Optional[str] = checked(DIGEST, null=True)
+    member: Optional[str] = checked(NON_EMPTY, null=True)
+    sha256: Optional[str] = checked(DIGEST, null=True)
+    path: Optional[str] = checked(NON_EMPTY, null=True)
+    unk: str = checked(one_of(UNK_POLICIES))
+    download: DownloadConfig = MISSING
+
+    def check(self) -> None:
+        for source in GLOVE_SOURCES:
+            if source == self.source:
+                self.require(getattr(self, source) is not None, source, f"set: glove.source is {source}")
+            else:
+                self.require(getattr(self, source) is None, source,
+                             f"null: only glove.source={source} reads it, and glove.source is {self.source} "
+                             f"(choose the option, e.g. `glove={source}`)")
+        self.require(self.source == "url" or not self.mirrors, "mirrors",
+                     f"empty: only glove.source=url reads it, and glove.source is {self.source}")
+
+
+@dataclass
+class TextsConfig(_Checked):
+    KEY = "texts"
+    name: str = MISSING
+    sentences: Optional[List[str]] = checked(
+        Rule("a non-empty list of sentences (each with a word)", lambda v: len(v) > 0 and all(map(_has_text, v))),
+        null=True)
+    file: Optional[str] = checked(NON_EMPTY, null=True)
+    named_positions: Optional[Dict[str, int]] = checked(   # word -> 1-based position (texts=brown_ball)
+        Rule("a mapping of words to 1-based positions (integers >= 1)", lambda v: all(p >= 1 for p in v.values())),
+        null=True, default=None)
+
+    def check(self) -> None:
+        self.require(self.sentences is None or self.file is None, "file",
+                     "null when texts.sentences is set: keep one (e.g. `texts.file=null`)")
+        self.require(self.sentences is not None or self.file is not None, "sentences",
+                     "a list of sentences, or null with texts.file naming a file (e.g. `texts=seed`)")
+
+
+@dataclass
+class TokenizerConfig(_Checked):
+    KEY = "tokenizer"
+    name: str = MISSING
+    num_words: Optional[int] = checked(at_least(1), null=True)
+    oov_token: Optional[str] = checked(NON_EMPTY, null=True)
+    filters: str = MISSING
+    lower: bool = MISSING
+    split: str = checked(Rule("a non-empty string", lambda v: v != ""))
+    maxlen: Optional[int] = checked(Rule("an integer >= 2 (a 2-D projection needs 2 tokens per sentence)",
+                                         lambda v: v >= 2), null=True)
+    padding: str = checked(one_of(PAD_SIDES))
+    truncating: str = checked(one_of(PAD_SIDES))
+    value: int = MISSING
+
+
+def _device(name: str) -> bool:
+    return name in DEVICES or re.fullmatch(r"cuda:\d+", name) is not None
+
+
+LEARNED_ONLY = ("seed", "init", "scale")  # encoding keys only encoding=learned reads
+
+
+@dataclass
+class EncodingConfig(_Checked):
+    KEY = "encoding"
+    name: str = checked(Rule(f"one of {', '.join(ENCODINGS)} (the encodings the encode stage computes)",
+                             lambda v: v in ENCODINGS))
+    d_model: Optional[int] = checked(at_least(1), null=True)
+    max_len: int = checked(at_least(1))
+    base: float = checked(above(1))
+    layout: str = checked(Rule("interleaved (the paper's sin/cos columns) or concatenated ([sin | cos])",
+                               lambda v: v in LAYOUTS))
+    device: str = checked(Rule("auto, cpu, cuda, cuda:N or mps", _device))
+    dtype: str = checked(one_of(DTYPES))
+    max_matrix_size: int = checked(Rule("an integer >= 8 (the side of dot.npy / distance.npy)", lambda v: v >= 8))
+    max_offset: int = checked(at_least(1))
+    norm_positions: List[int] = checked(Rule("a list of positions (integers >= 0)", lambda v: min(v, default=0) >= 0))
+    distance_pairs: List[List[int]] = checked(Rule(
+        "a list of pairs [p, q] of positions (integers >= 0)", lambda v: all(len(p) == 2 and min(p) >= 0 for p in v)))
+    seed: Optional[int] = checked(at_least(0), null=True, default=None)
+    init: Optional[str] = checked(one_of(INITS), null=True, default=None)
+    scale: Optional[float] = checked(above(0), null=True, default=None)
+
+    def check(self) -> None:
+        for name in LEARNED_ONLY:
+            if self.name == "learned":
+                self.require(getattr(self, name) is not None, name, "set: encoding=learned draws its table with it")
+            else:
+                self.require(getattr(self, name) is None, name,
+                             f"null: only encoding=learned reads it, and encoding.name is {self.name}")
+
+
+def is_weight(value: Any) -> bool:
+    """A finite number or 'sqrt_d' (spaces around it allowed), as pipeline.core.weights reads it."""
+    if isinstance(value, str):
+        return value.strip() == SQRT_D
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _weights(value: Any) -> bool:
+    return is_weight(value) or (isinstance(value, list) and len(value) > 0 and all(map(is_weight, value)))
+
+
+WEIGHTS = Rule(f"a finite number, '{SQRT_D}', or a non-empty list of those (e.g. [1, 10] or {SQRT_D})", _weights)
+
+
+@dataclass
+class RatiosConfig(_Checked):
+    KEY = "sweep.ratios"
+    min: float = checked(above(0))
+    max: float = checked(above(0))
+    points: int = checked(between(2, 10000))
+
+    def check(self) -> None:
+        self.require(self.max > self.min, "max", f"a number > sweep.ratios.min = {self.min:g}")
+
+
+@dataclass
+class SweepConfig(_Checked):
+    KEY = "sweep"
+    name: str = MISSING
+    w1: Any = checked(WEIGHTS)
+    w2: Any = checked(WEIGHTS)
+    n_components: int = checked(Rule("2 (the projections are 2-D)", lambda v: v == 2))
+    ratios: RatiosConfig = MISSING
+
+    def check(self) -> None:
+        lengths = [len(w) if isinstance(w, list) else 1 for w in (self.w1, self.w2)]
+        if 1 not in lengths and lengths[0] != lengths[1]:
+            raise PipelineError(
+                f"config keys sweep.w1 and sweep.w2 have {lengths[0]} and {lengths[1]} weights: they pair up "
+                "element by element, so give lists of the same length, or a single weight for one of them. "
+                "Fix it in conf/sweep/ or override them, e.g. `sweep.w1=[1,1] sweep.w2=[1,10]`.")
+
+
+@dataclass
+class MetricsConfig(_Checked):
+    KEY = "metrics"
+    name: str = MISSING
+    neighbours: int = checked(at_least(1))
+    groups: List[List[str]] = checked(Rule("a list of groups, each a non-empty list of words",
+                                           lambda v: all(g and all(map(_has_text, g)) for g in v)))
+
+
+@dataclass
+class FiguresConfig(_Checked):
+    KEY = "figures"
+    name: str = MISSING
+    dpi: int = checked(at_least(30))
+    max_heatmap_size: int = checked(at_least(8))
+    cmap: str = checked(NON_EMPTY)
+    workers: int = checked(at_least(1))
+    arrows: bool = MISSING
+
+
+@dataclass
+class SignatureConfig(_Checked):
+    KEY = "tutorials.signature"
+    sequence_length: int = checked(at_least(1))
+    vocab_size: int = checked(Rule("an integer >= 3 (it counts '' and '[UNK]')", lambda v: v >= 3))
+    output_dim: int = checked(at_least(1))
+    init: str = checked(one_of(INITS))
+    scale: float = checked(above(0))
+    base: float = checked(above(1))
+    titles: List[str] = MISSING
+    phrases: List[str] = checked(Rule("a non-empty list of non-empty phrases",
+                                      lambda v: len(v) > 0 and all(map(_has_text, v))))
+
+    def check(self) -> None:
+        self.require(len(self.titles) == len(self.phrases), "titles",
+                     f"a list of {len(self.phrases)} titles, one per phrase")
+
+
+@dataclass
+class MasksConfig(_Checked):
+    KEY = "tutorials.masks"
+    display_len: int = checked(at_least(1))
+
+
+@dataclass
+class PeColumnsConfig(_Checked):
+    KEY = "tutorials.pe_columns"
+    encoding_dim: int = checked(at_least(1))
+    num_steps: int = checked(at_least(1))
+    columns: List[int] = MISSING
+
+    def check(self) -> None:
+        self.require(len(self.columns) > 0 and all(0 <= c < self.encoding_dim for c in self.columns), "columns",
+                     f"a non-empty list of column indices in [0, {self.encoding_dim})")
+
+
+@dataclass
+class PeHeatmapConfig(_Checked):
+    KEY = "tutorials.pe_heatmap"
+    positions: int = checked(at_least(1))
+    dim: int = checked(at_least(1))
+
+
+@dataclass
+class RandomEmbeddingConfig(_Checked):
+    KEY = "tutorials.random_embedding"
+    sentence: str = checked(Rule("a non-empty sentence", _has_text))
+    embed_dim: int = checked(at_least(1))
+
+
+@dataclass
+class TutorialsConfig(_Checked):
+    KEY = "tutorials"
+    name: str = MISSING
+    seed: int = checked(at_least(0))
+    signature: SignatureConfig = MISSING
+    masks: MasksConfig = MISSING
+    pe_columns: PeColumnsConfig = MISSING
+    pe_heatmap: PeHeatmapConfig = MISSING
+    random_embedding: RandomEmbeddingConfig = MISSING
+
+
+@dataclass
+class TrackingConfig(_Checked):
+    KEY = "tracking"
+    name: str = MISSING
+    enabled: bool = MISSING
+    uri: Optional[str] = checked(NON_EMPTY, null=True)
+    experiment: str = checked(NON_EMPTY)
+
+
+@dataclass
+class Config(_Checked):
+    """The whole config (params.yaml): one field per group of conf/, in pipeline order."""
+
+    KEY = ""
+    glove: GloveConfig = MISSING
+    texts: TextsConfig = MISSING
+    tokenizer: TokenizerConfig = MISSING
+    encoding: EncodingConfig = MISSING
+    sweep: SweepConfig = MISSING
+    metrics: MetricsConfig = MISSING
+    figures: FiguresConfig = MISSING
+    tutorials: TutorialsConfig = MISSING
+    tracking: TrackingConfig = MISSING
+
+    def check(self) -> None:
+        enc, dim, maxlen = self.encoding, self.glove.dim, self.tokenizer.maxlen
+        self.require(enc.d_model is None or enc.d_model == dim, "encoding.d_model",
+                     f"null or equal to glove.dim = {dim} (the encoding is added to the word vectors)")
+        self.require(maxlen is None or enc.max_len >= maxlen, "encoding.max_len",
+                     f"an integer >= tokenizer.maxlen = {maxlen} (every padded position needs an encoding)")
+
+
+GROUPS = tuple(item.name for item in fields(Config))
+
+
+# ---------------------------------------------------------------- keys
+
+def _field_types(schema: type) -> dict[str, Any]:
+    hints = typing.get_type_hints(schema)
+    return {item.name: hints[item.name] for item in fields(schema)}
+
+
+def key_problems(tree: dict, schema: type = Config, prefix: str = "") -> Iterator[tuple[str, str]]:
+    """(dotted key, 'unknown' or 'absent') for each key of `tree` the schema lacks, and each it declares
+    but `tree` lacks, in nested groups too."""
+    types = _field_types(schema)
+    for key, value in tree.items():
+        if key not in types:
+            yield f"{prefix}{key}", "unknown"
+        elif is_dataclass(types[key]) and isinstance(value, dict):
+            yield from key_problems(value, types[key], f"{prefix}{key}.")
+    for key in types:
+        if key not in tree:
+            yield f"{prefix}{key}", "absent"
+
+
+def unknown_key_message(key: str) -> str:
+    schema, parent = Config, ""
+    for part in key.split(".")[:-1]:   # down to the deepest group the key lies in
+        inner = _field_types(schema).get(part)
+        if not is_dataclass(inner):
+            break
+        schema, parent = inner, f"{parent}.{part}" if parent else part
+    known = ", ".join(_field_types(schema))
+    return (f"config key {key} is unknown: the schema (pipeline/config/schema.py) declares {known} "
+            f"{'in ' + parent if parent else 'at the top level'}. Fix: remove it or correct its spelling "
+            "(a new key must be declared in the schema and in conf/; `+key=value` cannot add one).")
+
+
+def _check_keys(params: dict) -> None:
+    for key, problem in key_problems(params):
+        if problem == "unknown":
+            raise PipelineError(unknown_key_message(key))
+        raise PipelineError(f"config key {key} is missing: every key of the schema needs a value. Fix: regenerate "
+                            "params.yaml with `python -m pipeline.compose` (never edit it), or add the key to conf/.")
+
+
+# ---------------------------------------------------------------- validate
+
+def _typed(params: dict) -> Any:
+    """params merged onto the schema: OmegaConf checks (and converts) every value's type."""
+    try:
+        return OmegaConf.merge(OmegaConf.structured(Config), params)
+    except OmegaConfBaseException as exc:
+        key = getattr(exc, "full_key", None) or "?"
+        reason = str(getattr(exc, "msg", exc)).splitlines()[0]
+        raise PipelineError(f"config key {key} has the wrong type ({reason}). "
+                            f"Fix it in conf/ or override it, e.g. `{key}=...`.") from None
+
+
+def _first_difference(was: Any, now: Any, key: str) -> tuple[str, Any, Any] | None:
+    """Where the schema converted a value (e.g. the string '110' for an int): the key, before and after."""
+    if isinstance(was, dict) and isinstance(now, dict):
+        found = (_first_difference(was[k], now[k], f"{key}.{k}" if key else k) for k in was)
+    elif isinstance(was, list) and isinstance(now, list):
+        found = (_first_difference(a, b, f"{key}[{i}]") for i, (a, b) in enumerate(zip(was, now)))
+    else:
+        equal = was == now or (was != was and now != now)   # nan is itself
+        same = equal and (type(was) is type(now) or isinstance(now, float))   # an int where a float goes: fine
+        return None if same else (key, was, now)
+    return next(filter(None, found), None)
+
+
+def validate(params: dict) -> None:
+    """Check params (a composed config or params.yaml read back) against the schema: unknown or absent keys,
+    values left ??? in conf/, types, ranges, choices and the rules between keys. Raises one PipelineError that
+    names the key, what it must be, and the fix."""
+    _check_keys(params)
+    cfg = _typed(params)
+    missing = sorted(OmegaConf.missing_keys(cfg))
+    if missing:
+        example = " ".join(f"{k}=..." for k in missing)
+        raise PipelineError(f"config key{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
+                            f"{'have' if len(missing) > 1 else 'has'} no value (???): set "
+                            f"{'them' if len(missing) > 1 else 'it'}, e.g. `python -m pipeline.compose {example}`.")
+    converted = _first_difference(params, OmegaConf.to_container(cfg), "")
+    if converted:
+        key, was, now = converted
+        raise PipelineError(f"config key {key} = {was!r} has the wrong type: it must be of type {type(now).__name__} "
+                            f"(e.g. {now!r}). Fix it in conf/ or override it, e.g. `{key}=...`.")
+    OmegaConf.to_object(cfg)   # builds the dataclasses: their __post_init__ runs every rule
+
+
+# ---------------------------------------------------------------- Hydra
+
+def register() -> None:
+    """Make Hydra compose conf/ on this schema, and refuse keys the schema does not declare.
+
+    Hydra applies `+key=value` with OmegaConf's force_add, which adds keys even to structured configs, so the
+    schema's types alone do not stop `+sweep.w3=1`; the config loader is wrapped to check every composition
+    whose root is `Config` (our compose, `python -m pipeline`, DVC's compose_and_dump, each multirun job).
+    """
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    from hydra.core.config_store import ConfigStore
+    from hydra.errors import ConfigCompositionException
+
+    ConfigStore.instance().store(name=SCHEMA_NAME, node=Config)
+    load = ConfigLoaderImpl.load_configuration
+    if getattr(load, "refuses_unknown_keys", False):
+        return
+
+    @functools.wraps(load)
+    def load_configuration(self: Any, *args: Any, **kwargs: Any) -> Any:
+        cfg = load(self, *args, **kwargs)
+        if OmegaConf.get_type(cfg) is Config:
+            tree = OmegaConf.to_container(cfg, resolve=False)
+            tree.pop("hydra", None)
+            unknown = [key for key, problem in key_problems(tree) if problem == "unknown"]
+            if unknown:
+                raise ConfigCompositionException(unknown_key_message(unknown[0]))
+        return cfg
+
+    load_configuration.refuses_unknown_keys = True
+    ConfigLoaderImpl.load_configuration = load_configuration
+
+
+register()

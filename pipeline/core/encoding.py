@@ -1,0 +1,485 @@
+"""Sinusoidal positional encodings and their diagnostics, in torch on any device.
+
+d = d_model, m = d // 2 sin/cos pairs, h = ceil(d / 2) frequencies w_i = base^(-2i/d):
+
+    interleaved  (the paper, the notebook):  PE[p, 2i] = sin(p w_i),  PE[p, 2i+1] = cos(p w_i)
+    concatenated (tensor2tensor, fairseq):   PE[p, i]  = sin(p w_i),  PE[p, h+i]  = cos(p w_i)
+
+For odd d the unpaired last frequency gives one more sine column (the last column when interleaved, the
+last of the sine block when concatenated). The concatenated layout is a column permutation of the
+interleaved one, so norms, dot products and distances do not depend on the layout. (tensor2tensor and
+fairseq also space their frequencies as base^(-i/(m-1)) and pad odd d with a zero column: only their
+column layout is offered here.)
+
+Accuracy: the angles p * w_i are formed in float64 and only the result is rounded (once: see
+`round_once`) to the output dtype, so float32/float16/bfloat16 are within their own rounding of the
+float64 reference at any position (float32 angles are off by 5e-4 at 4k positions). Devices without float64 (MPS) get the encoding
+computed on the CPU in float64 and copied over: the same values as on the CPU.
+
+Diagnostics. Over the m pairs the dot products and distances depend only on k = a - b (Toeplitz):
+
+    dot(k) = sum_i cos(k w_i),    dist2(k) = sum_i 2 - 2 cos(k w_i)  (= ||PE(a) - PE(b)||^2 for even d)
+
+For odd d the unpaired sine u(p) = sin(p w_{h-1}) adds u(a) u(b) to the dot products and (u(a) - u(b))^2
+to the squared distances: Toeplitz plus a rank-one term, still exact from O(n) numbers.
+`sinusoidal_profiles` computes these 1-D profiles, `profile_matrices` expands them to full matrices and
+`profile_block_means` to exact block averages (the figures' resolution) with no n x n work.
+The generic path (`dot_product_matrix`, `distance_matrix`, `block_means`, `band_gram`, `offset_distances`)
+takes any encoding matrix (learned, user-supplied) and uses matrix products accumulated in float64.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterator, NamedTuple
+
+import torch
+
+from pipeline.core.device import float64_capable, has_float64
+
+LAYOUTS = ("interleaved", "concatenated")
+
+# Squared distances below this share of |x_a|^2 + |x_b|^2 lose more than ~6 digits to cancellation in
+# |x_a|^2 + |x_b|^2 - 2 x_a.x_b: they are recomputed directly from x_a - x_b.
+_REFINE_BELOW = {torch.float64: 1e-6, torch.float32: 1e-2}
+
+
+def _work_device(device: torch.device | str | None) -> torch.device:
+    """Where to compute in float64: the device itself, or the CPU for devices without float64 (MPS)."""
+    device = torch.device(device or "cpu")
+    return device if has_float64(device) else torch.device("cpu")
+
+
+def _check_sizes(n: int, d_model: int) -> None:
+    if n < 1 or d_model < 1:
+        raise ValueError(f"the number of positions ({n}) and d_model ({d_model}) must be >= 1")
+
+
+def check_layout(layout: str) -> str:
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout {layout!r} is not one of {', '.join(LAYOUTS)}")
+    return layout
+
+
+# ---------------------------------------------------------------- the encoding
+
+def inverse_frequencies(d_model: int, base: float, device: torch.device | str | None = None) -> torch.Tensor:
+    """(ceil(d_model/2),) frequencies w_i = 1 / base^(2i/d), computed in float64 (float32 once moved to MPS)."""
+    work = _work_device(device)
+    two_i = torch.arange(0, d_model, 2, device=work, dtype=torch.float64)
+    w = 1.0 / torch.pow(torch.tensor(float(base), dtype=torch.float64, device=work), two_i / d_model)
+    return w.to(torch.device(device or "cpu"), float64_capable(device))
+
+
+def _sin_cos_rows(start: int, n: int, w: torch.Tensor) -> Iterator[tuple[slice, torch.Tensor, torch.Tensor]]:
+    """Yield (rows, sin, cos), float64 (r, h) blocks of sin(p w) and cos(p w) for p = start .. start + n - 1.
+
+    Angle addition, p = start + q B + r: sin/cos of (start + q B) w and of r w come from two small tables
+    ((n/B + B) h trig calls instead of n h), the rest is multiply-adds; error ~3 float64 ulp.
+    """
+    h = w.numel()
+    cpu = w.device.type == "cpu"
+    step_elems = 2 ** 16 if cpu else 2 ** 24          # keep CPU temporaries in cache; fewer launches on GPUs
+    B = max(1, min(math.isqrt(n) + 1, step_elems // h))
+    nq = -(-n // B)
+    r_angle = torch.arange(B, dtype=w.dtype, device=w.device)[:, None] * w
+    sin_r, cos_r = torch.sin(r_angle), torch.cos(r_angle)                  # (B, h)
+    qs = max(1, step_elems // (B * h))
+    for q0 in range(0, nq, qs):
+        q1 = min(nq, q0 + qs)
+        q_angle = (start + B * torch.arange(q0, q1, dtype=w.dtype, device=w.device))[:, None, None] * w
+        sin_q, cos_q = torch.sin(q_angle), torch.cos(q_angle)              # (q1 - q0, 1, h)
+        sin = torch.addcmul(sin_q * cos_r, cos_q, sin_r).reshape(-1, h)    # sin(a + b) = sin a cos b + cos a sin b
+        cos = torch.addcmul(cos_q * cos_r, -sin_q, sin_r).reshape(-1, h)   # cos(a + b) = cos a cos b - sin a sin b
+        first, last = q0 * B, min(n, q1 * B)
+        yield slice(first, last), sin[: last - first], cos[: last - first]
+
+
+def round_once(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """x (float64) rounded to nearest in `dtype`, a single rounding.
+
+    torch converts float64 to float16/bfloat16 through float32, which rounds twice (off by up to half a
+    float32 ulp more). Rounding to float32 *to odd* first (truncate, then set the last bit if inexact) makes
+    the second rounding exact, as float32 carries at least two more bits than either half format.
+    """
+    if dtype not in (torch.float16, torch.bfloat16):
+        return x.to(dtype)
+    x32 = x.to(torch.float32)
+    bits = x32.view(torch.int32)
+    bits = torch.where(x32.abs().double() > x.abs(), bits - 1, bits)     # round-to-nearest went up: truncate
+    bits = torch.where(bits.view(torch.float32).double() != x, bits | 1, bits)
+    return bits.view(torch.float32).to(dtype)
+
+
+def sinusoidal_encoding(max_len: int, d_model: int, base: float = 10000.0, *, layout: str = "interleaved",
+                        start: int = 0, device: torch.device | str | None = None,
+                        dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """(max_len, d_model) encoding of positions start .. start + max_len - 1 in `layout` (see the module doc).
+
+    Angles in float64 (on the CPU for devices without float64), rounded once to `dtype` at the end.
+    """
+    _check_sizes(max_len, d_model)
+    check_layout(layout)
+    if start < 0:
+        raise ValueError(f"start ({start}) must be >= 0")
+    device = torch.device(device or "cpu")
+    work = _work_device(device)
+    w = inverse_frequencies(d_model, base, work)
+    h, m = w.numel(), d_model // 2
+    pe = torch.empty(max_len, d_model, dtype=dtype, device=work)
+    sin_cols, cos_cols = (pe[:, 0::2], pe[:, 1::2]) if layout == "interleaved" else (pe[:, :h], pe[:, h:])
+    for rows, sin, cos in _sin_cos_rows(start, max_len, w):
+        sin_cols[rows] = round_once(sin, dtype)
+        cos_cols[rows] = round_once(cos[:, :m], dtype)
+    return pe.to(device)
+
+
+def interleaved_columns(d_model: int, layout: str) -> torch.Tensor:
+    """(d_model,) index: column j of the `layout` encoding is column index[j] of the interleaved one."""
+    check_layout(layout)
+    if layout == "interleaved":
+        return torch.arange(d_model)
+    return torch.cat([torch.arange(0, d_model, 2), torch.arange(1, d_model, 2)])
+
+
+def expected_norm(d_model: int) -> float:
+    """sqrt(d/2): the norm of every row for even d_model (each sin/cos pair contributes 1)."""
+    return math.sqrt(d_model / 2)
+
+
+def offset_distance_closed_form(offsets: torch.Tensor, d_model: int, base: float) -> torch.Tensor:
+    """||PE(p) - PE(p+k)|| for each k in `offsets` (independent of p): sqrt(sum_i 4 sin^2(k w_i / 2)).
+
+    Exact for even d_model (sin/cos pairs); for odd d_model the unpaired last sine makes it depend
+    on p, and this is the value for its paired columns plus the mean over p of the last one.
+    """
+    w = inverse_frequencies(d_model, base, _work_device(offsets.device))
+    k = offsets.to(w.device, w.dtype)[:, None]
+    paired = (2.0 * torch.sin(0.5 * k * w[: d_model // 2])).square().sum(dim=1)
+    if d_model % 2:
+        paired = paired + 2.0 * torch.sin(0.5 * k[:, 0] * w[-1]).square()   # mean of (sin a - sin b)^2
+    return paired.sqrt().to(offsets.device, float64_capable(offsets.device))
+
+
+# ---------------------------------------------------------------- structure: 1-D profiles
+
+class Profiles(NamedTuple):
+    """The dot-product and distance matrices of a sinusoidal encoding of n positions, as O(n) numbers.
+
+    dot_products[a, b] = dot[|a-b|] + u[a] u[b],  squared distances[a, b] = dist2[|a-b|] + (u[a] - u[b])^2,
+    with u = `unpaired` for odd d and no u term for even d. All float64 (n,) on the work device.
+    """
+    dot: torch.Tensor                  # sum over the sin/cos pairs of cos(k w_i), k = 0 .. n-1
+    dist2: torch.Tensor                # sum over the pairs of 2 - 2 cos(k w_i): >= 0, exactly 0 at k = 0
+    unpaired: torch.Tensor | None      # sin(p w_{h-1}), p = 0 .. n-1, for odd d; None for even d
+
+    @property
+    def toeplitz(self) -> bool:
+        """True when both matrices depend on a - b only (even d)."""
+        return self.unpaired is None
+
+    @property
+    def distance(self) -> torch.Tensor:
+        """(n,) ||PE(p) - PE(p+k)|| over the pairs: the distance profile (exact for even d)."""
+        return self.dist2.sqrt()
+
+
+def sinusoidal_profiles(n: int, d_model: int, base: float = 10000.0,
+                        device: torch.device | str | None = None) -> Profiles:
+    """1-D profiles of the n x n dot-product and distance matrices of the sinusoidal encoding (any layout).
+
+    dot(k) = sum_i cos(k w_i) for k = q B + r is ([cos qBw, sin qBw] @ [cos rw, -sin rw]^T)[q, r]: one small
+    float64 matrix product, ((n/B + B) m trig calls). dist2 = 2m - 2 dot: absolute error ~ m * 1e-16.
+    """
+    _check_sizes(n, d_model)
+    work = _work_device(device)
+    w_all = inverse_frequencies(d_model, base, work)
+    m = d_model // 2
+    w = w_all[:m]
+    if m == 0:
+        dot = torch.zeros(n, dtype=torch.float64, device=work)
+    else:
+        B = math.isqrt(n) + 1
+        nq = -(-n // B)
+        q_angle = (B * torch.arange(nq, dtype=torch.float64, device=work))[:, None] * w
+        r_angle = torch.arange(B, dtype=torch.float64, device=work)[:, None] * w
+        left = torch.cat([torch.cos(q_angle), torch.sin(q_angle)], dim=1)       # (nq, 2m)
+        right = torch.cat([torch.cos(r_angle), -torch.sin(r_angle)], dim=1)     # (B, 2m)
+        dot = (left @ right.T).reshape(-1)[:n]
+        dot[0] = m                                                               # cos(0) = 1, exactly
+    dist2 = (2.0 * m - 2.0 * dot).clamp_min_(0.0)
+    dist2[0] = 0.0
+    unpaired = None
+    if d_model % 2:
+        unpaired = torch.sin(torch.arange(n, dtype=torch.float64, device=work) * w_all[-1])
+    return Profiles(dot, dist2, unpaired)
+
+
+def _symmetric_extension(profile: torch.Tensor) -> torch.Tensor:
+    """(2n-1,) v with v[j] = profile[|j - (n-1)|], so that T[a, b] = profile[|a-b|] = v[n-1-a+b]."""
+    return torch.cat([profile.flip(0), profile[1:]])
+
+
+def toeplitz_rows(profile: torch.Tensor, rows: slice | None = None, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """Rows a0 .. a1-1 (all by default) of the symmetric Toeplitz matrix T[a, b] = profile[|a-b|]: (a1-a0, n)."""
+    n = profile.numel()
+    a0, a1, _ = (rows or slice(0, n)).indices(n)
+    v = _symmetric_extension(profile.to(dtype or profile.dtype))
+    # Rows in reverse order form a Hankel matrix, a (1, 1)-strided view of v; one flip copies it out.
+    return v[n - a1:].as_strided((a1 - a0, n), (1, 1)).flip(0)
+
+
+def profile_matrices(profiles: Profiles, dtype: torch.dtype = torch.float64,
+                     device: torch.device | str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The full (n, n) dot-product and distance matrices from the profiles: exact, symmetric, zero diagonal.
+
+    O(n^2) memory writes and no O(n^2 d) work. Computed in float64 and rounded once to `dtype` when the
+    unpaired column of odd d needs a correction; even d expands the (rounded) profiles directly.
+    """
+    device = torch.device(device or profiles.dot.device)
+    u = profiles.unpaired
+    if u is None:
+        dot = toeplitz_rows(profiles.dot.to(device, dtype))
+        dist = toeplitz_rows(profiles.distance.to(device, dtype))
+        return dot, dist
+    dot = toeplitz_rows(profiles.dot).addr_(u, u).to(device, dtype)
+    dist = toeplitz_rows(profiles.dist2)
+    step = max(1, 2 ** 22 // dist.shape[1])
+    for a0 in range(0, dist.shape[0], step):
+        block = dist[a0:a0 + step]
+        block.add_((u[a0:a0 + step, None] - u[None, :]).square_()).sqrt_()
+    dist.fill_diagonal_(0.0)
+    return dot, dist.to(device, dtype)
+
+
+def block_factor(n: int, max_size: int) -> int:
+    """Block side f so that n // f <= max_size (as pipeline.outputs.figures.block_average chooses it)."""
+    return max(1, -(-n // max_size))
+
+
+def _toeplitz_block_means(profile: torch.Tensor, factor: int) -> torch.Tensor:
+    """(M,) c with c[|I-J|] the exact mean of T[a, b] = profile[|a-b|] over the f x f block (I, J), M = n // f.
+
+    The block (I, J) holds f - |t| pairs with a - b = (I - J) f + t for t = -(f-1) .. f-1: a triangle-weighted
+    sum of 2f - 1 profile values per block offset.
+    """
+    n, f = profile.numel(), factor
+    M = n // f
+    v = _symmetric_extension(profile)
+    t = torch.arange(-(f - 1), f, device=profile.device)
+    index = (n - 1) + f * torch.arange(M, device=profile.device)[:, None] + t[None, :]     # (M, 2f - 1)
+    weights = (f - t.abs()).to(profile.dtype) / f ** 2
+    return (v[index] * weights).sum(dim=1)
+
+
+def profile_block_means(profiles: Profiles, factor: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Exact f x f block means of the dot-product and distance matrices: two (M, M) float64, M = n // f.
+
+    Blocks cover positions 0 .. M f - 1 (the last n mod f positions are left out, as figures.block_average
+    does). Even d: O(n f) work from the profiles. Odd d: the dot products stay O(n f) (the mean of u(a) u(b)
+    over a block is the product of block means of u); the distances are not a function of a - b any more,
+    so they are evaluated elementwise from the profiles (O(n^2), still no O(n^2 d) products).
+    """
+    f = factor
+    n = profiles.dot.numel()
+    M = n // f
+    dot = toeplitz_rows(_toeplitz_block_means(profiles.dot, f))
+    u = profiles.unpaired
+    if u is None:
+        return dot, toeplitz_rows(_toeplitz_block_means(profiles.distance, f))
+    u_mean = u[: M * f].reshape(M, f).mean(dim=1)
+    dot.addr_(u_mean, u_mean)
+    dist = torch.empty(M, M, dtype=torch.float64, device=u.device)
+    step = max(1, 2 ** 22 // (f * n))                                  # block rows per chunk
+    for i0 in range(0, M, step):
+        i1 = min(M, i0 + step)
+        rows = slice(i0 * f, i1 * f)
+        d2 = toeplitz_rows(profiles.dist2, rows)[:, : M * f]
+        d2.add_((u[rows, None] - u[None, : M * f]).square_()).sqrt_()
+        dist[i0:i1] = d2.reshape(i1 - i0, f, M, f).mean(dim=(1, 3))
+    # the diagonal blocks' means include the exact zeros of a == b: nothing to fix
+    return dot, dist
+
+
+# ---------------------------------------------------------------- generic path: any encoding matrix
+
+def position_norms(pe: torch.Tensor) -> torch.Tensor:
+    """(n,) Euclidean norm of every row, accumulated in float64 (float32 on MPS)."""
+    return torch.linalg.vector_norm(pe.to(float64_capable(pe.device)), dim=1)
+
+
+def dot_product_matrix(pe: torch.Tensor) -> torch.Tensor:
+    """(n, n) PE PE^T, accumulated in float64 (float32 on MPS)."""
+    x = pe.to(float64_capable(pe.device))
+    return x @ x.T
+
+
+def _refine(dist2: torch.Tensor, sq_a: torch.Tensor, sq_b: torch.Tensor, x_a: torch.Tensor,
+            x_b: torch.Tensor) -> torch.Tensor:
+    """Recompute directly, as ||x_a - x_b||^2, the squared distances that cancellation may have spoiled.
+
+    dist2: (r, c) from |x_a|^2 + |x_b|^2 - 2 x_a.x_b; sq_a (r,), sq_b (c,); x_a (r, d), x_b (c, d). In place.
+    Suspects are the entries below _REFINE_BELOW * 2 max |x|^2 (a superset of the entries below that share
+    of their own |x_a|^2 + |x_b|^2, found with a single comparison).
+    """
+    bound = _REFINE_BELOW.get(dist2.dtype, 1e-2) * 2.0 * float(torch.maximum(sq_a.max(), sq_b.max()))
+    a, b = (dist2 < bound).nonzero(as_tuple=True)
+    for s in range(0, a.numel(), 4096):
+        i, j = a[s:s + 4096], b[s:s + 4096]
+        dist2[i, j] = (x_a[i] - x_b[j]).square().sum(dim=1)
+    return dist2
+
+
+def distance_matrix(pe: torch.Tensor, gram: torch.Tensor | None = None) -> torch.Tensor:
+    """(n, n) Euclidean distances ||PE(a) - PE(b)|| of any matrix, from its Gram matrix, numerically careful.
+
+    Accumulated in float64 (float32 on MPS); entries where |x_a|^2 + |x_b|^2 - 2 x_a.x_b may cancel are
+    recomputed from the differences; never negative under the root; symmetric; exact zeros on the diagonal.
+    """
+    x = pe.to(float64_capable(pe.device))
+    dist2 = x @ x.T if gram is None else gram.to(x.dtype, copy=True)
+    sq = torch.diagonal(dist2).clone()
+    dist2.mul_(-2.0).add_(sq[:, None]).add_(sq[None, :])
+    dist = _refine(dist2, sq, sq, x, x).clamp_min_(0.0).sqrt_()
+    dist = dist.add(dist.T).mul_(0.5)  # x @ x.T is symmetric only up to rounding
+    dist.fill_diagonal_(0.0)
+    return dist
+
+
+def block_means(pe: torch.Tensor, factor: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """f x f block means of the dot-product and distance matrices of any (n, d) matrix: two (M, M), M = n // f.
+
+    Computed a band of rows at a time (O(n f d) memory, never n x n), float64 accumulation, careful
+    distances as `distance_matrix`. Covers positions 0 .. M f - 1, as `profile_block_means`.
+    """
+    x = pe.to(float64_capable(pe.device))
+    f = factor
+    M = x.shape[0] // f
+    x = x[: M * f]
+    sq = x.square().sum(dim=1)
+    dot = torch.empty(M, M, dtype=x.dtype, device=x.device)
+    dist = torch.empty_like(dot)
+    step = max(1, 2 ** 22 // (f * M * f))
+    for i0 in range(0, M, step):
+        i1 = min(M, i0 + step)
+        rows = slice(i0 * f, i1 * f)
+        gram = x[rows] @ x.T                                                  # (rows, M f)
+        dist2 = (-2.0 * gram).add_(sq[rows, None]).add_(sq[None, :])
+        _refine(dist2, sq[rows], sq, x[rows], x).clamp_min_(0.0)
+        diagonal = torch.arange(rows.start, rows.stop, device=x.device)
+        dist2[diagonal - rows.start, diagonal] = 0.0
+        dot[i0:i1] = gram.reshape(i1 - i0, f, M, f).mean(dim=(1, 3))
+        dist[i0:i1] = dist2.sqrt_().reshape(i1 - i0, f, M, f).mean(dim=(1, 3))
+    return dot, 0.5 * (dist + dist.T)
+
+
+def band_gram(pe: torch.Tensor, max_offset: int, chunk_elems: int = 2 ** 22) -> torch.Tensor:
+    """(n, K+1) band of the Gram matrix: band[p, k] = PE(p) . PE(p+k) (0 where p + k >= n), K = max_offset.
+
+    Blocks of B rows times their B + K neighbours (an overlapping view, no copy) in one batched matrix
+    product per chunk of rows, float64 (float32 on MPS): O(n (B + K) d) work, O(chunk d) extra memory.
+    """
+    work = float64_capable(pe.device)
+    (n, d), K = pe.shape, max_offset
+    B = max(16, K)
+    band = torch.zeros(n, K + 1, dtype=work, device=pe.device)
+    chunk = max(B, (chunk_elems // d) // B * B)                   # rows converted to float64 at a time
+    for c0 in range(0, n, chunk):
+        r = min(chunk, n - c0)
+        x = pe[c0: c0 + r + K].to(work)
+        if x.shape[0] < r + K:                                      # the end: p + k >= n meets zero rows
+            x = torch.cat([x, x.new_zeros(r + K - x.shape[0], d)])
+        x = x.contiguous()
+        nb = r // B
+        if nb:
+            rows = x[: nb * B].view(nb, B, d)
+            neighbours = x.as_strided((nb, B + K, d), (B * d, d, 1), x.storage_offset())
+            gram = torch.bmm(rows, neighbours.transpose(1, 2))                             # (nb, B, B + K)
+            band[c0: c0 + nb * B] = gram.as_strided((nb, B, K + 1), (B * (B + K), B + K + 1, 1)).reshape(-1, K + 1)
+        b = r - nb * B
+        if b:
+            gram = x[nb * B: r] @ x[nb * B:].T                                             # (b, b + K)
+            band[c0 + nb * B: c0 + r] = gram.as_strided((b, K + 1), (b + K + 1, 1))
+    return band
+
+
+def offset_distances(pe: torch.Tensor, max_offset: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """min and max over p of ||PE(p) - PE(p+k)|| for k = 1..K, K = min(max_offset, n-1), any matrix.
+
+    Returns (K,) tensors lo, hi; their spread hi - lo is zero exactly when the distance depends only on k.
+    From the Gram band (float64), with the cancelling entries recomputed from the differences.
+    """
+    K = min(max_offset, pe.shape[0] - 1)
+    if K < 1:
+        empty = torch.empty(0, dtype=float64_capable(pe.device), device=pe.device)
+        return empty, empty
+    return _offsets_from_band(pe, band_gram(pe, K))
+
+
+def _offsets_from_band(pe: torch.Tensor, band: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(K,) min and max over p of ||PE(p) - PE(p+k)|| from band = band_gram(pe, K), all k at once."""
+    n, K = band.shape[0], band.shape[1] - 1
+    sq = band[:, 0]
+    sq_ahead = torch.cat([sq, sq.new_zeros(K)]).as_strided((n, K), (1, 1), 1)            # sq[p + k], k = 1..K
+    dist2 = sq[:, None] + sq_ahead - 2.0 * band[:, 1:]                                    # (n, K)
+    valid = (torch.arange(n, device=sq.device)[:, None] + torch.arange(1, K + 1, device=sq.device)) < n
+    suspect = valid & (dist2 < _REFINE_BELOW.get(dist2.dtype, 1e-2) * (sq[:, None] + sq_ahead))
+    p, k = suspect.nonzero(as_tuple=True)
+    if len(p):
+        dist2[p, k] = (pe[p].to(dist2.dtype) - pe[p + k + 1].to(dist2.dtype)).square().sum(dim=1)
+    dist = dist2.clamp_min_(0.0).sqrt_()
+    lo = torch.where(valid, dist, torch.inf).amin(dim=0)
+    hi = torch.where(valid, dist, -torch.inf).amax(dim=0)
+    return lo, hi
+
+
+# ---------------------------------------------------------------- everything the encode stage reports
+
+@dataclass
+class Diagnostics:
+    """Property checks of an actual encoding matrix plus its dot-product / distance matrices."""
+    norms: torch.Tensor          # (n,) ||PE(p)|| of the matrix
+    offset_lo: torch.Tensor      # (K,) min over p of ||PE(p) - PE(p+k)||, k = 1..K
+    offset_hi: torch.Tensor      # (K,) max over p
+    offset_closed: torch.Tensor  # (K,) the sinusoidal closed form sqrt(sum_i 2 - 2 cos(k w_i)) for this d, base
+    profiles: Profiles | None    # exact 1-D profiles (sinusoidal encodings only)
+    dot_blocks: torch.Tensor     # (M, M) f x f block means of PE PE^T
+    distance_blocks: torch.Tensor  # (M, M) f x f block means of the distance matrix
+    factor: int                  # f (1: the blocks are the full matrices)
+
+
+def _property_checks(pe: torch.Tensor, base: float, max_offset: int):
+    """Norms and offset distances of the matrix itself (from its Gram band), and the closed form."""
+    n, d = pe.shape
+    K = min(max_offset, n - 1)
+    band = band_gram(pe, K)
+    lo, hi = _offsets_from_band(pe, band) if K >= 1 else (band.new_empty(0), band.new_empty(0))
+    closed = offset_distance_closed_form(torch.arange(1, K + 1, device=pe.device), d, base)
+    return band[:, 0].sqrt(), lo, hi, closed
+
+
+def sinusoidal_diagnostics(pe: torch.Tensor, base: float, max_offset: int, max_size: int) -> Diagnostics:
+    """Property checks on the sinusoidal matrix `pe` (n, d) (norms, offset distances from its Gram band)
+    and the dot-product / distance matrices from the closed-form profiles, at most max_size x max_size."""
+    n, d = pe.shape
+    norms, lo, hi, closed = _property_checks(pe, base, max_offset)
+    profiles = sinusoidal_profiles(n, d, base, pe.device)
+    factor = block_factor(n, max_size)
+    if factor == 1:
+        dot, dist = profile_matrices(profiles)
+    else:
+        dot, dist = profile_block_means(profiles, factor)
+    return Diagnostics(norms, lo, hi, closed, profiles, dot, dist, factor)
+
+
+def matrix_diagnostics(pe: torch.Tensor, base: float, max_offset: int, max_size: int) -> Diagnostics:
+    """The same for any encoding matrix (learned, user-supplied): the generic path, O(n^2 d) products in
+    float64 a band of rows at a time. offset_closed is the sinusoidal closed form, for comparison."""
+    norms, lo, hi, closed = _property_checks(pe, base, max_offset)
+    factor = block_factor(pe.shape[0], max_size)
+    if factor == 1:
+        dot = dot_product_matrix(pe)
+        dist = distance_matrix(pe, dot)
+    else:
+        dot, dist = block_means(pe, factor)
+    return Diagnostics(norms, lo, hi, closed, None, dot, dist, factor)

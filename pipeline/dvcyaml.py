@@ -1,0 +1,139 @@
+"""`python -m pipeline.dvcyaml [--check]`: write dvc.yaml from the stage registry (pipeline/registry.py).
+
+dvc.yaml is generated, never edited: each stage's command, params, data deps and outputs come from
+the registry, paths from `Layout`, and its code deps are the transitive imports of the stage module
+inside pipeline/ (every import statement, also those inside functions, plus the packages'
+__init__ files that Python runs on the way). `--check` exits 1 when the committed dvc.yaml differs
+from the generated one (a test runs it too).
+"""
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import yaml
+
+from pipeline.base.paths import Layout, checkout_root
+from pipeline.registry import STAGES, Stage
+
+HEADER = (
+    "# GENERATED from the stage registry (pipeline/registry.py) by `python -m pipeline.dvcyaml`: do not edit.\n"
+    "# Parameters come from params.yaml, composed from conf/ (never edit it either):\n"
+    "#   python -m pipeline.repro [overrides]    compose + dvc repro\n"
+    "#   dvc exp run -S group=option -S key=value\n"
+)
+PACKAGE = "pipeline"
+
+
+def module_file(module: str, root: Path) -> Path | None:
+    """pipeline.a.b -> root/pipeline/a/b.py or root/pipeline/a/b/__init__.py; None outside the package."""
+    if module != PACKAGE and not module.startswith(PACKAGE + "."):
+        return None
+    base = root.joinpath(*module.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _imported_modules(path: Path, module: str) -> set[str]:
+    """Every module an import statement in `path` names (at any depth), as absolute dotted names."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")
+                anchor = ".".join(parts[: len(parts) - node.level + 1])
+                base = f"{anchor}.{node.module}" if node.module else anchor
+            else:
+                base = node.module or ""
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)  # `from pkg import module`
+    return found
+
+
+def package_data(path: Path) -> list[Path]:
+    """The files a module declares it reads from beside itself: `PACKAGE_DATA = ("templates/x.j2", ...)`."""
+    for node in ast.parse(path.read_text(encoding="utf-8"), str(path)).body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "PACKAGE_DATA" for t in node.targets):
+            return [path.parent / name for name in ast.literal_eval(node.value)]
+    return []
+
+
+def import_closure(module: str, root: Path) -> list[Path]:
+    """The files of `module` and of every pipeline module it imports, transitively, plus the data files those
+    modules declare (PACKAGE_DATA), relative to root, sorted."""
+    seen: dict[str, Path] = {}
+    todo = [module]
+    while todo:
+        name = todo.pop()
+        path = module_file(name, root)
+        if path is None or name in seen:
+            continue
+        seen[name] = path
+        parts = name.split(".")
+        todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))   # parent packages' __init__ run first
+        todo.extend(_imported_modules(path, name))
+    files = set(seen.values()) | {data for path in seen.values() for data in package_data(path)}
+    return sorted(path.relative_to(root) for path in files)
+
+
+def _rel(layout: Layout, attribute: str) -> str:
+    return getattr(layout, attribute).as_posix()
+
+
+def stage_entry(stage: Stage, root: Path) -> dict:
+    layout = Layout(Path("."))
+    entry: dict = {"cmd": f"python -m {stage.module}"}
+    entry["deps"] = [_rel(layout, name) for name in stage.inputs] + [p.as_posix() for p in import_closure(stage.module, root)]
+    if stage.params:
+        entry["params"] = list(stage.params)
+    for out in stage.outputs:
+        props = {} if out.cache else {"cache": False}
+        kind = "metrics" if out.metric else "plots" if out.plot else "outs"
+        props.update(out.plot or {})
+        entry.setdefault(kind, []).append({_rel(layout, out.layout): props} if props else _rel(layout, out.layout))
+    return entry
+
+
+def top_level_plots() -> list:
+    layout = Layout(Path("."))
+    plots = []
+    for stage in STAGES:
+        for plot in stage.plots:
+            props = {k: v for k, v in plot.items() if k != "source"}
+            path = _rel(layout, plot["source"])
+            plots.append({path: props} if props else path)
+    return plots
+
+
+def render(root: Path) -> str:
+    document = {"stages": {stage.name: stage_entry(stage, root) for stage in STAGES}, "plots": top_level_plots()}
+    return HEADER + yaml.safe_dump(document, sort_keys=False, width=120, default_flow_style=False)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    root = checkout_root()
+    text = render(root)
+    target = root / "dvc.yaml"
+    if "--check" in argv:
+        if target.read_text(encoding="utf-8") != text:
+            print(f"{target} differs from the stage registry: run `python -m pipeline.dvcyaml` and commit it.",
+                  file=sys.stderr)
+            return 1
+        print(f"{target} matches the stage registry")
+        return 0
+    from pipeline.base.files import write_text
+
+    write_text(target, text)
+    print(f"wrote {target} ({len(STAGES)} stages)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Layer 1, data in: GloVe sources, downloads, text parsing and the binary store; sentences and the tokenizer."""

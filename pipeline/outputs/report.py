@@ -1,0 +1,141 @@
+"""A self-contained HTML report: the notebook's narrative with the figures, the numbers, and an explorer.
+
+The page (templates/report.html.j2, Jinja2) opens from disk with no server and no network: figures are
+embedded as data URIs, the explorer is an inline SVG driven by a few lines of JavaScript. Opening it with
+`#selftest` moves the slider programmatically and writes the outcome into the page title (used by the
+browser test). Its text follows the encoding: a sinusoid's constant norms and offset-only distances are
+claimed for `encoding=sinusoidal` only, never for a learned (random) table.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import math
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from pipeline.core.metrics import METRIC_DOCS
+
+# Files beside this module that it reads; pipeline.dvcyaml lists them as code deps of the stages importing it.
+PACKAGE_DATA = ("templates/report.html.j2",)
+TEMPLATES = (Path(__file__).parent / PACKAGE_DATA[0]).parent
+TEMPLATE = Path(PACKAGE_DATA[0]).name
+
+
+def data_uri(path: Path) -> str:
+    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+
+
+def fmt(value: Any) -> str:
+    """A number as the tables show it (4 significant digits); None (undefined metric) as n/a."""
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def aligned_frames(frames: np.ndarray) -> np.ndarray:
+    """(m, n, 2) projections along the ratio grid -> centred, unit-RMS, each rotated/reflected onto the
+    previous one (orthogonal Procrustes) so that the explorer moves words smoothly instead of flipping."""
+    out = np.empty_like(frames, dtype=np.float64)
+    previous = None
+    for i, frame in enumerate(frames):
+        x = frame - frame.mean(axis=0)
+        x = x / (np.sqrt((x ** 2).sum(axis=1).mean()) or 1.0)
+        if previous is not None:
+            u, _, vt = np.linalg.svd(x.T @ previous)
+            x = x @ (u @ vt)
+        out[i] = previous = x
+    return out
+
+
+def explorer_data(meta: dict, arrays, groups: Sequence[Sequence[str]], columns: Sequence[dict[str, np.ndarray]]) -> dict:
+    """What the slider needs: per sentence the aligned frames, words, positions, group colours and metrics.
+
+    columns: per sentence its ratio-sweep table (reports/plots/ratio_sweep/s{i}.csv as {column: (m,)})."""
+    from matplotlib.colors import to_hex
+
+    from pipeline.outputs.figures import group_colours
+
+    sentences = []
+    for s, (sentence, column) in enumerate(zip(meta["sentences"], columns)):
+        frames = aligned_frames(arrays[f"s{s}_grid_coords"])
+        colours, _ = group_colours(sentence["words"], groups)
+        sentences.append({
+            "text": sentence["text"],
+            "words": sentence["words"],
+            "positions": sentence["positions"],
+            "colours": [to_hex(c) for c in colours],
+            "frames": np.round(frames, 4).tolist(),
+            "knn_semantic": np.round(column["knn_semantic_hd"], 4).tolist(),
+            "knn_positional": np.round(column["knn_positional_hd"], 4).tolist(),
+            "disparity": np.round(column["pca_disparity"], 4).tolist(),
+        })
+    return {"ratios": [float(r) for r in meta["ratios"]], "sentences": sentences}
+
+
+def metric_doc(key: str) -> str:
+    """The METRIC_DOCS entry of a metric key with or without its _hd / _2d suffix."""
+    return METRIC_DOCS.get(key.rsplit("_", 1)[0], METRIC_DOCS.get(key, ""))
+
+
+def encoding_facts(cfg: dict, enc: dict) -> dict:
+    """What the page says about the encoding: its kind, and for a learned table the typical row norm of its draw
+    (U(-s, s): s sqrt(d/3); N(0, s^2): s sqrt(d), root mean square)."""
+    d = enc["d_model"]
+    facts = {"sinusoidal": cfg["name"] == "sinusoidal", "cfg": cfg}
+    if not facts["sinusoidal"]:
+        facts["typical_norm"] = cfg["scale"] * math.sqrt(d / 3 if cfg["init"] == "uniform" else d)
+        facts["typical_norm_formula"] = "scale · sqrt(d/3)" if cfg["init"] == "uniform" else "scale · sqrt(d)"
+    return facts
+
+
+def shown_config(params: dict, meta: dict) -> str:
+    """The settings the page depends on, as JSON: the encoding, the semantic groups, the weight pairs and the ratio
+    grid (the rest of the configuration is in params.yaml and in the MLflow run's params)."""
+    ratios = meta["ratios"]
+    shown = {"encoding": params["encoding"], "metrics": {"groups": params["metrics"]["groups"]},
+             "sweep": {"pairs": [pair["title"] for pair in meta["pairs"]],
+                       "ratios": {"min": ratios[0], "max": ratios[-1], "points": len(ratios)}}}
+    return json.dumps(shown, indent=1)
+
+
+def _environment():
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True, undefined=jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    env.filters["fmt"] = fmt
+    # |tojson escapes <, >, & and ' (a sentence cannot close the script); compact, in the order given
+    env.policies["json.dumps_kwargs"] = {"sort_keys": False, "separators": (",", ":")}
+    return env
+
+
+def build_report(params: dict, metrics: dict, meta: dict, arrays, columns: Sequence[dict[str, np.ndarray]],
+                 figures_dir: Path) -> str:
+    """The report as one HTML string.
+
+    params: reads encoding and metrics.groups only; metrics: reports/metrics.json; meta, arrays: data/sweep's
+    projections.json and projections.npz; columns: per sentence its ratio-sweep table; figures_dir: the PNGs.
+    """
+    from markupsafe import Markup
+
+    def figure(name: str, alt: str) -> Markup:
+        path = figures_dir / name
+        if not path.exists():
+            return Markup("")
+        return Markup('<figure><img alt="{}" src="{}"></figure>').format(alt, data_uri(path))
+
+    sentences = meta["sentences"]
+    pair_keys = list(next(iter(metrics["sweep"]["s0"].values()))) if sentences else []
+    return _environment().get_template(TEMPLATE).render(
+        enc=metrics["encoding"], oov=metrics["embedding"]["oov_count"], glove=meta["glove"],
+        encoding=encoding_facts(params["encoding"], metrics["encoding"]),
+        metrics=metrics, meta=meta, sentences=sentences, pair_keys=pair_keys, metric_doc=metric_doc,
+        docs=METRIC_DOCS, figure=figure, tutorials=sorted(figures_dir.glob("tutorial*.png")),
+        data=explorer_data(meta, arrays, params["metrics"]["groups"], columns),
+        config=shown_config(params, meta), last=len(meta["ratios"]) - 1,
+    )

@@ -1,0 +1,294 @@
+"""MLflow: where runs go, what one pipeline result logs, and the parent run of a Hydra multirun.
+
+The store is resolved to an absolute location whatever the current directory (Hydra job dirs,
+DVC queue temp copies): tracking.uri if set, else $MLFLOW_TRACKING_URI, else
+sqlite:///<project root>/mlflow.db. A SQLite store keeps its artifacts beside it, in
+<folder of the .db>/mlartifacts (the project's mlartifacts/ for the default store); a tracking
+server (`python -m pipeline.server`) decides its own.
+
+Parallel writers (Hydra joblib/submitit jobs, `dvc queue start -j N`): MLflow's SQLite sessions
+wait up to 20 s on a locked database (PRAGMA busy_timeout), which covers concurrent logging; it
+does not cover several processes creating a fresh store, or the same experiment, at once (the
+schema migrations collide), so that part runs under a machine-wide lock (pipeline.base.locks).
+"""
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pipeline.base.trees import flatten
+from pipeline.base.errors import PipelineError
+from pipeline.base.paths import mlflow_artifacts, mlflow_db, project_root
+
+if TYPE_CHECKING:
+    from pipeline.base.paths import Layout
+
+log = logging.getLogger("pipeline")
+
+
+def tracking_uri(cfg: dict, root: Path | None = None) -> str:
+    uri = cfg.get("uri") or os.environ.get("MLFLOW_TRACKING_URI")
+    if uri:
+        if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
+            # a relative sqlite path would follow the cwd: anchor it at the project root
+            uri = "sqlite:///" + str((project_root(root) / uri[len("sqlite:///"):]).resolve())
+        return uri
+    return f"sqlite:///{mlflow_db(root)}"
+
+
+def sqlite_file(uri: str) -> Path | None:
+    """The database file of an absolute sqlite:/// URI, else None."""
+    return Path(uri[len("sqlite:///"):]) if uri.startswith("sqlite:////") else None
+
+
+def artifact_location(uri: str, root: Path | None = None) -> str | None:
+    """Artifacts beside a local store (not in ./mlruns of the cwd); a server decides its own."""
+    db = sqlite_file(uri)
+    if db is not None:
+        return (db.parent / mlflow_artifacts(root).name).as_uri()
+    if uri.startswith(("sqlite:", "postgresql", "mysql", "mssql")):
+        return mlflow_artifacts(root).as_uri()
+    return None
+
+
+def _client(cfg: dict, root: Path | None):
+    """(client, experiment id, uri); creates the store and the experiment on first use, once per machine."""
+    import mlflow
+    from mlflow.tracking import MlflowClient
+
+    from pipeline.base.locks import machine_lock
+
+    uri = tracking_uri(cfg, root)
+    mlflow.set_tracking_uri(uri)
+    with machine_lock(f"mlflow-store:{uri}", f"the MLflow store {uri} to be set up"):
+        client = MlflowClient(uri)  # opens the store, creating a fresh one's tables
+        experiment = client.get_experiment_by_name(cfg["experiment"])
+        if experiment is None:
+            experiment_id = client.create_experiment(cfg["experiment"],
+                                                     artifact_location=artifact_location(uri, root))
+        else:
+            experiment_id = experiment.experiment_id
+    return client, experiment_id, uri
+
+
+def prepare_store(uri: str, experiment: str, root: Path | None = None) -> str:
+    """Create the store (tables) and the experiment now; return the experiment id."""
+    return _client({"uri": uri, "experiment": experiment}, root)[1]
+
+
+def git_commit(root: Path) -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0:
+        return None
+    return out.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+
+
+def _numeric_metrics(metrics: dict) -> dict[str, float]:
+    return {k: float(v) for k, v in flatten(metrics).items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+def _params(params: dict) -> list:
+    """The composed config as MLflow params: flattened keys, lists/dicts as JSON, values cut at 6,000 chars."""
+    from mlflow.entities import Param
+
+    flat = {k: json.dumps(v) if isinstance(v, (list, dict)) else str(v) for k, v in flatten(params).items()}
+    return [Param(k, v[:6000]) for k, v in flat.items()]
+
+
+def log_result(params: dict, layout: "Layout", root: Path, *, run_name: str | None = None,
+               parent_run_id: str | None = None, extra_tags: dict[str, str] | None = None) -> dict[str, Any]:
+    """Log one pipeline result (the outputs of `layout`) as one MLflow run; returns its ids and URI.
+
+    params: the composed config (flattened into params); metrics: the metrics file; artifacts: the
+    figures, metrics, plot data, report, and as `inputs/` the params, GloVe manifest, tokens and
+    encoding summary.
+    """
+    from pipeline.base.files import read_json
+
+    cfg = params["tracking"]
+    client, experiment_id, uri = _client(cfg, root)
+    tags = {"git_commit": git_commit(root) or "unknown", "glove": params["glove"]["name"],
+            "texts": params["texts"]["name"], **(extra_tags or {})}
+    if os.environ.get("DVC_EXP_NAME"):
+        tags["dvc_exp_name"] = os.environ["DVC_EXP_NAME"]
+    if parent_run_id:
+        tags["mlflow.parentRunId"] = parent_run_id
+    name = run_name or f"{params['glove']['name']}-{params['texts']['name']}-{params['sweep']['name']}"
+    run = client.create_run(experiment_id, run_name=name, tags=tags)
+    run_id = run.info.run_id
+    try:
+        from mlflow.entities import Metric
+
+        metrics = read_json(layout.metrics)
+        now = int(time.time() * 1000)
+        client.log_batch(run_id, params=_params(params),
+                         metrics=[Metric(k, v, now, 0) for k, v in _numeric_metrics(metrics).items()])
+        client.log_artifacts(run_id, str(layout.figures_dir), "figures")
+        for plot in (layout.pe_norms_csv, layout.offset_distance_csv):
+            client.log_artifact(run_id, str(plot), "plots")
+        client.log_artifacts(run_id, str(layout.ratio_sweep_dir), "plots/ratio_sweep")
+        client.log_artifact(run_id, str(layout.metrics))
+        if layout.report_html.exists():
+            client.log_artifact(run_id, str(layout.report_html))
+        for extra in (layout.params, layout.glove_manifest, layout.tokens, layout.encode_summary):
+            if extra.exists():
+                client.log_artifact(run_id, str(extra), "inputs")
+        client.set_terminated(run_id, "FINISHED")
+    except BaseException:
+        client.set_terminated(run_id, "FAILED")
+        raise
+    return {"run_id": run_id, "experiment_id": experiment_id, "tracking_uri": uri, "run_name": name}
+
+
+def log_failed_run(params: dict, root: Path, *, run_name: str, error: str, parent_run_id: str | None = None,
+                   extra_tags: dict[str, str] | None = None) -> str:
+    """Record a job that failed as a FAILED run (its config as params, the error as tag `error`); returns its id."""
+    client, experiment_id, _ = _client(params["tracking"], root)
+    tags = {"error": error[:5000], "git_commit": git_commit(root) or "unknown", **(extra_tags or {})}
+    if parent_run_id:
+        tags["mlflow.parentRunId"] = parent_run_id
+    run_id = client.create_run(experiment_id, run_name=run_name, tags=tags).info.run_id
+    try:
+        client.log_batch(run_id, params=_params(params))
+    finally:
+        client.set_terminated(run_id, "FAILED")
+    return run_id
+
+
+def check_reachable(cfg: dict, root: Path | None = None) -> None:
+    """Fail early, before any computing, when an HTTP tracking server does not answer."""
+    uri = tracking_uri(cfg, root)
+    if not uri.startswith(("http://", "https://")):
+        return
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=10) as response:
+            response.read()
+    except OSError as exc:
+        raise PipelineError(f"MLflow server {uri} does not answer ({exc}): start it (`python -m pipeline.server`, "
+                            "see README), fix tracking.uri / MLFLOW_TRACKING_URI, or use tracking=disabled.") from None
+
+
+# ---------------------------------------------------------------- Hydra multirun: one parent run per sweep
+
+try:
+    from hydra.experimental.callback import Callback
+except ImportError:  # hydra not installed: only the DVC stages are used
+    Callback = object  # type: ignore[misc,assignment]
+
+
+class MultirunParentRun(Callback):
+    """Hydra callback (conf/config.yaml): one parent MLflow run per multirun, a summary at its end.
+
+    Start: checks the tracking server answers (else exit 2 before any job), opens the parent run
+    (tagged with the sweep's overrides) and writes <sweep dir>/sweep.json; jobs log as its children
+    (pipeline/__main__.py) and write <job dir>/job_result.json. End: summarizes the job records
+    (pipeline.outputs.multirun) into sweep_summary.json, the log, and the parent run (metrics jobs,
+    jobs_finished, jobs_failed, best.<metric>, worst.<metric>; tags naming the failed jobs and why),
+    closes the parent FAILED if any job failed, and then exits 1 so the sweep's status says so.
+    Runs in the launching process for every launcher; jobs may run elsewhere (joblib, submitit).
+    """
+
+    def __init__(self) -> None:
+        self._open: tuple[str, str] | None = None  # (uri, parent run id) until on_multirun_end closes it
+
+    def on_multirun_start(self, config, **kwargs) -> None:
+        from omegaconf import OmegaConf
+
+        from pipeline.outputs.multirun import start_sweep
+
+        tracking = OmegaConf.to_container(config.tracking, resolve=True)
+        overrides = list(config.hydra.overrides.task)
+        sweep_dir = Path(config.hydra.sweep.dir).resolve()
+        parent, uri = None, None
+        if tracking["enabled"]:
+            root = project_root()
+            try:
+                check_reachable(tracking, root)
+            except PipelineError as exc:
+                log.error("%s", exc)
+                raise SystemExit(2) from None  # Hydra turns a callback's exception into a warning
+            client, experiment_id, uri = _client(tracking, root)
+            launcher = OmegaConf.select(config, "hydra.launcher._target_", default="") or ""
+            run = client.create_run(experiment_id, run_name="sweep: " + " ".join(overrides), tags={
+                "sweep_overrides": " ".join(overrides), "git_commit": git_commit(root) or "unknown",
+                "launcher": launcher.rsplit(".", 1)[-1], "sweep_dir": str(sweep_dir)})
+            parent = run.info.run_id
+            client.log_param(parent, "sweep_overrides", " ".join(overrides)[:6000])
+            self._open = (uri, parent)
+            atexit.register(self._close_if_open)
+            log.info("mlflow: parent run %s for sweep %s", parent, " ".join(overrides))
+        start_sweep(sweep_dir, overrides, parent, uri)
+
+    def on_multirun_end(self, config, **kwargs) -> None:
+        from pipeline.base.files import write_json
+        from pipeline.outputs.multirun import SUMMARY_FILE, collect_jobs, read_sweep, summarize, summary_lines
+
+        sweep_dir = Path(config.hydra.sweep.dir).resolve()
+        sweep = read_sweep(sweep_dir)
+        if sweep is None:
+            return
+        summary = summarize(collect_jobs(sweep_dir, sweep["sweep_id"]))
+        write_json(sweep_dir / SUMMARY_FILE, summary)
+        for line in summary_lines(summary):
+            (log.error if line.lstrip().startswith("FAILED") else log.info)("%s", line)
+        failed = bool(summary["failed"]) or summary["jobs"] == 0
+        if summary["jobs"] == 0:
+            log.error("sweep: no job wrote its result (job_result.json) under %s", sweep_dir)
+        if sweep["parent_run_id"]:
+            try:
+                _log_summary(sweep["tracking_uri"], sweep["parent_run_id"], summary, sweep_dir / SUMMARY_FILE,
+                             "FAILED" if failed else "FINISHED")
+            finally:
+                self._open = None
+        if failed:
+            raise SystemExit(1)  # after everything is recorded: the sweep's exit status says a job failed
+
+    def _close_if_open(self) -> None:
+        """At exit, a parent run the sweep never reached the end of (launcher crash) is closed FAILED."""
+        if self._open is None:
+            return
+        from mlflow.tracking import MlflowClient
+
+        uri, parent = self._open
+        self._open = None
+        client = MlflowClient(uri)
+        client.set_tag(parent, "error", "the sweep stopped before its end: see the console output")
+        client.set_terminated(parent, "FAILED")
+
+
+def _log_summary(uri: str, parent: str, summary: dict, summary_file: Path, status: str) -> None:
+    from mlflow.entities import Metric, RunTag
+    from mlflow.tracking import MlflowClient
+
+    from pipeline.outputs.multirun import job_label, summary_lines
+
+    client = MlflowClient(uri)
+    now = int(time.time() * 1000)
+    metrics = {"jobs": summary["jobs"], "jobs_finished": summary["finished"], "jobs_failed": len(summary["failed"])}
+    tags = {}
+    for key, stat in summary["metrics"].items():
+        for side in ("best", "worst"):
+            metrics[f"{side}.{key}"] = stat[side]["value"]
+            tags[f"{side}.{key}"] = job_label({"num": stat[side]["job"], "overrides": stat[side]["overrides"]})
+    if summary["failed"]:
+        tags["failed_jobs"] = "\n".join(
+            f"{job_label({'num': f['job'], 'overrides': f['overrides']})}: {f['error']}" for f in summary["failed"])[:5000]
+    tags["mlflow.note.content"] = "\n".join(summary_lines(summary))[:5000]  # shown as the run's description
+    client.log_batch(parent, metrics=[Metric(k, float(v), now, 0) for k, v in metrics.items()],
+                     tags=[RunTag(k, v) for k, v in tags.items()])
+    client.log_artifact(parent, str(summary_file))
+    client.set_terminated(parent, status)

@@ -1,0 +1,118 @@
+"""The stage registry: the one declaration of the pipeline's stages, in DAG order.
+
+Each stage is a module `pipeline.stages.<name>` with `run(params, layout, root)` and a
+`python -m pipeline.stages.<name>` entry point (DVC runs that). Everything else is derived from `STAGES`:
+
+- `dvc.yaml` (`python -m pipeline.dvcyaml`): cmd, params, deps, outs, metrics and plots of every
+  stage; the code deps are the stage module's transitive imports inside `pipeline/`;
+- the Hydra in-process job (`python -m pipeline`) runs the stages with `in_jobs=True`, in this order;
+- the tests run the same stages in-process, check that every stage reads only the params and files
+  declared here, and that `dvc.yaml` is the generated one.
+
+Inputs and outputs name `pipeline.base.paths.Layout` attributes, so the paths are spelled once there.
+Importing this module is cheap: stage modules are imported only by `Stage.load()`.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+# Inputs that no stage produces (Layout attributes): the config and the user's sentence files.
+EXTERNAL_INPUTS = ("conf_dir", "params", "texts_dir")
+ALL_PARAMS = ("glove", "texts", "tokenizer", "encoding", "sweep", "metrics", "figures", "tutorials", "tracking")
+
+
+@dataclass(frozen=True)
+class Output:
+    """One stage output: a Layout attribute, and how DVC treats it.
+
+    cache=True: DVC caches it (data/, the figures folder), so that `dvc checkout` / `dvc exp apply`
+    restore it exactly. cache=False: small files kept in git (metrics, plot data, the report).
+    """
+
+    layout: str
+    cache: bool = True
+    metric: bool = False
+    plot: dict[str, Any] | None = None     # DVC plot properties (x, y, title) for a data-series file
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    summary: str
+    params: tuple[str, ...]                 # params.yaml keys or groups the stage reads
+    inputs: tuple[str, ...]                 # Layout attributes: EXTERNAL_INPUTS or outputs of earlier stages
+    outputs: tuple[Output, ...]
+    in_jobs: bool = True                    # run by the Hydra in-process job (python -m pipeline)
+    untracked: tuple[str, ...] = ()         # Layout attributes also written, but per machine: not DVC outputs
+    plots: tuple[dict[str, Any], ...] = field(default=())  # top-level dvc.yaml plots over this stage's outputs
+
+    @property
+    def module(self) -> str:
+        return f"pipeline.stages.{self.name}"
+
+    def load(self) -> ModuleType:
+        return importlib.import_module(self.module)
+
+    def run(self, params: dict, layout, root: Path) -> Any:
+        return self.load().run(params, layout, root)
+
+
+def _sweep_plot(y: list[str], title: str) -> dict[str, Any]:
+    # A folder as plot id: DVC draws one plot per file in it (one CSV per sentence), so any number of sentences
+    # works; DVC takes one definition per folder.
+    return {"source": "ratio_sweep_dir", "template": "linear", "title": title, "x": "log10_r", "y": y}
+
+
+STAGES: tuple[Stage, ...] = (
+    Stage("check_params", "stops the run when params.yaml is invalid or conf/ was edited but params.yaml not "
+          "re-composed", params=ALL_PARAMS, inputs=("conf_dir", "params"),
+          outputs=(Output("params_check", cache=False),), in_jobs=False),
+    Stage("glove", "the configured GloVe source -> data/glove/ (float32 vectors.npy, vocab.txt, manifest.json)",
+          params=("glove",), inputs=("params_check",), outputs=(Output("glove_dir"),), in_jobs=False),
+    Stage("tokenize", "texts -> word index, sequences, padded ids, padding mask (data/tokens/tokens.json)",
+          params=("texts", "tokenizer"), inputs=("params_check", "texts_dir"), outputs=(Output("tokens_dir"),)),
+    Stage("encode", "positional encoding, its diagnostics and the embedding matrix (data/encode/), property plots",
+          params=("encoding", "glove.dim", "glove.name"), inputs=("glove_dir", "tokens_dir"),
+          outputs=(Output("encode_dir"),
+                   Output("pe_norms_csv", cache=False, plot={
+                       "x": "position", "y": "norm", "title": "||PE(pos)|| per position (sinusoidal: constant sqrt(d/2))"}),
+                   Output("offset_distance_csv", cache=False, plot={
+                       "x": "k", "y": "max_over_p", "title": "max over p of ||PE(p) - PE(p+k)||"}))),
+    Stage("sweep", "W1 * embedding + W2 * PE for every weight pair, 2-D PCA, metrics (data/sweep/, metrics.json)",
+          params=("sweep", "metrics", "encoding.device"), inputs=("tokens_dir", "encode_dir"),
+          outputs=(Output("sweep_dir"), Output("metrics", cache=False, metric=True),
+                   Output("ratio_sweep_dir", cache=False)),
+          plots=(_sweep_plot(["knn_semantic_hd", "knn_positional_hd", "trustworthiness_2d", "positional_rank_corr_hd"],
+                             "Meaning vs position against r = W2/W1 (one plot per sentence)"),)),
+    Stage("figures", "every figure of the notebook and the tutorials, labelled (reports/figures/)",
+          params=("figures", "metrics.groups", "tutorials", "encoding"),
+          inputs=("tokens_dir", "encode_dir", "sweep_dir", "metrics", "pe_norms_csv", "offset_distance_csv",
+                  "ratio_sweep_dir"),
+          outputs=(Output("figures_dir"),), plots=({"source": "figures_dir"},)),
+    Stage("report", "reports/report.html: one self-contained page (narrative, figures, numbers, explorer)",
+          params=("metrics.groups", "encoding"), inputs=("sweep_dir", "metrics", "ratio_sweep_dir", "figures_dir"),
+          outputs=(Output("report_html", cache=False),)),
+    Stage("track", "one MLflow run: the config as params, the metrics, figures, report and inputs as artifacts",
+          params=ALL_PARAMS,
+          inputs=("params", "glove_dir", "tokens_dir", "encode_dir", "metrics", "pe_norms_csv", "offset_distance_csv",
+                  "ratio_sweep_dir", "figures_dir", "report_html"),
+          outputs=(Output("mlflow_run", cache=False),), untracked=("mlflow_last_run",), in_jobs=False),
+)
+
+BY_NAME = {stage.name: stage for stage in STAGES}
+
+
+def job_stages() -> tuple[Stage, ...]:
+    """The stages a Hydra job runs in-process, in order (it validates at compose, shares GloVe stores, and logs
+    to MLflow itself under the sweep's parent run)."""
+    return tuple(stage for stage in STAGES if stage.in_jobs)
+
+
+def stages_upto(name: str) -> tuple[Stage, ...]:
+    """The in-process stages up to and including `name` (for tests and partial runs)."""
+    stages = job_stages()
+    return stages[: [s.name for s in stages].index(name) + 1]

@@ -1,0 +1,233 @@
+"""Figures of the tutorials (seeds 001, 002, 004), from the `tutorials` config group.
+
+    tutorial001_random_embedding.png   "Random Embedding": PositionEmbedding output of the two phrases
+    tutorial001_fixed_embedding.png    "Fixed Weight Embedding": FixedPositionEmbedding output of the same
+    tutorial002_embedding_plus_pe.png  random embedding matrix + sinusoidal PE of 002's sentence
+    tutorial004_padding_mask.png       padding mask of the configured texts, as the tokenizer pads them
+    tutorial004_look_ahead_mask.png    look-ahead mask, and look-ahead OR padding for sentence 1
+    tutorial004_pe_columns.png         PE columns 6-9 over positions (d2l plot, d=32, 60 steps)
+    tutorial004_pe_heatmap.png         50 positions of a 128-d encoding
+
+Entry point: `render_tutorial_figures(params, out_dir)`.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+PAD_LABEL = "<pad>"
+
+
+# ---------------------------------------------------------------- data
+
+def signature_embeddings(cfg: dict) -> dict:
+    """Tutorial 001's setup: vectorize the phrases, run both position-embedding layers.
+
+    Returns vocabulary (list), ids (n, L) int64, words (n lists of L labels), random and fixed
+    (n, L, D) float32 numpy arrays, with L = sequence_length and D = output_dim.
+    """
+    import torch
+
+    from pipeline.tutorials.position_modules import FixedPositionEmbedding, PositionEmbedding
+    from pipeline.tutorials.text_vectorization import TextVectorization
+
+    sig = cfg["signature"]
+    vectorizer = TextVectorization(max_tokens=sig["vocab_size"], output_sequence_length=sig["sequence_length"])
+    vectorizer.adapt(sig["phrases"])
+    ids = vectorizer(sig["phrases"])
+    vocabulary = vectorizer.get_vocabulary()
+    inputs = torch.as_tensor(ids)
+    random_layer = PositionEmbedding(sig["sequence_length"], sig["vocab_size"], sig["output_dim"], seed=cfg["seed"],
+                                     init=sig["init"], scale=sig["scale"])
+    fixed_layer = FixedPositionEmbedding(sig["sequence_length"], sig["vocab_size"], sig["output_dim"],
+                                         base=float(sig["base"]))
+    with torch.no_grad():
+        random, fixed = random_layer(inputs).numpy(), fixed_layer(inputs).numpy()
+    words = [[vocabulary[t] if t else PAD_LABEL for t in row] for row in ids]
+    return {"vocabulary": vocabulary, "ids": ids, "words": words, "random": random, "fixed": fixed}
+
+
+def mask_inputs(params: dict, root: Path | None = None, tokens: dict | None = None) -> dict:
+    """Padded ids (n, maxlen), padding mask (n, maxlen, True = padding) and per-position words.
+
+    `tokens`: the tokenize stage's output (data/tokens/tokens.json); None tokenizes the configured
+    texts here with the configured tokenizer (same function, same result).
+    """
+    if tokens is None:
+        from pipeline.base.paths import checkout_root
+        from pipeline.inputs.tokens import tokenize
+        from pipeline.inputs.texts import load_texts
+
+        tokens = tokenize(load_texts(params["texts"], root or checkout_root()), params["tokenizer"])
+    padded = np.asarray(tokens["padded"], dtype=np.int64)
+    keep = np.asarray(tokens["mask"], dtype=bool)
+    index_word = {int(i): w for w, i in tokens["word_index"].items()}
+    words = [[index_word.get(int(t), "?") if k else PAD_LABEL for t, k in zip(row, krow)]
+             for row, krow in zip(padded, keep)]
+    return {"texts": tokens["texts"], "padded": padded, "padding": ~keep, "words": words}
+
+
+# ---------------------------------------------------------------- figures
+
+def _binary_image(ax, fig, matrix: np.ndarray):
+    """Draw a boolean matrix (True = masked) with a two-entry colorbar naming both forms."""
+    from matplotlib.colors import ListedColormap
+
+    image = ax.imshow(matrix.astype(float), cmap=ListedColormap(["#d9ecd0", "#c0392b"]), vmin=0, vmax=1,
+                      interpolation="nearest", aspect="auto")
+    bar = fig.colorbar(image, ax=ax, ticks=[0.25, 0.75], shrink=0.8)
+    bar.ax.set_yticklabels(["attend\n(False, +0)", "masked\n(True, -1e9)"])
+    return image
+
+
+def _signature_figure(emb: np.ndarray, words: list[list[str]], titles: list[str], suptitle: str, path: Path,
+                      dpi: int, cmap: str) -> None:
+    import matplotlib.pyplot as plt
+
+    from pipeline.outputs.figures import save
+
+    n, length, dim = emb.shape
+    fig, axes = plt.subplots(1, n, figsize=(7.5 * n, 6.2), squeeze=False)
+    for i, ax in enumerate(axes[0]):
+        lim = float(np.abs(emb[i]).max()) or 1.0
+        image = ax.imshow(emb[i], cmap=cmap, vmin=-lim, vmax=lim, interpolation="nearest", aspect="auto")
+        fig.colorbar(image, ax=ax, label="word embedding + position embedding")
+        ax.set_yticks(range(length), [f"{p}: {w}" for p, w in enumerate(words[i])], fontsize=7)
+        ax.set(title=titles[i], xlabel=f"output dimension (0..{dim - 1})", ylabel="position: word")
+    fig.suptitle(suptitle)
+    fig.tight_layout()
+    save(fig, path, dpi)
+
+
+def _padding_figure(data: dict, length: int, path: Path, dpi: int) -> None:
+    import matplotlib.pyplot as plt
+
+    from pipeline.outputs.figures import save, wrap
+
+    mask = data["padding"][:, :length]
+    n = mask.shape[0]
+    fig, ax = plt.subplots(figsize=(max(8.0, 0.7 * length + 2), 1.6 + 0.75 * n))
+    _binary_image(ax, fig, mask)
+    for s in range(n):
+        for p in range(length):
+            ax.text(p, s, data["words"][s][p], ha="center", va="center", fontsize=7, rotation=90)
+    ax.set_xticks(range(length))
+    ax.set_yticks(range(n), [f"sentence {s + 1}" for s in range(n)])
+    full = data["padding"].shape[1]
+    ax.set(xlabel="position in the padded sequence (key)", ylabel="sentence",
+           title=wrap(f"Padding mask (batch, seq): True where the tokenizer padded; first {length} of {full} "
+                      "positions. Attention form: (batch, 1, 1, seq); additive form: -1e9 where True", 90))
+    save(fig, path, dpi)
+
+
+def _look_ahead_figure(data: dict, length: int, path: Path, dpi: int) -> None:
+    import matplotlib.pyplot as plt
+    import torch
+
+    from pipeline.outputs.figures import save
+    from pipeline.tutorials.masks import combined_mask, look_ahead_mask
+
+    ahead = look_ahead_mask(length).numpy()
+    # The tokenizer's length-based padding mask: right even if a real token had the padding id.
+    both = combined_mask(torch.as_tensor(data["padding"][:1, :length]))[:, 0].numpy()
+    labels = [f"{p}: {w}" for p, w in enumerate(data["words"][0][:length])]
+    fig, axes = plt.subplots(1, 2, figsize=(2 * max(6.0, 0.45 * length + 3), max(5.5, 0.4 * length + 2)))
+    for ax, matrix, title in ((axes[0], ahead, f"Look-ahead mask ({length}, {length}): True above the diagonal"),
+                              (axes[1], both[0], "Look-ahead OR padding, sentence 1 (decoder self-attention)")):
+        _binary_image(ax, fig, matrix)
+        ax.set_xticks(range(length), labels, rotation=90, fontsize=7)
+        ax.set_yticks(range(length), labels, fontsize=7)
+        ax.set(title=title, xlabel="key position j (may not be seen by query i when True)", ylabel="query position i")
+    fig.tight_layout()
+    save(fig, path, dpi)
+
+
+def _pe_columns_figure(cfg: dict, path: Path, dpi: int) -> None:
+    import matplotlib.pyplot as plt
+
+    from pipeline.core.encoding import sinusoidal_encoding
+    from pipeline.outputs.figures import save
+
+    dim, steps = cfg["encoding_dim"], cfg["num_steps"]
+    pe = sinusoidal_encoding(steps, dim).numpy()
+    fig, ax = plt.subplots(figsize=(10, 4))
+    for c in cfg["columns"]:
+        kind = "sin" if c % 2 == 0 else "cos"
+        ax.plot(np.arange(steps), pe[:, c], marker=".", markersize=3, label=f"Col {c} ({kind}, i={c // 2})")
+    ax.set(title=f"Positional encoding columns over positions (d={dim}, {steps} positions, base 10000)\n"
+                 "each sin/cos pair turns at its own frequency 1 / 10000^(2i/d)",
+           xlabel="Row (position)", ylabel="PE(position, column)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    save(fig, path, dpi)
+
+
+def _random_embedding_figure(example: dict, path: Path, dpi: int, cmap: str) -> None:
+    import matplotlib.pyplot as plt
+
+    from pipeline.outputs.figures import save
+
+    tokens = example["tokens"]
+    n, dim = example["output"].shape
+    fig, axes = plt.subplots(3, 1, figsize=(12, 2.2 + 1.0 * n * 1.5), sharex=True)
+    panels = (("input_embeddings", "random embedding matrix[ids] (np.random.rand, uniform [0, 1))"),
+              ("pe", "sinusoidal positional encoding PE(pos)"),
+              ("output", "input embeddings with positional encoding (sum)"))
+    for ax, (key, title) in zip(axes, panels):
+        image = ax.imshow(example[key], cmap=cmap, aspect="auto", interpolation="nearest")
+        fig.colorbar(image, ax=ax, label="value")
+        ax.set_yticks(range(n), [f"{p}: {w}" for p, w in enumerate(tokens)], fontsize=8)
+        ax.set(title=title, ylabel="position: word")
+    axes[-1].set_xlabel(f"embedding dimension (0..{dim - 1})")
+    fig.suptitle(f"Tutorial 002: \"{' '.join(tokens)}\", d={dim}")
+    fig.tight_layout()
+    save(fig, path, dpi)
+
+
+def render_tutorial_figures(params: dict, out_dir: Path, *, root: Path | None = None,
+                            tokens: dict | None = None) -> list[str]:
+    """Render every tutorial figure into out_dir; returns the PNG names written.
+
+    `tokens`: the tokenize stage's output for the mask figures (None: tokenize the configured texts).
+    """
+    from pipeline.outputs import figures as fig
+    from pipeline.core.encoding import sinusoidal_encoding
+    from pipeline.tutorials.position_modules import random_embedding_with_pe
+
+    cfg = params["tutorials"]   # validated by pipeline.config's schema
+    dpi, cmap, max_size = params["figures"]["dpi"], params["figures"]["cmap"], params["figures"]["max_heatmap_size"]
+    out_dir = Path(out_dir)
+    written: list[str] = []
+
+    def path(name: str) -> Path:
+        written.append(name)
+        return out_dir / name
+
+    sig = cfg["signature"]
+    data = signature_embeddings(cfg)
+    shape = f"sequence length {sig['sequence_length']}, output dim {sig['output_dim']}, vocabulary {sig['vocab_size']}"
+    _signature_figure(data["random"], data["words"], sig["titles"],
+                      f"Random Embedding (trainable tables, {sig['init']} init, scale {sig['scale']:g}, "
+                      f"seed {cfg['seed']}; {shape})", path("tutorial001_random_embedding.png"), dpi, cmap)
+    _signature_figure(data["fixed"], data["words"], sig["titles"],
+                      f"Fixed Weight Embedding from Attention is All You Need (sinusoidal tables; {shape})",
+                      path("tutorial001_fixed_embedding.png"), dpi, cmap)
+
+    rnd = cfg["random_embedding"]
+    example = random_embedding_with_pe(rnd["sentence"], rnd["embed_dim"], seed=cfg["seed"])
+    _random_embedding_figure(example, path("tutorial002_embedding_plus_pe.png"), dpi, cmap)
+
+    masks = mask_inputs(params, root, tokens)
+    length = min(cfg["masks"]["display_len"], masks["padded"].shape[1])
+    _padding_figure(masks, length, path("tutorial004_padding_mask.png"), dpi)
+    _look_ahead_figure(masks, length, path("tutorial004_look_ahead_mask.png"), dpi)
+
+    _pe_columns_figure(cfg["pe_columns"], path("tutorial004_pe_columns.png"), dpi)
+    heat = cfg["pe_heatmap"]
+    fig.heatmap(sinusoidal_encoding(heat["positions"], heat["dim"]).numpy(), path("tutorial004_pe_heatmap.png"),
+                title=f"{heat['positions']} positional encodings of dimension {heat['dim']} (base 10000)\n"
+                      "the higher the column, the slower it changes with position",
+                xlabel="encoding dimension i (even: sin, odd: cos)", ylabel="position", cbar="PE value",
+                dpi=dpi, max_size=max_size, cmap=cmap, centered=True)
+    return written

@@ -1,0 +1,304 @@
+"""The structure holds: dvc.yaml is the registry's, each stage's deps cover what it imports and reads,
+the stages are in DAG order, and imports only go down the layers, without cycles."""
+from __future__ import annotations
+
+import ast
+import modulefinder
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO, params_for
+
+# Layers, lowest first: a module may import its own package and packages of a lower rank only.
+RANKS = {"base": 0, "core": 1, "inputs": 1, "config": 2, "outputs": 2, "tutorials": 3, "stages": 4, "": 5}
+
+
+def package_of(module: str) -> str:
+    """pipeline.core.encoding -> 'core'; top-level modules (pipeline.repro, pipeline.__main__) -> ''."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 or (REPO / "pipeline" / parts[-1]).is_dir() and len(parts) == 2 else ""
+
+
+def pipeline_modules() -> dict[str, Path]:
+    modules = {}
+    for path in sorted((REPO / "pipeline").rglob("*.py")):
+        parts = list(path.relative_to(REPO).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        modules[".".join(parts)] = path
+    return modules
+
+
+def imports_of(path: Path, modules: dict[str, Path]) -> set[str]:
+    """The pipeline modules an import statement in `path` names, at any depth (function-level imports too)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        found.update(name for name in names if name in modules)
+    return found
+
+
+def test_dvc_yaml_is_generated_from_the_registry():
+    from pipeline.dvcyaml import render
+
+    assert (REPO / "dvc.yaml").read_text(encoding="utf-8") == render(REPO), \
+        "dvc.yaml differs from the stage registry: run `python -m pipeline.dvcyaml`"
+
+
+def test_stage_code_deps_cover_the_import_closure():
+    """modulefinder (bytecode, an implementation independent of the generator's AST walk) finds every pipeline
+    module a stage command imports; each must be a dep of that stage in the committed dvc.yaml."""
+    stages = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
+    for name, stage in stages.items():
+        module = stage["cmd"].split(" -m ")[1]
+        finder = modulefinder.ModuleFinder(path=[str(REPO)])
+        finder.run_script(str(REPO / (module.replace(".", "/") + ".py")))
+        found = {Path(m.__file__).resolve().relative_to(REPO).as_posix() for m in finder.modules.values()
+                 if m.__file__ and Path(m.__file__).resolve().is_relative_to(REPO / "pipeline")}
+        assert f"{module.replace('.', '/')}.py" in found and len(found) > 3
+        missing = found - set(stage["deps"])
+        assert not missing, f"stage {name} imports {sorted(missing)} but dvc.yaml does not list them as deps"
+        data = {d for d in stage["deps"] if d.startswith("pipeline/") and not d.endswith(".py")}
+        stale = {d for d in stage["deps"] if d.startswith("pipeline/")} - found - data
+        assert not stale, f"stage {name} lists {sorted(stale)} as deps but never imports them"
+        assert all((REPO / d).is_file() for d in data)
+
+
+def test_every_data_file_in_the_package_is_declared_by_a_module():
+    """Templates and other non-Python files under pipeline/ must be named by a module's PACKAGE_DATA, so that
+    the stages using them depend on them."""
+    from pipeline.dvcyaml import package_data
+
+    declared = {p.resolve() for path in (REPO / "pipeline").rglob("*.py") for p in package_data(path)}
+    files = {p.resolve() for p in (REPO / "pipeline").rglob("*") if p.is_file() and p.suffix not in (".py", ".pyc")
+             and "__pycache__" not in p.parts}
+    assert files, "expected the report template"
+    assert files <= declared, f"undeclared data files: {sorted(files - declared)}"
+    assert all(p.is_file() for p in declared)
+
+
+def test_stages_are_in_dag_order_and_each_input_has_a_producer():
+    from pipeline.base.paths import Layout
+    from pipeline.registry import EXTERNAL_INPUTS, STAGES
+
+    layout = Layout(Path("."))
+    produced: dict[Path, str] = {}
+    for stage in STAGES:
+        module = stage.load()
+        assert callable(module.run), stage.name
+        for name in stage.inputs:
+            path = getattr(layout, name)
+            assert name in EXTERNAL_INPUTS or any(path == p or p in path.parents for p in produced), \
+                f"stage {stage.name} reads {name} ({path}), which no earlier stage writes"
+        for out in stage.outputs:
+            path = getattr(layout, out.layout)
+            assert path not in produced, f"{path} is written by {produced[path]} and {stage.name}"
+            produced[path] = stage.name
+    assert len({s.name for s in STAGES}) == len(STAGES)
+
+
+def test_imports_only_go_down_the_layers_and_have_no_cycle():
+    modules = pipeline_modules()
+    graph = {name: imports_of(path, modules) - {name} for name, path in modules.items()}
+    upward = []
+    for name, targets in graph.items():
+        for target in targets:
+            if target == "pipeline":
+                continue
+            src, dst = package_of(name), package_of(target)
+            if src != dst and RANKS[dst] >= RANKS[src]:
+                upward.append(f"{name} -> {target}")
+    assert not upward, "imports that do not go down the layers:\n" + "\n".join(sorted(upward))
+    # no cycle, function-level imports included
+    state: dict[str, int] = {}
+
+    def visit(node: str, stack: list[str]) -> None:
+        state[node] = 1
+        for nxt in graph[node]:
+            if state.get(nxt) == 1:
+                raise AssertionError("import cycle: " + " -> ".join(stack[stack.index(nxt):] + [nxt]))
+            if nxt not in state:
+                visit(nxt, stack + [nxt])
+        state[node] = 2
+
+    for node in graph:
+        if node not in state:
+            visit(node, [node])
+
+
+def test_layer_test_catches_an_upward_import():
+    """The layer rule is not vacuous: a library module importing a stage would be reported."""
+    assert RANKS[package_of("pipeline.stages.sweep")] > RANKS[package_of("pipeline.core.metrics")]
+    assert package_of("pipeline.repro") == "" and package_of("pipeline.config") == "config"
+    assert package_of("pipeline.base.paths") == "base"
+
+
+# ---------------------------------------------------------------- each stage reads only what it declares
+
+class ReadLog:
+    """Records which params keys and which Layout attributes a stage touches."""
+
+    def __init__(self) -> None:
+        self.keys: set[str] = set()
+        self.layout: set[str] = set()
+
+
+class RecordingDict(dict):
+    """A params dict that records the dotted key of every leaf read; iterating a node reads all of it."""
+
+    def __init__(self, data: dict, path: str, log: ReadLog) -> None:
+        super().__init__(data)
+        self._path, self._log = path, log
+
+    def _child(self, key):
+        return f"{self._path}.{key}" if self._path else str(key)
+
+    def __getitem__(self, key):
+        value = super().__getitem__(key)
+        if isinstance(value, dict):
+            return RecordingDict(value, self._child(key), self._log)
+        self._log.keys.add(self._child(key))
+        return value
+
+    def get(self, key, default=None):
+        if key in self:
+            return self[key]
+        self._log.keys.add(self._child(key))
+        return default
+
+    def _whole(self) -> dict:
+        self._log.keys.add(self._path)
+        return dict(super().items())
+
+    def items(self):
+        return self._whole().items()
+
+    def values(self):
+        return self._whole().values()
+
+    def keys(self):
+        return self._whole().keys()
+
+    def __iter__(self):
+        return iter(self._whole())
+
+    def copy(self):
+        return self._whole()
+
+
+def recording_layout(log: ReadLog, base: Path, glove: Path | None):
+    from pipeline.base.paths import Layout
+
+    depth = [0]   # only the stage's own accesses count, not those properties make of each other
+
+    class RecordingLayout(Layout):
+        def __getattribute__(self, name):
+            if name.startswith("_") or name in ("base", "glove"):
+                return object.__getattribute__(self, name)
+            if depth[0] == 0:
+                log.layout.add(name)
+            depth[0] += 1
+            try:
+                return object.__getattribute__(self, name)
+            finally:
+                depth[0] -= 1
+
+    return RecordingLayout(base, glove=glove)
+
+
+def covered(key: str, declared: tuple[str, ...]) -> bool:
+    return "" in declared or any(key == d or key.startswith(d + ".") for d in declared)
+
+
+def run_recorded(stage, params: dict, base: Path, glove: Path | None, record_params: bool = True) -> ReadLog:
+    log = ReadLog()
+    stage.run(RecordingDict(params, "", log) if record_params else params, recording_layout(log, base, glove), base)
+    return log
+
+
+def check_reads(stage, log: ReadLog) -> None:
+    from pipeline.base.paths import Layout
+    from pipeline.registry import ALL_PARAMS
+
+    declared = ("",) if stage.params == ALL_PARAMS else stage.params
+    undeclared = sorted(k for k in log.keys if not covered(k, declared))
+    assert not undeclared, f"stage {stage.name} reads params {undeclared} that the registry does not declare"
+    unused = sorted(d for d in stage.params if stage.params != ALL_PARAMS
+                    and not any(k == d or k.startswith(d + ".") or d.startswith(k + ".") for k in log.keys))
+    assert not unused, f"stage {stage.name} declares params {unused} that it never reads"
+    rel = Layout(Path("."))
+    allowed = [getattr(rel, name) for name in stage.inputs + stage.untracked] + [getattr(rel, o.layout) for o in stage.outputs]
+    for name in log.layout:
+        value = getattr(rel, name)
+        path = value(0) if callable(value) else value
+        assert any(path == a or a in path.parents for a in allowed), \
+            f"stage {stage.name} touches Layout.{name} ({path}), neither a declared input nor an output"
+
+
+@pytest.mark.parametrize("encoding", ["sinusoidal", "learned"])
+def test_every_in_process_stage_reads_only_declared_params_and_files(tmp_path, small_store, encoding):
+    from pipeline.registry import job_stages
+
+    params = params_for(f"encoding={encoding}")
+    for stage in job_stages():
+        check_reads(stage, run_recorded(stage, params, tmp_path, small_store))
+
+
+def test_glove_and_track_stages_read_only_declared_params_and_files(tmp_path, small_store):
+    import numpy as np
+
+    from pipeline.registry import BY_NAME, job_stages
+
+    words = ["king", "queen", "man", "woman", "dog", "wolf", "football", "basketball", "red", "green", "yellow"]
+    text = tmp_path / "tiny.txt"
+    rng = np.random.default_rng(1)
+    text.write_text("".join(w + "".join(f" {v:.4f}" for v in rng.normal(size=8)) + "\n" for w in words))
+    params = params_for(f"glove.path={text}")
+    check_reads(BY_NAME["glove"], run_recorded(BY_NAME["glove"], params, tmp_path, None))
+    for stage in job_stages():
+        stage.run(params, recording_layout(ReadLog(), tmp_path, None), tmp_path)
+    check_reads(BY_NAME["track"], run_recorded(BY_NAME["track"], params, tmp_path, None))
+    from pipeline.config import write_params
+
+    write_params(params, tmp_path)
+    # check_params validates the whole config (declared: every group) with OmegaConf, which takes plain dicts only
+    check_reads(BY_NAME["check_params"], run_recorded(BY_NAME["check_params"], params, tmp_path, None, False))
+
+
+def test_read_recorder_sees_reads():
+    """The recorder behind the two tests above is not blind: leaf reads, missing keys, whole-node reads."""
+    log = ReadLog()
+    params = RecordingDict({"a": {"b": 1, "c": {"d": 2}}, "e": 3}, "", log)
+    assert params["a"]["b"] == 1 and params["a"].get("zz") is None and dict(params["a"]["c"].items()) == {"d": 2}
+    assert log.keys == {"a.b", "a.zz", "a.c"}
+
+
+def test_readme_stage_table_is_the_registry():
+    from pipeline.registry import STAGES
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    rows = [line for line in readme.splitlines() if line.startswith("| `") and line.count("|") == 3]
+    table = [f"| `{stage.name}` | {stage.summary} |" for stage in STAGES]
+    start = rows.index(table[0]) if table[0] in rows else -1
+    assert rows[start:start + len(table)] == table, "README's stage table differs from pipeline/registry.py"
+
+
+def test_untracked_stage_files_are_ignored_by_git():
+    """Files a stage writes per machine (not DVC outputs) must never show up in git status."""
+    import subprocess
+
+    from pipeline.base.paths import Layout
+    from pipeline.registry import STAGES
+
+    rel = Layout(Path("."))
+    paths = [getattr(rel, name).as_posix() for stage in STAGES for name in stage.untracked]
+    paths += [getattr(rel, "params_check").as_posix()]
+    assert paths
+    for path in paths:
+        assert subprocess.run(["git", "check-ignore", "-q", path], cwd=REPO).returncode == 0, f"{path} is not ignored"

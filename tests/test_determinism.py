@@ -1,0 +1,130 @@
+"""Outputs are the same bytes on every machine: tracked numbers are written at a fixed precision
+(pipeline.base.files.SIGNIFICANT_DIGITS), so that BLAS/LAPACK summing in another order (another CPU, another
+thread count) does not change a file."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import REPO
+from pipeline.base.files import SIGNIFICANT_DIGITS, read_columns, round_significant, write_columns, write_json
+
+# The same Procrustes disparity computed on two CPUs: they differ in the last bit.
+DISPARITY_A, DISPARITY_B = 0.002125540759300926, 0.0021255407593009264
+
+
+# ---------------------------------------------------------------- round_significant
+
+def test_round_significant_keeps_twelve_digits():
+    assert SIGNIFICANT_DIGITS == 12
+    values = np.array([3.14159265358979323, -2718.28182845904523, 1.23456789012345e20, 6.0221407599e-5, 0.5])
+    expected = [float(f"{v:.12g}") for v in values]
+    assert round_significant(values).tolist() == expected
+    assert round_significant(DISPARITY_A) == round_significant(DISPARITY_B) == 0.0021255407593
+
+
+def test_round_significant_matches_decimal_formatting_on_random_values():
+    rng = np.random.default_rng(0)
+    values = rng.normal(size=20_000) * 10.0 ** rng.integers(-10, 15, size=20_000)
+    values = values[np.abs(values) >= 1e-11]          # below, 10^shift is not exact: within an ulp only
+    rounded = round_significant(values)
+    formatted = np.array([float(f"{v:.12g}") for v in values])
+    # the same double except, rarely, a value within an ulp of a rounding tie
+    assert np.mean(rounded == formatted) > 0.999
+    np.testing.assert_allclose(rounded, formatted, rtol=1e-11, atol=0)
+    assert np.array_equal(round_significant(rounded), rounded)             # idempotent
+
+
+def test_round_significant_floor_counts_digits_from_the_floor():
+    """With a floor, a small value keeps the absolute precision of the floor: 12 digits of 1 are 11 decimals."""
+    assert round_significant(1.234567890123456e-7, floor=1.0) == 1.2346e-7
+    assert round_significant(DISPARITY_A, floor=1.0) == 0.00212554076
+    # per-frame floors broadcast: each (n, 2) frame rounded at its own largest magnitude
+    frames = np.array([[[1.0, 1e-13], [0.5, 0.25]], [[100.0, 1e-11], [3.0, 2.0]]])
+    floor = np.abs(frames).max(axis=(1, 2), keepdims=True)
+    rounded = round_significant(frames, floor=floor)
+    assert rounded[0, 0, 1] == 0.0 and rounded[1, 0, 1] == 0.0 and rounded[0, 1, 1] == 0.25
+    assert rounded.shape == frames.shape
+
+
+def test_round_significant_passes_special_values_and_keeps_shape():
+    special = np.array([[0.0, -0.0], [np.nan, np.inf], [-np.inf, 1e-320]])
+    rounded = round_significant(special)
+    assert rounded.shape == special.shape and np.isnan(rounded[1, 0])
+    assert rounded[1, 1] == np.inf and rounded[2, 0] == -np.inf and rounded[0, 0] == 0.0
+    assert round_significant([]).shape == (0,)
+
+
+# ---------------------------------------------------------------- JSON and CSV at fixed precision
+
+def test_json_writes_last_bit_neighbours_as_the_same_bytes(tmp_path):
+    write_json(tmp_path / "a.json", {"pca_disparity": DISPARITY_A, "n": 3, "ok": True, "none": None})
+    write_json(tmp_path / "b.json", {"pca_disparity": DISPARITY_B, "n": 3, "ok": True, "none": None})
+    assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
+    assert json.loads((tmp_path / "a.json").read_text()) == {"pca_disparity": 0.00212554076, "n": 3, "ok": True,
+                                                            "none": None}
+
+
+def test_json_rounds_nested_and_numpy_floats(tmp_path):
+    write_json(tmp_path / "x.json", {"a": [np.float32(0.1), np.float64(7.0710678118654755), np.int64(4)],
+                                     "b": {"c": (1 / 3, 2.0)}})
+    # float32 0.1 is 0.10000000149011612 as a double: written with 11 decimals, not 17 digits
+    assert json.loads((tmp_path / "x.json").read_text()) == {"a": [0.10000000149, 7.07106781187, 4],
+                                                             "b": {"c": [0.33333333333, 2.0]}}
+
+
+def test_csv_writes_last_bit_neighbours_as_the_same_bytes(tmp_path):
+    for name, value in (("a.csv", DISPARITY_A), ("b.csv", DISPARITY_B)):
+        write_columns(tmp_path / name, {"k": [1, 2], "value": [value, np.float64(7.0710678118654755)],
+                                        "missing": [float("nan"), None]})
+    assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
+    assert (tmp_path / "a.csv").read_text() == "k,value,missing\n1,0.00212554076,nan\n2,7.07106781187,None\n"
+    table = read_columns(tmp_path / "a.csv")
+    assert table["value"].tolist() == [0.00212554076, 7.07106781187] and np.isnan(table["missing"]).all()
+
+
+# ---------------------------------------------------------------- the stages with 1 and 2 threads
+
+DRIVER = """
+import sys
+import torch
+threads, out, store, tests = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+torch.set_num_threads(threads)
+sys.path.insert(0, tests)
+from pathlib import Path
+from conftest import params_for, run_stages
+run_stages(params_for(*sys.argv[5:]), Path(out), Path(store), upto="sweep")
+"""
+
+
+def run_with_threads(threads: int, out: Path, store: Path, overrides: list[str]) -> None:
+    env = dict(os.environ, PE_PROJECT_ROOT=str(REPO), **{name: str(threads) for name in (
+        "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")})
+    result = subprocess.run([sys.executable, "-c", DRIVER, str(threads), str(out), str(store),
+                             str(REPO / "tests"), *overrides], cwd=REPO, env=env, capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+
+
+def output_files(base: Path) -> dict[str, bytes]:
+    return {path.relative_to(base).as_posix(): path.read_bytes() for path in sorted(base.rglob("*")) if path.is_file()}
+
+
+@pytest.mark.parametrize("overrides", [[], ["encoding=learned", "encoding.scale=1.2247"]],
+                         ids=["sinusoidal", "learned"])
+def test_tokenize_encode_sweep_give_the_same_bytes_with_one_and_two_threads(tmp_path, small_store, overrides):
+    for threads in (1, 2):
+        run_with_threads(threads, tmp_path / f"threads{threads}", small_store, overrides)
+    one, two = output_files(tmp_path / "threads1"), output_files(tmp_path / "threads2")
+    for name in ("reports/metrics.json", "reports/plots/ratio_sweep/s0.csv", "reports/plots/ratio_sweep/s1.csv",
+                 "data/sweep/projections.npz", "data/sweep/projections.json", "data/encode/encode.json"):
+        assert name in one, f"{name} was not written"
+    assert one.keys() == two.keys()
+    differ = [name for name in one if one[name] != two[name]]
+    assert not differ, f"these outputs depend on the thread count: {differ}"

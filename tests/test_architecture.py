@@ -302,3 +302,14 @@ def test_untracked_stage_files_are_ignored_by_git():
     assert paths
     for path in paths:
         assert subprocess.run(["git", "check-ignore", "-q", path], cwd=REPO).returncode == 0, f"{path} is not ignored"
+
+
+def test_readme_documents_every_metric_of_metric_docs():
+    """The metric list is declared in pipeline.core.metrics.METRIC_DOCS (the report shows it); the README's
+    list must name each one."""
+    from pipeline.core.metrics import METRIC_DOCS
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### Metrics"):readme.index("### The report")]
+    missing = [name for name in METRIC_DOCS if f"- `{name}`" not in section]
+    assert not missing, f"README's metric list lacks {missing}"

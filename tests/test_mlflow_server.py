@@ -88,11 +88,14 @@ def test_server_run_has_the_same_contents_as_a_local_store_run(served_run, priva
     """The same result logged through the server and straight into a SQLite store: same params, metrics, artifacts."""
     from mlflow.tracking import MlflowClient
 
+    from pipeline.__main__ import shared_glove_store
+    from pipeline.base.paths import Layout
     from pipeline.outputs.tracking import log_result
 
     server, checkout, job, served_id = served_run
     params = yaml.safe_load((job / "params.yaml").read_text())
-    local_id = log_result(params, job, checkout, run_name="sweep.w2=7")["run_id"]  # MLFLOW_TRACKING_URI: private store
+    layout = Layout(job, glove=shared_glove_store(params["glove"], checkout))   # the store the job used
+    local_id = log_result(params, layout, checkout, run_name="sweep.w2=7")["run_id"]  # MLFLOW_TRACKING_URI: private store
 
     def contents(client, run_id):
         run_ = client.get_run(run_id)
@@ -109,14 +112,15 @@ def test_server_run_has_the_same_contents_as_a_local_store_run(served_run, priva
     assert served[1] == local[1] and len(served[1]) > 20
     assert served[2] == local[2] and (f"figures/{FIGURE}", (job / "reports" / "figures" / FIGURE).stat().st_size) in served[2]
     assert served[3] == local[3] == "FINISHED"
+    assert any(path == "inputs/manifest.json" for path, _ in served[2])   # the shared GloVe store's manifest
     # the server keeps the artifacts in its artifact root, beside its store
     assert (server.artifacts / served_id / "artifacts" / "figures" / FIGURE).is_file()
     assert (server.store.startswith("sqlite:////") and Path(server.store[len("sqlite:///"):]).is_file())
 
 
 def test_unreachable_server_is_reported_before_any_computing(checkout, tmp_path):
-    """A tracking URI where nothing listens: the Hydra app, a multirun and a DVC stage stop at once, with one clear
-    message, and write no result."""
+    """A tracking URI where nothing listens: the Hydra app, a multirun, `pipeline.repro` and a plain `dvc repro`
+    (its first stage) stop at once, with one clear message, and write no result."""
     dead = {"MLFLOW_TRACKING_URI": f"http://127.0.0.1:{free_port()}"}
 
     single = run([PY, "-m", "pipeline", f"hydra.run.dir={tmp_path / 'job'}"], checkout, check=False, **dead)
@@ -129,10 +133,14 @@ def test_unreachable_server_is_reported_before_any_computing(checkout, tmp_path)
     assert sweep.returncode == 2 and "does not answer" in sweep.stderr + sweep.stdout
     assert not (tmp_path / "sweep" / "0").exists()  # no job started
 
+    repro = run([PY, "-m", "pipeline.repro"], checkout, check=False, **dead)
+    assert repro.returncode == 2 and "does not answer" in repro.stderr and "Traceback" not in repro.stderr
+    assert not (checkout / "data" / "glove").exists() and not (checkout / "data" / "tokens").exists()
+
     run([PY, "-m", "pipeline.compose"], checkout)
-    stage = run([PY, "-m", "pipeline.stages.tokenize"], checkout, check=False, **dead)
-    assert stage.returncode == 2 and "error in stage tokenize: MLflow server" in stage.stderr
-    assert not (checkout / "data" / "tokens").exists()
+    stage = run(["dvc", "repro"], checkout, check=False, **dead)
+    assert stage.returncode != 0 and "error in stage check_params: MLflow server" in stage.stderr
+    assert not (checkout / "data" / "glove").exists() and not (checkout / "data" / "tokens").exists()
 
 
 @pytest.mark.slow

@@ -158,8 +158,9 @@ WRITER = """
 import sys, time
 from pathlib import Path
 from pipeline.config import compose
+from pipeline.base.paths import Layout
 from pipeline.outputs.tracking import log_result
-base, start = Path(sys.argv[1]), Path(sys.argv[2])
+base, start = Layout(Path(sys.argv[1])), Path(sys.argv[2])
 params = compose(["sweep.w2=" + sys.argv[3]])
 while not start.exists():
     time.sleep(0.01)
@@ -169,13 +170,17 @@ print(log_result(params, base, Path(sys.argv[4]), run_name="writer-" + sys.argv[
 
 def fake_result(base: Path, figures: int) -> None:
     """A small pipeline result tree: what log_result reads (metrics, figures, plots)."""
-    (base / "reports" / "figures").mkdir(parents=True)
-    (base / "reports" / "plots").mkdir()
+    from pipeline.base.paths import Layout
+
+    layout = Layout(base)
+    layout.figures_dir.mkdir(parents=True)
+    layout.ratio_sweep_dir.mkdir(parents=True)
     metrics = {"encoding": {"norm_max_abs_dev": 1e-8, "probe": {"p1": 2.0}}, "sweep": {f"s{i}": {"d": i / 10} for i in range(20)}}
-    (base / "reports" / "metrics.json").write_text(json.dumps(metrics))
+    layout.metrics.write_text(json.dumps(metrics))
     for i in range(figures):
-        (base / "reports" / "figures" / f"figure_{i}.png").write_bytes(os.urandom(2048))
-    (base / "reports" / "plots" / "curve.csv").write_text("x,y\n0,1\n1,2\n")
+        (layout.figures_dir / f"figure_{i}.png").write_bytes(os.urandom(2048))
+    for csv in (layout.pe_norms_csv, layout.offset_distance_csv, layout.ratio_sweep_csv(0)):
+        csv.write_text("x,y\n0,1\n1,2\n")
 
 
 def test_four_writers_on_a_fresh_sqlite_store_lose_nothing(tmp_path, private_mlflow_store):
@@ -199,7 +204,8 @@ def test_four_writers_on_a_fresh_sqlite_store_lose_nothing(tmp_path, private_mlf
         assert r.info.status == "FINISHED"
         assert len(r.data.metrics) == 22 and r.data.params["sweep.w2"] == r.info.run_name[-1]
         assert artifact_files(client, r.info.run_id) == sorted(
-            [f"figures/figure_{i}.png" for i in range(6)] + ["plots/curve.csv", "metrics.json"])
+            [f"figures/figure_{i}.png" for i in range(6)]
+            + ["metrics.json", "plots/offset_distance.csv", "plots/pe_norms.csv", "plots/ratio_sweep/s0.csv"])
     # artifacts sit beside the private store, not in the project's mlartifacts/
     assert len(list((tmp_path / "mlartifacts").glob("*/artifacts/figures/*.png"))) == 24
 

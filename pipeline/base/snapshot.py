@@ -1,11 +1,11 @@
 """Put files and folders back exactly as they were when an operation fails.
 
-`preserved(paths, scratch)` links (or copies) every existing path into a scratch folder on the same
-file system before the block, and on any failure removes what the block left at those paths and
-moves the originals back: same bytes, same inodes and modification times, so tools that cache file
-hashes by inode and mtime (DVC's state database) see nothing changed. Hard links are safe because
-the pipeline never writes a file in place: it writes a temporary file and renames it over the old
-one, and DVC deletes an output before re-running its stage.
+`preserved(paths, scratch)` saves every existing path into a scratch folder on the same file system
+before the block, and on any failure removes what the block left at those paths and moves the saved
+ones back: same bytes and modification times. Small files are copied, since tools rewrite them in
+place (DVC writes dvc.lock and params.yaml that way); large ones (the GloVe vectors, matrices) are
+hard-linked, which is free and safe because only the pipeline's stages write them, always to a
+temporary file renamed over the old one, and DVC deletes an output before re-running its stage.
 """
 from __future__ import annotations
 
@@ -24,7 +24,13 @@ def _link_tree(src: Path, dst: Path) -> None:
         _link_or_copy(src, dst)
 
 
+LINK_ABOVE = 16 << 20   # bytes: larger files are hard-linked, smaller ones copied
+
+
 def _link_or_copy(src: str | Path, dst: str | Path) -> None:
+    if os.path.islink(src) or os.path.getsize(src) <= LINK_ABOVE:
+        shutil.copy2(src, dst, follow_symlinks=False)
+        return
     try:
         os.link(src, dst, follow_symlinks=False)
     except OSError:

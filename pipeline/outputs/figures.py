@@ -41,11 +41,26 @@ class Batch:
             for job in self.jobs:
                 _draw(job)
             return meanwhile() if meanwhile else None
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
+        # Workers are ended by close() + join(), not by terminate(): a job runner that traps SIGTERM (submitit
+        # logs "Bypassing signal SIGTERM") passes its handler on to forked workers, which would then never exit.
+        pool = multiprocessing.get_context("fork").Pool(workers, initializer=_default_sigterm)
+        try:
             pending = pool.map_async(_draw, self.jobs, chunksize=1)
             result = meanwhile() if meanwhile else None
             pending.get()
+            pool.close()
+        except BaseException:
+            pool.terminate()
+            raise
+        finally:
+            pool.join()
         return result
+
+
+def _default_sigterm() -> None:
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _draw(job: tuple) -> None:

@@ -2,8 +2,8 @@
 
 Without it, an edit to conf/ that was never composed would leave params.yaml unchanged, DVC would
 see nothing to do, and the old results would pass for the new config. It also checks the input
-files the config names (texts file, GloVe file or zip), so that a bad one stops the run before any
-stage has touched an output.
+files the config names (texts file, GloVe file or zip) and that the MLflow tracking server answers,
+so that a bad one stops the run before any computing.
 """
 from __future__ import annotations
 
@@ -19,6 +19,10 @@ def run(params: dict, layout: Layout, root: Path) -> None:
     validate(params)
     check_fresh(params, root)
     check_inputs(params, root)
+    if params["tracking"]["enabled"]:
+        from pipeline.outputs.tracking import check_reachable
+
+        check_reachable(params["tracking"], root)
     write_json(layout.params_check, {"params_yaml": "fresh and valid"})
 
 

@@ -33,8 +33,8 @@ def read_sentences(path: Path) -> list[str]:
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except UnicodeDecodeError as exc:
-        raise PipelineError(f"texts.file: {path} is not UTF-8 ({exc.reason} at byte {exc.start}): save it as UTF-8. "
-                            f"{FIX}") from None
+        raise PipelineError(f"texts.file: {path} is not UTF-8 ({exc.reason} at byte {exc.start}). Fix: save it as "
+                            "UTF-8, or choose texts=seed.") from None
     sentences = [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
     if not sentences:
         raise PipelineError(f"texts.file: {path} holds no sentence (only blank lines and '#' comments). {FIX}")

@@ -1,8 +1,8 @@
 """What every stage entry point does around its work: read params.yaml, report user errors in one line.
 
 Stages trust params.yaml: the check_params stage, upstream of every other, has validated it (and
-checked it is fresh) before any of them runs. A user error exits 2 with one message; the message
-is also written to $PE_ERROR_FILE when set, so that `python -m pipeline.repro` can repeat it after
+checked it is fresh) before any of them runs. A user error exits 2 with one message on stderr,
+or in $PE_ERROR_FILE when that is set, so that `python -m pipeline.repro` prints it once, after
 DVC's own report. Bugs keep their traceback.
 """
 from __future__ import annotations
@@ -41,7 +41,8 @@ def stage_main(name: str, run: Callable[[dict, Layout, Path], object]) -> None:
         run(read_params_file(layout.params), layout, root)
     except PipelineError as exc:
         message = f"error in stage {name}: {exc}"
-        print(message, file=sys.stderr)
-        if os.environ.get(ERROR_FILE_ENV):
+        if os.environ.get(ERROR_FILE_ENV):   # pipeline.repro prints it once, after DVC's own report
             Path(os.environ[ERROR_FILE_ENV]).write_text(message + "\n", encoding="utf-8")
+        else:
+            print(message, file=sys.stderr)
         raise SystemExit(2) from None

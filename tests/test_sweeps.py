@@ -243,9 +243,7 @@ def check_sweep(checkout: Path, sweep_dir: Path, uri: str, finished: list[str], 
         logged = artifact_files(client, run.info.run_id, "figures")
         assert logged == sorted(f"figures/{p.name}" for p in (out / "reports" / "figures").glob("*.png"))
         assert len(logged) > 5
-    # the DVC workspace is left alone: no run logged from it, its tracked marker unchanged
-    assert not (checkout / "reports" / "mlflow_last_run.json").exists()
-    assert (checkout / "reports" / "mlflow_run.json").read_bytes() == (REPO / "reports" / "mlflow_run.json").read_bytes()
+    assert not list((checkout / "reports").glob("mlflow*run.json"))  # the DVC workspace is left alone
     return summary, parent
 
 

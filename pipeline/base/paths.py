@@ -193,7 +193,7 @@ class Layout:
 
     @property
     def mlflow_run(self) -> Path:
-        """What the track stage logged, the same on every machine (DVC output, not versioned in git)."""
+        """What the track stage logged, the same on every machine (DVC-cached output, not in git)."""
         return self.reports / "mlflow_run.json"
 
     @property

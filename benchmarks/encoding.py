@@ -25,7 +25,6 @@ Results are printed and written to --out (JSON). Times are the best of --repeat 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import platform

@@ -10,19 +10,25 @@ Examples:
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from pipeline.base.errors import PipelineError
 from pipeline.base.paths import checkout_root
 from pipeline.config import check_inputs, compose, validate, write_params
 
 
+def groups_help(root: Path) -> str:
+    """One line per config group of conf/: `  group: option, option, ...` (for --help here and in pipeline.repro)."""
+    conf = root / "conf"
+    groups = sorted(p for p in conf.iterdir() if p.is_dir() and p.name != "hydra")  # hydra/: launchers
+    return "\n".join(f"  {group.name}: {', '.join(sorted(f.stem for f in group.glob('*.yaml')))}" for group in groups)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if any(a in ("-h", "--help") for a in argv):
         print(__doc__)
-        conf = checkout_root() / "conf"
-        for group in sorted(p for p in conf.iterdir() if p.is_dir() and p.name != "hydra"):  # hydra/: launchers
-            print(f"  {group.name}: {', '.join(sorted(f.stem for f in group.glob('*.yaml')))}")
+        print(groups_help(checkout_root()))
         return 0
     root = checkout_root()
     try:

@@ -5,6 +5,13 @@ config and the input files it names are checked before anything is written, and 
 later (e.g. every word of a sentence is missing from GloVe, which only the encode stage can know),
 params.yaml, dvc.lock and every stage output (data/, reports/) are put back exactly as they were.
 A user error exits 2 with one message naming the cause and the fix; a bug keeps its traceback.
+
+Examples:
+    python -m pipeline.repro
+    python -m pipeline.repro sweep.w2=10 texts=queen_king
+    python -m pipeline.repro glove=6B-100d -- --force      # options after `--` go to `dvc repro`
+
+The overrides are those of `python -m pipeline.compose` (group=option, key=value); the groups and options:
 """
 from __future__ import annotations
 
@@ -44,6 +51,12 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     overrides, dvc_args = (argv[: argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
     root = checkout_root()
+    if any(a in ("-h", "--help") for a in overrides):
+        from pipeline.compose import groups_help
+
+        print(__doc__)
+        print(groups_help(root))
+        return 0
     with tempfile.TemporaryDirectory(prefix="pe-repro-") as tmp:
         error_file = Path(tmp) / "error.txt"
         # the stage commands say `python`: make it this interpreter even when its venv is not activated

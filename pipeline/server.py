@@ -35,7 +35,7 @@ def server_command(store_uri: str, artifact_root: Path, host: str, port: int, wo
 
 def main(argv: list[str] | None = None) -> int:
     from pipeline.base.paths import mlflow_db, project_root
-    from pipeline.outputs.tracking import artifact_location, prepare_store
+    from pipeline.outputs.tracking import artifact_location, prepare_store, runs_page
 
     parser = argparse.ArgumentParser(prog="python -m pipeline.server", description=__doc__.splitlines()[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
@@ -54,14 +54,16 @@ def main(argv: list[str] | None = None) -> int:
             raise PipelineError(f"--backend-store-uri {store!r}: expected an absolute sqlite:////path/to/mlflow.db URI")
         artifact_uri = artifact_location(store, root)
         # create the tables and the experiment once, before several server workers race to do it
-        prepare_store(store, args.experiment, root)
+        experiment_id = prepare_store(store, args.experiment, root)
     except (PipelineError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     artifact_root = Path(artifact_uri[len("file://"):])
     cmd = server_command(store, artifact_root, args.host, args.port, args.workers)
-    print(f"MLflow server for {store} (artifacts in {artifact_root}) on http://{args.host}:{args.port}\n"
-          f"  use it: export MLFLOW_TRACKING_URI=http://{args.host}:{args.port}", flush=True)
+    url = f"http://{args.host}:{args.port}"
+    print(f"MLflow server for {store} (artifacts in {artifact_root}) on {url}\n"
+          f"  use it: export MLFLOW_TRACKING_URI={url}\n"
+          f"  browse the runs of {args.experiment}: {runs_page(url, experiment_id)}", flush=True)
     os.execv(cmd[0], cmd)  # the server replaces this process: signals reach it directly
     return 0  # not reached
 

@@ -6,8 +6,12 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from pipeline.base.paths import Layout
 
 REPO = Path(__file__).resolve().parents[1]
 

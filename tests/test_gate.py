@@ -4,9 +4,6 @@ from __future__ import annotations
 import copy
 import json
 import sys
-from pathlib import Path
-
-import pytest
 
 from conftest import REPO, run
 from pipeline.gate import EXACT, Rule, compare, load_rules, rule_for
@@ -81,3 +78,18 @@ def test_gate_command_against_git_baseline(checkout):
     assert "FAIL encoding.norm_max_abs_dev:" in failed.stdout and "-> 0.5" in failed.stdout
     missing = run([sys.executable, "-m", "pipeline.gate", "--baseline", "no-such-rev"], checkout, check=False)
     assert missing.returncode == 2 and "no baseline" in missing.stderr
+
+
+def test_gate_counts_the_metrics_of_both_sides(tmp_path, capsys):
+    """Drift is counted over the metric names of baseline and current together (not "3 of 2 metrics")."""
+    from pipeline.gate import main
+
+    baseline, current = tmp_path / "baseline.json", tmp_path / "current.json"
+    baseline.write_text(json.dumps({"encoding": {"a": 1.0, "b": 2.0, "c": 3.0}}))
+    current.write_text(json.dumps({"encoding": {"a": 1.0, "d": 4.0}}))
+    assert main(["--baseline", str(baseline), "--current", str(current)]) == 1
+    out = capsys.readouterr().out
+    assert "gate: 3 of 4 metrics drifted" in out
+    assert out.count("  FAIL encoding.") == 3
+    assert main(["--baseline", str(baseline), "--current", str(baseline)]) == 0
+    assert "gate: all 3 metrics within tolerance" in capsys.readouterr().out

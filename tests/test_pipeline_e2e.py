@@ -62,6 +62,9 @@ def test_dvc_repro_end_to_end(checkout, private_mlflow_store):
     assert metrics["encoding"]["norm_max_abs_dev"] < 1e-6 and metrics["encoding"]["offset_distance_max_spread"] < 1e-6
     assert metrics["sweep"]["s1"]["w1_1-w2_10"]["pca_disparity"] == pytest.approx(
         committed["sweep"]["s1"]["w1_1-w2_10"]["pca_disparity"], abs=1e-6)
+    from pipeline.core.sweep import headline
+
+    assert json.loads((checkout / "reports/headline.json").read_text()) == headline(metrics)
     figures = sorted(p.name for p in (checkout / "reports/figures").glob("*.png"))
     assert len(figures) == 26
 
@@ -87,6 +90,10 @@ def test_dvc_repro_end_to_end(checkout, private_mlflow_store):
     assert [r.info.run_id for r in runs] == [record["run_id"]]
     logged = runs[0]
     assert logged.info.status == "FINISHED"
+    assert logged.info.run_name.startswith("6B-50d seed sinusoidal · ")  # what it is, and its config's short hash
+    # the run spans the repro (from this repro's first stage output), not only the track stage
+    assert logged.info.start_time <= (checkout / "data/glove/manifest.json").stat().st_mtime * 1000
+    assert {d.dataset.name for d in logged.inputs.dataset_inputs} == {"glove 6B-50d", "texts seed"}
     assert logged.data.params["glove.name"] == "6B-50d" and logged.data.params["tokenizer.maxlen"] == "100"
     assert logged.data.metrics["encoding.norm_max_abs_dev"] == pytest.approx(metrics["encoding"]["norm_max_abs_dev"])
     assert "sweep.s1.w1_1-w2_10.pca_disparity" in logged.data.metrics
@@ -106,7 +113,11 @@ def test_dvc_repro_end_to_end(checkout, private_mlflow_store):
 
     changed = run([PY, "-m", "pipeline.repro", "sweep.w2=10"], checkout)
     assert ran_stages(changed.stdout) == ["check_params", "sweep", "figures", "report", "track"]
-    assert run(["dvc", "metrics", "diff", "HEAD", "--md"], checkout).stdout.count("pca_disparity") > 0
+    # DVC's metric is the headline; the full table is a target away
+    assert "reports/headline.json" in (shown := run(["dvc", "metrics", "show", "--json"], checkout).stdout)
+    assert "reports/metrics.json" not in shown and "pca_disparity" not in shown
+    full_diff = run(["dvc", "metrics", "diff", "HEAD", "--md", "--targets", "reports/metrics.json"], checkout).stdout
+    assert full_diff.count("pca_disparity") > 0
     assert len(mlflow_runs(private_mlflow_store)[2]) == 3        # first run, forced re-run, sweep change
 
     # conf/ edited after params.yaml was composed, then plain `dvc repro`: refused, nothing else runs
@@ -129,7 +140,7 @@ def test_dvc_exp_run_with_set_param(checkout, private_mlflow_store):
     params = yaml.safe_load((checkout / "params.yaml").read_text())
     assert params["texts"]["name"] == "file" and params["sweep"]["w2"] == 5
     shown = json.loads(run(["dvc", "exp", "show", "--json"], checkout).stdout)
-    assert "pca_disparity" in json.dumps(shown)
+    assert "r_star.s0" in json.dumps(shown) and "reports/headline.json" in json.dumps(shown)
     _, _, runs = mlflow_runs(private_mlflow_store)
     assert runs[-1].data.params["texts.name"] == "file" and runs[-1].data.tags.get("dvc_exp_name")
 

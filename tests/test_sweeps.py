@@ -312,7 +312,7 @@ def test_dvc_queue_two_points_log_to_the_project_store(checkout, monkeypatch):
     exps = {rev["name"]: rev["data"] for entry in shown for group in entry.get("experiments") or [] for rev in group["revs"]}
     assert sorted(exps) == sorted(names)
     assert sorted(d["params"]["params.yaml"]["data"]["sweep"]["w2"] for d in exps.values()) == [1, 10]
-    assert all("pca_disparity" in json.dumps(d["metrics"]["reports/metrics.json"]) for d in exps.values())
+    assert all("r_star" in json.dumps(d["metrics"]["reports/headline.json"]) for d in exps.values())
 
     store = checkout / "mlflow.db"
     assert list(checkout.rglob("mlflow.db")) == [store]  # no store of its own in a temp copy

@@ -164,6 +164,11 @@ class Layout:
         return self.reports / "metrics.json"
 
     @property
+    def headline_metrics(self) -> Path:
+        """The few metrics DVC shows (`dvc exp show`, `dvc metrics show/diff`); metrics.json holds them all."""
+        return self.reports / "headline.json"
+
+    @property
     def plots_dir(self) -> Path:
         return self.reports / "plots"
 

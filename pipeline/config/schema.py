@@ -291,8 +291,10 @@ class FiguresConfig(_Checked):
     dpi: int = checked(at_least(30))
     max_heatmap_size: int = checked(at_least(8))
     cmap: str = checked(NON_EMPTY)
+    sequential_cmap: str = checked(NON_EMPTY)
     workers: int = checked(at_least(1))
     arrows: bool = MISSING
+    max_sentences: int = checked(between(1, 100))
 
 
 @dataclass

@@ -6,9 +6,14 @@ Random tables are drawn on the CPU from a `torch.Generator` in float32, then mov
 gives the same values on every device and dtype."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from pipeline.base.errors import PipelineError
+
+if TYPE_CHECKING:
+    import torch
 
 INITS = ("uniform", "normal")
 

@@ -156,6 +156,35 @@ def metrics(sweep: Sweep, encoded_metrics: dict) -> dict:
     })
 
 
+# reports/headline.json: name -> where its value comes from in metrics.json ({s} stands for each sentence s{i})
+HEADLINE = {
+    "r_star.{s}": "crossover.{s}.r_star",                           # W2/W1 where position overtakes meaning
+    "sqrt_d_semantic.{s}": "transformer_scaling.{s}.semantic_dominates",  # 1: meaning still wins at W1=sqrt(d), W2=1
+    "pe_norm_dev": "encoding.norm_max_abs_dev",                     # property 1: max |norm - sqrt(d/2)|
+    "pe_offset_spread": "encoding.offset_distance_max_spread",      # property 2: distance depends on offset only
+    "oov_count": "embedding.oov_count",
+}
+
+
+def headline(metrics: dict) -> dict:
+    """reports/headline.json, the DVC metric of the pipeline (what `dvc exp show` and `dvc metrics show/diff`
+    print): the few numbers of `metrics` (metrics.json, the full table) in HEADLINE, under short names so
+    that the table stays narrow. Flat: {"r_star.s0": ..., ..., "oov_count": ...}."""
+
+    def value(path: str):
+        node = metrics
+        for key in path.split("."):
+            node = node[key]
+        return node
+
+    sentences = sorted(metrics["crossover"], key=lambda s: int(s[1:]))
+    flat = {}
+    for name, path in HEADLINE.items():
+        for s in sentences if "{s}" in name else [None]:
+            flat[name.format(s=s)] = value(path.format(s=s))
+    return flat
+
+
 def projection_arrays(sweep: Sweep) -> dict[str, np.ndarray]:
     """data/sweep/projections.npz: per sentence s{i}_coords (P, n, 2), s{i}_explained_variance_ratio (P, 2),
     s{i}_grid_coords (m, n, 2), s{i}_grid_explained_variance_ratio (m, 2)."""

@@ -68,10 +68,117 @@ def _draw(job: tuple) -> None:
     draw(*args, **kwargs)
 
 
+# Called with (figure, path) just before each figure is written (tests inspect the laid-out figures here).
+BEFORE_SAVE: list = []
+
+# No figure is larger than this (inches); at figures.dpi that bounds every PNG's pixels.
+MAX_INCHES = (20.0, 16.0)
+
+
 def save(fig, path: Path, dpi: int) -> None:
+    """Write the figure at its own size (no tight bbox: text never grows the image); figures lay themselves out."""
+    fig.set_size_inches(np.minimum(fig.get_size_inches(), MAX_INCHES))
+    fig.canvas.draw()   # runs the layout engine, so that hooks see the final positions
+    for hook in BEFORE_SAVE:
+        hook(fig, path)
     with atomic_path(path, suffix=".png") as tmp:
-        fig.savefig(tmp, dpi=dpi, format="png", metadata=PNG_METADATA, bbox_inches="tight")
+        fig.savefig(tmp, dpi=dpi, format="png", metadata=PNG_METADATA)
     plt.close(fig)
+
+
+# ---------------------------------------------------------------- honest colours, ticks and titles
+
+DIVERGING = {"RdBu", "RdBu_r", "coolwarm", "bwr", "seismic", "PiYG", "PRGn", "BrBG", "PuOr", "RdGy", "RdYlBu",
+             "RdYlGn", "Spectral"}
+
+
+def centred_at_zero(values: np.ndarray) -> bool:
+    """Data a diverging map may show: it has both signs, and the smaller side reaches half the larger one."""
+    lo, hi = float(np.nanmin(values)), float(np.nanmax(values))
+    return lo < 0 < hi and min(-lo, hi) >= 0.5 * max(-lo, hi)
+
+
+def colour_scale(values: np.ndarray, diverging: str, sequential: str, centred: bool | None = None) -> dict:
+    """imshow's cmap, vmin and vmax: the diverging map with 0 in the middle for data centred at 0 (`centred`:
+    declared by the figure, None: decided by `centred_at_zero`), otherwise the sequential map over the data."""
+    values = np.asarray(values, dtype=np.float64)
+    if centred_at_zero(values) if centred is None else centred:
+        lim = float(np.nanmax(np.abs(values))) or 1.0
+        return {"cmap": diverging, "vmin": -lim, "vmax": lim}
+    return {"cmap": sequential, "vmin": float(np.nanmin(values)), "vmax": float(np.nanmax(values))}
+
+
+def integer_ticks(*axes) -> None:
+    """Ticks only at whole numbers (positions, offsets, dimensions): never 2.5 for an integer axis."""
+    from matplotlib.ticker import MaxNLocator
+
+    for axis in axes:
+        axis.set_major_locator(MaxNLocator(integer=True))
+
+
+def short_text(words: Sequence[str], width: int = 80) -> str:
+    """The tokens a figure shows, quoted, on one line of at most `width` characters (cut at a word, with an ellipsis)."""
+    text = " ".join(words)
+    if len(text) + 2 > width:
+        text = text[:width - 3].rsplit(" ", 1)[0] + " \u2026"
+    return f"\"{text}\""
+
+
+def clip_label(word: str, width: int = 14) -> str:
+    """A word as a cell or tick label: at most `width` characters."""
+    return word if len(word) <= width else word[:width - 1] + "\u2026"
+
+
+# ---------------------------------------------------------------- word labels that never overlap
+
+# Where a label goes around its point, in order of preference: right, above, left, below, then the diagonals.
+DIRECTIONS = [(1, 0), (0, 1), (-1, 0), (0, -1), (1, 1), (-1, 1), (-1, -1), (1, -1)]
+
+
+def place_labels(ax, xy: np.ndarray, texts: Sequence[str], *, marker_pt: float, fontsize: float,
+                 rings: int = 6, **text_kw) -> int:
+    """Label each point of xy (n, 2, data coordinates) in the first free spot around it.
+
+    A spot is free when the label stays inside the axes and overlaps neither another label nor a marker
+    (radius marker_pt points); spots further out get a leader line. A label without a free spot is left out.
+    The axes' limits must be final (the figure is laid out by hand). Returns the number of labels left out.
+    """
+    from matplotlib.transforms import Bbox
+
+    fig = ax.figure
+    ax.apply_aspect()
+    renderer = fig.canvas.get_renderer()
+    px = fig.dpi / 72.0                      # pixels per point
+    frame = ax.get_window_extent(renderer).padded(-2)
+    points = ax.transData.transform(np.asarray(xy, dtype=np.float64))
+    r = marker_pt * px
+    taken = [Bbox.from_extents(x - r, y - r, x + r, y + r) for x, y in points]
+    gap, step = 2 * px, 0.6 * fontsize * px
+    left_out = 0
+    for (x, y), point, text in zip(points, np.asarray(xy, dtype=np.float64), texts):
+        probe = ax.annotate(text, point, fontsize=fontsize, **text_kw)
+        w, h = probe.get_window_extent(renderer).size + 2 * gap
+        probe.remove()
+        spots = ((ring, Bbox.from_bounds(x + ux * (w / 2 + r + ring * step) - w / 2,
+                                         y + uy * (h / 2 + r + ring * step) - h / 2, w, h))
+                 for ring in range(rings) for ux, uy in DIRECTIONS)
+        ring, spot = next(((ring, box) for ring, box in spots
+                           if frame.contains(box.x0, box.y0) and frame.contains(box.x1, box.y1)
+                           and not any(box.overlaps(other) for other in taken)), (0, None))
+        if spot is None:
+            left_out += 1
+            continue
+        taken.append(spot)
+        leader = {"arrowprops": {"arrowstyle": "-", "color": "0.5", "lw": 0.6, "shrinkA": 0,
+                                 "shrinkB": marker_pt}} if ring else {}
+        ax.annotate(text, point, xytext=((spot.x0 + w / 2 - x) / px, (spot.y0 + h / 2 - y) / px),
+                    textcoords="offset points", ha="center", va="center", fontsize=fontsize, zorder=4,
+                    gid="word-label", **leader, **text_kw)
+    return left_out
+
+
+def left_out_note(left_out: int, total: int) -> str:
+    return f"\n{left_out} of {total} labels left out (no room)" if left_out else ""
 
 
 def block_average(matrix: np.ndarray, max_size: int) -> tuple[np.ndarray, tuple[int, int]]:
@@ -89,56 +196,75 @@ def block_average(matrix: np.ndarray, max_size: int) -> tuple[np.ndarray, tuple[
 
 
 def heatmap(matrix: np.ndarray, path: Path, *, title: str, xlabel: str, ylabel: str, cbar: str,
-            dpi: int, max_size: int, cmap: str = "RdBu", square: bool = False, centered: bool = False,
-            cell: int | tuple[int, int] = 1) -> None:
+            dpi: int, max_size: int, cmap: str = "RdBu", sequential: str = "viridis", square: bool = False,
+            centred: bool | None = None, cell: int | tuple[int, int] = 1) -> None:
     """The matrix as a colour map with position 0 at the bottom left (as the notebook's pcolormesh).
 
+    cmap: the diverging map, used only for data centred at 0 (`colour_scale`), else `sequential`;
     cell: positions per matrix entry (rows, columns) when the matrix already holds block means."""
     shown, (fr, fc) = block_average(np.asarray(matrix, dtype=np.float64), max_size)
     cr, cc = (cell, cell) if isinstance(cell, int) else cell
     fr, fc = fr * cr, fc * cc
     if fr > 1 or fc > 1:
         title += f"\n(block-averaged {fr}x{fc} for display)"
-    fig, ax = plt.subplots(figsize=(7.5, 6.5) if square else (9, 6))
-    lim = float(np.abs(shown).max()) or 1.0
+    title = wrap(title, 62 if square else 75)
+    fig, ax = plt.subplots(figsize=(7.5, 6.5) if square else (9, 6), layout="constrained")
     extent = (0, shown.shape[1] * fc, 0, shown.shape[0] * fr)
-    image = ax.imshow(shown, origin="lower", cmap=cmap, aspect="equal" if square else "auto", extent=extent,
-                      interpolation="nearest", vmin=-lim if centered else None, vmax=lim if centered else None)
+    image = ax.imshow(shown, origin="lower", aspect="equal" if square else "auto", extent=extent,
+                      interpolation="nearest", **colour_scale(shown, cmap, sequential, centred))
     fig.colorbar(image, ax=ax, label=cbar)
     ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
+    integer_ticks(ax.xaxis, ax.yaxis)
     save(fig, path, dpi)
 
 
-def projection(coords: np.ndarray, words: Sequence[str], positions: Sequence[int], path: Path, *,
-               title: str, explained: Sequence[float], dpi: int) -> None:
-    """Scatter of (n, 2) PCA coordinates, each point labelled 'word (position)', coloured by position."""
-    fig, ax = plt.subplots(figsize=(9, 6.5))
-    points = ax.scatter(coords[:, 0], coords[:, 1], c=positions, cmap="viridis", s=55, zorder=3,
-                        edgecolors="black", linewidths=0.5)
-    ax.set_aspect("equal", adjustable="datalim")
-    ax.margins(0.12)
-    labels = [ax.text(x, y, f"{word} ({pos})", fontsize=11, zorder=4, ha="left", va="bottom",
-                      bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.7})
-              for (x, y), word, pos in zip(coords, words, positions)]
-    from adjustText import adjust_text  # moves labels apart so that none hides another
+def padded_limits(coords: np.ndarray, pad: float = 0.12) -> tuple[tuple[float, float], tuple[float, float]]:
+    """x and y limits around (n, 2) points with `pad` of the larger range on every side."""
+    lo, hi = coords.min(axis=0), coords.max(axis=0)
+    margin = pad * float((hi - lo).max()) or 1.0
+    return (lo[0] - margin, hi[0] + margin), (lo[1] - margin, hi[1] + margin)
 
-    adjust_text(labels, x=coords[:, 0], y=coords[:, 1], ax=ax, expand=(1.3, 1.8), force_static=(0.4, 0.6),
-                arrowprops={"arrowstyle": "-", "color": "0.5", "lw": 0.6})
-    ax.grid(True, alpha=0.3)
-    fig.colorbar(points, ax=ax, label="position in the padded sequence", shrink=0.8)
-    ax.set(title=title, xlabel=f"PC1 ({100 * explained[0]:.1f}% of variance)",
+
+def equal_aspect_limits(ax, xlim, ylim):
+    """Widen xlim or ylim so that one data unit is as long on both axes of ax's box (equal aspect, fixed box)."""
+    box = ax.get_position().transformed(ax.figure.transFigure)
+    (x0, x1), (y0, y1) = xlim, ylim
+    per_unit = min(box.width / (x1 - x0), box.height / (y1 - y0))
+    dx, dy = box.width / per_unit - (x1 - x0), box.height / per_unit - (y1 - y0)
+    ax.set_aspect("equal", adjustable="box")
+    return (x0 - dx / 2, x1 + dx / 2), (y0 - dy / 2, y1 + dy / 2)
+
+
+def projection(coords: np.ndarray, words: Sequence[str], positions: Sequence[int], path: Path, *,
+               title: str, explained: Sequence[float], dpi: int, cmap: str = "viridis") -> None:
+    """Scatter of (n, 2) PCA coordinates, each point labelled 'word (position)', coloured by position.
+
+    Laid out by hand (fixed margins for a title of up to three lines), so that labels are placed in final axes."""
+    fig = plt.figure(figsize=(9, 6.5))
+    ax = fig.add_axes((0.09, 0.09, 0.75, 0.75))
+    points = ax.scatter(coords[:, 0], coords[:, 1], c=positions, cmap=cmap, s=55, zorder=3,
+                        edgecolors="black", linewidths=0.5)
+    xlim, ylim = equal_aspect_limits(ax, *padded_limits(coords))
+    ax.set(xlim=xlim, ylim=ylim, xlabel=f"PC1 ({100 * explained[0]:.1f}% of variance)",
            ylabel=f"PC2 ({100 * explained[1]:.1f}% of variance)")
+    ax.grid(True, alpha=0.3)
+    bar = fig.colorbar(points, cax=fig.add_axes((0.87, 0.15, 0.025, 0.63)), label="position in the padded sequence")
+    integer_ticks(bar.ax.yaxis)
+    left_out = place_labels(ax, coords, [f"{word} ({pos})" for word, pos in zip(words, positions)], marker_pt=4,
+                            fontsize=11, bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.7})
+    ax.set_title(title + left_out_note(left_out, len(words)))
     save(fig, path, dpi)
 
 
 def norms_plot(positions: np.ndarray, norms: np.ndarray, expected: float, path: Path, *, title: str,
                dpi: int, reference: str = "sqrt(d/2)") -> None:
     """||PE(pos)|| against position, with the line sqrt(d/2) (labelled `reference`) and the largest deviation."""
-    fig, ax = plt.subplots(figsize=(9, 4.5))
+    fig, ax = plt.subplots(figsize=(9, 4.5), layout="constrained")
+    integer_ticks(ax.xaxis)
     ax.plot(positions, norms, marker="." if len(norms) <= 512 else None, label="||PE(pos)||")
     ax.axhline(expected, color="tab:red", linestyle="--", label=f"{reference} = {expected:.7f}")
     dev = float(np.abs(norms - expected).max())
-    ax.set(title=f"{title}\nmax |norm - sqrt(d/2)| = {dev:.2e}", xlabel="position", ylabel="Euclidean norm")
+    ax.set(title=wrap(f"{title}\nmax |norm - sqrt(d/2)| = {dev:.2e}", 85), xlabel="position", ylabel="Euclidean norm")
     pad = max(10 * dev, 1e-3 * expected)
     ax.set_ylim(expected - pad, expected + pad)
     ax.legend(loc="lower right")
@@ -148,12 +274,13 @@ def norms_plot(positions: np.ndarray, norms: np.ndarray, expected: float, path: 
 def offset_distance_plot(k: np.ndarray, lo: np.ndarray, hi: np.ndarray, closed: np.ndarray, path: Path, *,
                          title: str, dpi: int, closed_label: str = "closed form sqrt(sum_i 2 - 2 cos(k w_i))") -> None:
     """min..max over p of ||PE(p) - PE(p+k)|| against k (lo, hi, closed: (K,)), and the sinusoid's closed form."""
-    fig, ax = plt.subplots(figsize=(9, 4.5))
+    fig, ax = plt.subplots(figsize=(9, 4.5), layout="constrained")
+    integer_ticks(ax.xaxis)
     ax.fill_between(k, lo, hi, alpha=0.35, label="min..max over every position p")
     ax.plot(k, hi, marker="o", markersize=3, label="max over p")
     ax.plot(k, closed, linestyle="--", color="black", label=closed_label)
     spread = float((hi - lo).max()) if len(k) else 0.0
-    ax.set(title=f"{title}\nlargest spread over p: {spread:.2e}", xlabel="offset k (positions apart)",
+    ax.set(title=wrap(f"{title}\nlargest spread over p: {spread:.2e}", 85), xlabel="offset k (positions apart)",
            ylabel="||PE(p) - PE(p + k)||")
     ax.legend(loc="lower right")
     ax.grid(True, alpha=0.3)
@@ -161,7 +288,8 @@ def offset_distance_plot(k: np.ndarray, lo: np.ndarray, hi: np.ndarray, closed: 
 
 
 def wrap(text: str, width: int = 70) -> str:
-    return "\n".join(textwrap.wrap(text, width))
+    """Each line of text wrapped at `width` characters (a title that fits its figure)."""
+    return "\n".join(part for line in text.splitlines() for part in textwrap.wrap(line, width) or [""])
 
 
 GROUP_COLOURS = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink",
@@ -203,37 +331,55 @@ def group_colours(words: Sequence[str], groups: Sequence[Sequence[str]]) -> tupl
 def projection_panels(panels: Sequence[np.ndarray], titles: Sequence[str], words: Sequence[str],
                       positions: Sequence[int], groups: Sequence[Sequence[str]], path: Path, *,
                       title: str, arrows: bool, dpi: int) -> None:
-    """One row of scatter panels on shared axes; points coloured by semantic group and numbered by position."""
+    """Scatter panels (five a row) on shared axes; points coloured by semantic group and numbered by position.
+
+    Laid out by hand in inches (title, rows of panels, legend), so that labels are placed in final axes; at most
+    three rows (15 panels), the title says when pairs are left out."""
     colours, legend = group_colours(words, groups)
-    fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 4.4), sharex=True, sharey=True,
-                             squeeze=False)
-    for ax, coords, panel_title in zip(axes[0], panels, titles):
+    if len(panels) > 15:
+        title += f"\n(the first 15 of {len(panels)} weight pairs)"
+        panels, titles = panels[:15], titles[:15]
+    ncols = min(5, len(panels))
+    nrows = -(-len(panels) // ncols)
+    legend_rows = -(-len(legend) // 5) + 1                                  # entries, and the legend's title
+    xlim, ylim = padded_limits(np.concatenate(panels), 0.08)
+    # inches: title; per row the panel (its height follows the data's aspect), its title and x label; the legend
+    top, bottom, gap, panel = 1.05, 0.25 + 0.25 * legend_rows, 0.85, 3.0
+    panel_h = panel * float(np.clip((ylim[1] - ylim[0]) / (xlim[1] - xlim[0]), 0.4, 1.5))
+    width = max(7.5, 0.9 + ncols * panel + (ncols - 1) * 0.6)
+    height = top + nrows * panel_h + (nrows - 1) * gap + 0.45 + bottom
+    fig = plt.figure(figsize=(width, height))
+    grid = fig.add_gridspec(nrows, ncols, left=0.75 / width, right=1 - 0.15 / width, top=1 - top / height,
+                            bottom=(bottom + 0.45) / height, hspace=gap / panel_h, wspace=0.6 / panel)
+    left_out = 0
+    for k, (coords, panel_title) in enumerate(zip(panels, titles)):
+        ax = fig.add_subplot(grid[k // ncols, k % ncols])
         if arrows:
             for a, b in zip(coords[:-1], coords[1:]):
                 ax.annotate("", xy=b, xytext=a, arrowprops={"arrowstyle": "->", "color": "0.6", "lw": 0.8},
                             zorder=1)
         ax.scatter(coords[:, 0], coords[:, 1], c=colours, s=70, zorder=3, edgecolors="black", linewidths=0.4)
-        for (x, y), pos, word in zip(coords, positions, words):
+        for (x, y), pos in zip(coords, positions):
             ax.annotate(f"{pos}", (x, y), ha="center", va="center", fontsize=7, color="white", zorder=4,
                         fontweight="bold")
-            ax.annotate(word, (x, y), xytext=(4, 5), textcoords="offset points", fontsize=8, zorder=4)
+        ax.set(xlim=xlim, ylim=ylim, xlabel="shared PC1", ylabel="shared PC2" if k % ncols == 0 else "")
         ax.set_title(panel_title, fontsize=10)
         ax.set_aspect("equal", adjustable="box")
         ax.grid(True, alpha=0.3)
-        ax.set_xlabel("shared PC1")
-    axes[0][0].set_ylabel("shared PC2")
+        left_out = max(left_out, place_labels(ax, coords, words, marker_pt=4.5, fontsize=8))
     handles = [plt.Line2D([], [], marker="o", linestyle="", color=c, label=g) for g, c in legend.items()]
-    fig.legend(handles=handles, loc="lower center", ncol=len(handles), frameon=False, fontsize=9,
-               title="semantic group (number in the dot = position in the sentence)", title_fontsize=9)
-    fig.suptitle(title, fontsize=11)
-    fig.tight_layout(rect=(0, 0.1, 1, 0.95))
+    fig.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 0.1 / height), ncol=min(5, len(handles)),
+               frameon=False, fontsize=9, title="semantic group (number in the dot = position in the sentence)",
+               title_fontsize=9)
+    note = f"\nup to {left_out} of {len(words)} words unlabelled in a panel (no room)" if left_out else ""
+    fig.suptitle(title + note, fontsize=11, y=1 - 0.1 / height, va="top")
     save(fig, path, dpi)
 
 
 def ratio_curves(ratios: np.ndarray, curves: dict[str, np.ndarray], path: Path, *, title: str,
                  r_star: float | None, marks: dict[str, float], dpi: int) -> None:
     """Metrics against r = W2/W1 (log axis), the crossover r* and the named weight pairs marked."""
-    fig, ax = plt.subplots(figsize=(12, 5.2))
+    fig, ax = plt.subplots(figsize=(12, 5.2), layout="constrained")
     for label, values in curves.items():
         ax.plot(ratios, values, label=label, linewidth=1.8)
     ax.set_xscale("log")
@@ -248,6 +394,26 @@ def ratio_curves(ratios: np.ndarray, curves: dict[str, np.ndarray], path: Path, 
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=9)
+    save(fig, path, dpi)
+
+
+def crossover_summary(r_star: Sequence[float | None], path: Path, *, shown: int, dpi: int) -> None:
+    """Histogram of the crossover r* of every sentence (None: no crossover on the ratio grid), for a texts file
+    with more sentences than get figures of their own."""
+    found = np.array([r for r in r_star if r is not None], dtype=np.float64)
+    fig, ax = plt.subplots(figsize=(9, 4.5), layout="constrained")
+    if len(found):
+        lo, hi = np.log10(found.min()), np.log10(found.max())
+        ax.hist(found, bins=np.logspace(lo - 0.05, hi + 0.05, 31), color="tab:blue", edgecolor="white")
+        ax.axvline(float(np.median(found)), color="black", linestyle="--",
+                   label=f"median r* = {float(np.median(found)):.3g}")
+        ax.legend(loc="upper right")
+    ax.set_xscale("log")
+    integer_ticks(ax.yaxis)
+    ax.set(xlabel="r* = W2 / W1 where positional neighbours overtake semantic ones", ylabel="sentences",
+           title=f"Crossover r* of all {len(r_star)} sentences ({len(r_star) - len(found)} without a crossover on "
+                 f"the grid)\nper-sentence figures for the first {shown} only (figures.max_sentences)")
+    ax.grid(True, alpha=0.3)
     save(fig, path, dpi)
 
 

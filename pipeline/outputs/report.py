@@ -52,20 +52,49 @@ def aligned_frames(frames: np.ndarray) -> np.ndarray:
     return out
 
 
-def explorer_data(meta: dict, arrays, groups: Sequence[Sequence[str]], columns: Sequence[dict[str, np.ndarray]]) -> dict:
-    """What the slider needs: per sentence the aligned frames, words, positions, group colours and metrics.
+def shown_sentences(count: int, figures_dir: Path) -> int:
+    """How many sentences the report shows: those the figures stage drew figures for (the first
+    figures.max_sentences; their panels_s{i}.png exist). The rest are summarized."""
+    drawn = {path.name for path in figures_dir.glob("panels_s*.png")}
+    return next((s for s in range(count) if f"panels_s{s}.png" not in drawn), count)
 
-    columns: per sentence its ratio-sweep table (reports/plots/ratio_sweep/s{i}.csv as {column: (m,)})."""
+
+# Embedded images (base64 bytes) stop here, so that the page stays under 5 MB for any number of sentences.
+IMAGE_BUDGET = 4_200_000
+
+
+def embedded_figures(figures_dir: Path, shown: int, pair_labels: Sequence[str], budget: int = IMAGE_BUDGET) -> set[str]:
+    """The figures the page embeds: in order of importance (encoding and summary, tutorials, per shown sentence its
+    panels and ratio sweep, then the notebook's single projections) while their data URIs fit in `budget`."""
+    per_sentence = [f"{kind}_s{s}.png" for s in range(shown) for kind in ("panels", "ratio_sweep")]
+    projections = [f"projection_s{s}_{label}.png" for s in range(shown) for label in pair_labels]
+    order = ["pe_heatmap.png", "pe_norms.png", "pe_offset_distance.png", "pe_dot_product.png", "pe_distance.png",
+             "crossover_all_sentences.png", *sorted(p.name for p in figures_dir.glob("tutorial*.png")),
+             *per_sentence, *projections]
+    chosen, used = set(), 0
+    for name in order:
+        path = figures_dir / name
+        size = 4 * -(-path.stat().st_size // 3) if path.exists() else 0
+        if size and used + size <= budget:
+            chosen.add(name)
+            used += size
+    return chosen
+
+
+def explorer_data(meta: dict, arrays, groups: Sequence[Sequence[str]], columns: Sequence[dict[str, np.ndarray]]) -> dict:
+    """What the slider needs: per shown sentence the aligned frames, words, positions, group colours and metrics.
+
+    columns: per shown sentence its ratio-sweep table (reports/plots/ratio_sweep/s{i}.csv as {column: (m,)})."""
     from matplotlib.colors import to_hex
 
-    from pipeline.outputs.figures import group_colours
+    from pipeline.outputs.figures import group_colours, short_text
 
     sentences = []
     for s, (sentence, column) in enumerate(zip(meta["sentences"], columns)):
         frames = aligned_frames(arrays[f"s{s}_grid_coords"])
         colours, _ = group_colours(sentence["words"], groups)
         sentences.append({
-            "text": sentence["text"],
+            "text": short_text(sentence["words"]),
             "words": sentence["words"],
             "positions": sentence["positions"],
             "colours": [to_hex(c) for c in colours],
@@ -119,22 +148,30 @@ def build_report(params: dict, metrics: dict, meta: dict, arrays, columns: Seque
     """The report as one HTML string.
 
     params: reads encoding and metrics.groups only; metrics: reports/metrics.json; meta, arrays: data/sweep's
-    projections.json and projections.npz; columns: per sentence its ratio-sweep table; figures_dir: the PNGs.
+    projections.json and projections.npz; columns: the ratio-sweep tables of the sentences shown (the first
+    `shown_sentences`; the page stays small for any number of sentences); figures_dir: the PNGs.
     """
     from markupsafe import Markup
+
+    from pipeline.outputs.figures import short_text
+
+    embedded = embedded_figures(figures_dir, len(columns), [pair["label"] for pair in meta["pairs"]])
 
     def figure(name: str, alt: str) -> Markup:
         path = figures_dir / name
         if not path.exists():
             return Markup("")
+        if name not in embedded:
+            return Markup('<p><i>{}: reports/figures/{} (not embedded, to keep this page under 5 MB)</i></p>').format(
+                alt, name)
         return Markup('<figure><img alt="{}" src="{}"></figure>').format(alt, data_uri(path))
 
-    sentences = meta["sentences"]
+    sentences = [{**sentence, "title": short_text(sentence["words"])} for sentence in meta["sentences"][:len(columns)]]
     pair_keys = list(next(iter(metrics["sweep"]["s0"].values()))) if sentences else []
     return _environment().get_template(TEMPLATE).render(
         enc=metrics["encoding"], oov=metrics["embedding"]["oov_count"], glove=meta["glove"],
         encoding=encoding_facts(params["encoding"], metrics["encoding"]),
-        metrics=metrics, meta=meta, sentences=sentences, pair_keys=pair_keys, metric_doc=metric_doc,
+        metrics=metrics, meta=meta, sentences=sentences, total=len(meta["sentences"]), pair_keys=pair_keys, metric_doc=metric_doc,
         docs=METRIC_DOCS, figure=figure, tutorials=sorted(figures_dir.glob("tutorial*.png")),
         data=explorer_data(meta, arrays, params["metrics"]["groups"], columns),
         config=shown_config(params, meta), last=len(meta["ratios"]) - 1,

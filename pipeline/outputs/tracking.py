@@ -10,10 +10,17 @@ Parallel writers (Hydra joblib/submitit jobs, `dvc queue start -j N`): MLflow's 
 wait up to 20 s on a locked database (PRAGMA busy_timeout), which covers concurrent logging; it
 does not cover several processes creating a fresh store, or the same experiment, at once (the
 schema migrations collide), so that part runs under a machine-wide lock (pipeline.base.locks).
+
+Tidy runs: the experiment is tagged as classic ML (`mlflow.experimentKind`) and the printed links open its runs
+table (`runs_page`), not the GenAI overview; runs are named by what tells them apart (`default_run_name`); each
+artifact is stored once (the report is logged with its figures referenced, not embedded: `linked_report`); the
+GloVe store and the texts are logged as MLflow datasets (digests only, no copy of the data).
 """
 from __future__ import annotations
 
 import atexit
+import base64
+import hashlib
 import json
 import logging
 import os
@@ -30,6 +37,18 @@ if TYPE_CHECKING:
     from pipeline.base.paths import Layout
 
 log = logging.getLogger("pipeline")
+
+# MLflow 3's UI reads this experiment tag (values in its JS bundle: genai_development, custom_model_development)
+# to choose the experiment's pages. 3.17's UI reads it only with its GenAI / Model training switch off, and that
+# switch is always on: it takes the URL's workflowType, else the browser's last choice, else GenAI. So the tag is
+# set (for the UIs that honour it), and the links this project prints carry workflowType (`runs_page`).
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
+EXPERIMENT_KIND = "custom_model_development"
+
+
+def runs_page(server: str, experiment_id: str) -> str:
+    """The URL of the experiment's runs table in the MLflow UI at `server` (any MLflow 3 UI)."""
+    return f"{server.rstrip('/')}/#/experiments/{experiment_id}/runs?workflowType=machine_learning"
 
 
 def tracking_uri(cfg: dict, root: Path | None = None) -> str:
@@ -70,10 +89,12 @@ def _client(cfg: dict, root: Path | None):
         client = MlflowClient(uri)  # opens the store, creating a fresh one's tables
         experiment = client.get_experiment_by_name(cfg["experiment"])
         if experiment is None:
-            experiment_id = client.create_experiment(cfg["experiment"],
-                                                     artifact_location=artifact_location(uri, root))
+            experiment_id = client.create_experiment(cfg["experiment"], artifact_location=artifact_location(uri, root),
+                                                     tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND})
         else:
             experiment_id = experiment.experiment_id
+            if EXPERIMENT_KIND_TAG not in experiment.tags:  # made before the tag was set (or by someone else)
+                client.set_experiment_tag(experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
     return client, experiment_id, uri
 
 
@@ -107,26 +128,95 @@ def _params(params: dict) -> list:
     return [Param(k, v[:6000]) for k, v in flat.items()]
 
 
-def log_result(params: dict, layout: "Layout", root: Path, *, run_name: str | None = None,
-               parent_run_id: str | None = None, extra_tags: dict[str, str] | None = None) -> dict[str, Any]:
-    """Log one pipeline result (the outputs of `layout`) as one MLflow run; returns its ids and URI.
+def params_digest(params: dict) -> str:
+    """A short hash of the config that decides the result (every group but `tracking`)."""
+    config = {group: value for group, value in params.items() if group != "tracking"}
+    return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:6]
 
-    params: the composed config (flattened into params); metrics: the metrics file; artifacts: the
-    figures, metrics, plot data, report, and as `inputs/` the params, GloVe manifest, tokens and
-    encoding summary.
+
+def default_run_name(params: dict, label: str | None = None) -> str:
+    """`label` (a DVC experiment's name) and what the run is, e.g. `rapt-mews · 6B-50d seed sinusoidal`;
+    without a label, the config's short hash tells runs apart: `6B-50d seed sinusoidal · 3f2a9c`."""
+    what = f"{params['glove']['name']} {params['texts']['name']} {params['encoding']['name']}"
+    return f"{label} · {what}" if label else f"{what} · {params_digest(params)}"
+
+
+def sweep_run_name(overrides: list[str], started: float) -> str:
+    """A sweep's parent run: its overrides and when it started, e.g. `sweep sweep.w2=1,10 · 2024-05-14 10:32:07`."""
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started))
+    return f"sweep {' '.join(overrides) or '(no overrides)'} · {when}"
+
+
+# In the MLflow UI an HTML artifact is shown as a blob: page, where `figures/x.png` does not resolve: this loads
+# the figures from the server's get-artifact endpoint instead. Opened from a downloaded run, the relative paths work.
+_FIGURES_FROM_SERVER = """<script>/* MLflow UI: figures from this run's artifacts */
+if (location.protocol === "blob:") {{
+  const base = new URL(location.href.slice(5)).origin + "/get-artifact?run_uuid={run_id}&path=";
+  for (const img of document.querySelectorAll('img[src^="figures/"]'))
+    img.src = base + encodeURIComponent(img.getAttribute("src"));
+}}
+</script>"""
+
+
+def linked_report(html: str, figures_dir: Path, run_id: str) -> str:
+    """The report as logged beside its figures: each embedded figure (a data URI of a PNG of figures_dir)
+    becomes a reference to the `figures/` artifact, so the run stores every figure once. The report on disk
+    stays self-contained."""
+    for png in sorted(figures_dir.glob("*.png")):
+        embedded = "data:image/png;base64," + base64.b64encode(png.read_bytes()).decode("ascii")
+        html = html.replace(f'src="{embedded}"', f'src="figures/{png.name}"')
+    return html.replace("</body>", _FIGURES_FROM_SERVER.format(run_id=run_id) + "</body>", 1)
+
+
+def _datasets(params: dict, layout: "Layout") -> list:
+    """The GloVe store and the texts as MLflow dataset inputs (the runs table's Datasets column): digests from
+    the store manifest's SHA-256 and the tokens file; nothing of the data itself is copied."""
+    from mlflow.entities import Dataset, DatasetInput, InputTag
+
+    from pipeline.base.files import read_json, sha256_file
+
+    manifest = read_json(layout.glove_manifest)
+    glove = Dataset(
+        name=f"glove {params['glove']['name']}", digest=manifest["vectors_sha256"][:12], source_type="local",
+        source=json.dumps({"uri": layout.glove_dir.resolve().as_uri(), "vectors_sha256": manifest["vectors_sha256"],
+                           "vocab_sha256": manifest["vocab_sha256"], "origin": manifest.get("origin")}),
+        profile=json.dumps({"rows": manifest["rows"], "dim": manifest["dim"], "dtype": manifest["dtype"]}))
+    tokens_sha = sha256_file(layout.tokens)
+    texts = params["texts"]
+    texts_ds = Dataset(
+        name=f"texts {texts['name']}", digest=tokens_sha[:12], source_type="local",
+        source=json.dumps({"uri": layout.tokens.resolve().as_uri(), "tokens_sha256": tokens_sha,
+                           "texts_file": texts.get("file")}),
+        profile=json.dumps({"sentences": len(read_json(layout.tokens)["texts"])}))
+    return [DatasetInput(glove, [InputTag("mlflow.data.context", "embeddings")]),
+            DatasetInput(texts_ds, [InputTag("mlflow.data.context", "texts")])]
+
+
+def log_result(params: dict, layout: "Layout", root: Path, *, run_name: str | None = None,
+               parent_run_id: str | None = None, extra_tags: dict[str, str] | None = None,
+               start_time: int | None = None) -> dict[str, Any]:
+    """Log one pipeline result (the outputs of `layout`) as one MLflow run; returns its ids, URI, name and times.
+
+    params: the composed config (flattened into params); metrics: the metrics file; datasets: the GloVe store
+    and the texts (`_datasets`); artifacts: the figures, metrics, plot data, the report with its figures
+    referenced (`linked_report`), and as `inputs/` the params, GloVe manifest (not the store), tokens and
+    encoding summary. run_name: default `default_run_name(params, $DVC_EXP_NAME)`; start_time (ms): when the
+    pipeline started (default now); the run ends when its logging does.
     """
+    import tempfile
+
     from pipeline.base.files import read_json
 
     cfg = params["tracking"]
     client, experiment_id, uri = _client(cfg, root)
     tags = {"git_commit": git_commit(root) or "unknown", "glove": params["glove"]["name"],
-            "texts": params["texts"]["name"], **(extra_tags or {})}
+            "texts": params["texts"]["name"], "params_digest": params_digest(params), **(extra_tags or {})}
     if os.environ.get("DVC_EXP_NAME"):
         tags["dvc_exp_name"] = os.environ["DVC_EXP_NAME"]
     if parent_run_id:
         tags["mlflow.parentRunId"] = parent_run_id
-    name = run_name or f"{params['glove']['name']}-{params['texts']['name']}-{params['sweep']['name']}"
-    run = client.create_run(experiment_id, run_name=name, tags=tags)
+    name = run_name or default_run_name(params, os.environ.get("DVC_EXP_NAME"))
+    run = client.create_run(experiment_id, run_name=name, tags=tags, start_time=start_time)
     run_id = run.info.run_id
     try:
         from mlflow.entities import Metric
@@ -135,21 +225,29 @@ def log_result(params: dict, layout: "Layout", root: Path, *, run_name: str | No
         now = int(time.time() * 1000)
         client.log_batch(run_id, params=_params(params),
                          metrics=[Metric(k, v, now, 0) for k, v in _numeric_metrics(metrics).items()])
+        if layout.glove_manifest.exists() and layout.tokens.exists():
+            client.log_inputs(run_id, datasets=_datasets(params, layout))
         client.log_artifacts(run_id, str(layout.figures_dir), "figures")
         for plot in (layout.pe_norms_csv, layout.offset_distance_csv):
             client.log_artifact(run_id, str(plot), "plots")
         client.log_artifacts(run_id, str(layout.ratio_sweep_dir), "plots/ratio_sweep")
         client.log_artifact(run_id, str(layout.metrics))
         if layout.report_html.exists():
-            client.log_artifact(run_id, str(layout.report_html))
+            with tempfile.TemporaryDirectory() as tmp:
+                report = Path(tmp) / layout.report_html.name
+                report.write_text(linked_report(layout.report_html.read_text(encoding="utf-8"), layout.figures_dir,
+                                                run_id), encoding="utf-8")
+                client.log_artifact(run_id, str(report))
         for extra in (layout.params, layout.glove_manifest, layout.tokens, layout.encode_summary):
             if extra.exists():
                 client.log_artifact(run_id, str(extra), "inputs")
-        client.set_terminated(run_id, "FINISHED")
+        end_time = int(time.time() * 1000)
+        client.set_terminated(run_id, "FINISHED", end_time=end_time)
     except BaseException:
         client.set_terminated(run_id, "FAILED")
         raise
-    return {"run_id": run_id, "experiment_id": experiment_id, "tracking_uri": uri, "run_name": name}
+    return {"run_id": run_id, "experiment_id": experiment_id, "tracking_uri": uri, "run_name": name,
+            "start_time": run.info.start_time, "end_time": end_time}
 
 
 def log_failed_run(params: dict, root: Path, *, run_name: str, error: str, parent_run_id: str | None = None,
@@ -223,7 +321,7 @@ class MultirunParentRun(Callback):
                 raise SystemExit(2) from None  # Hydra turns a callback's exception into a warning
             client, experiment_id, uri = _client(tracking, root)
             launcher = OmegaConf.select(config, "hydra.launcher._target_", default="") or ""
-            run = client.create_run(experiment_id, run_name="sweep: " + " ".join(overrides), tags={
+            run = client.create_run(experiment_id, run_name=sweep_run_name(overrides, time.time()), tags={
                 "sweep_overrides": " ".join(overrides), "git_commit": git_commit(root) or "unknown",
                 "launcher": launcher.rsplit(".", 1)[-1], "sweep_dir": str(sweep_dir)})
             parent = run.info.run_id

@@ -37,9 +37,12 @@ def render(params: dict, layout: Layout, out: Path) -> list[str]:
         return out / name
 
     meta = read_json(layout.projections_meta)
+    shown = min(len(meta["sentences"]), params["figures"]["max_sentences"])
     render_encoding(params, layout, path, batch)
-    render_projections(params, meta, layout, path, batch)
-    render_comparisons(params, layout, meta, path, batch)
+    render_projections(params, meta, shown, layout, path, batch)
+    render_comparisons(params, layout, meta, shown, path, batch)
+    if shown < len(meta["sentences"]):
+        render_summary(layout, meta, shown, path, batch, params["figures"]["dpi"])
 
     def tutorials() -> list[str]:  # drawn here (they use torch) while the workers draw the rest
         from pipeline.tutorials.figures import render_tutorial_figures
@@ -58,7 +61,8 @@ def render_encoding(params: dict, layout: Layout, path, batch) -> None:
     from pipeline.outputs import figures as fig
 
     cfg = params["figures"]
-    dpi, max_size, cmap = cfg["dpi"], cfg["max_heatmap_size"], cfg["cmap"]
+    dpi, max_size = cfg["dpi"], cfg["max_heatmap_size"]
+    colours = {"cmap": cfg["cmap"], "sequential": cfg["sequential_cmap"]}
     encoded = read_json(layout.encode_summary)
     mats = read_json(layout.matrices_info)  # layout; dot/distance.npy hold block x block means
     d, kind = encoded["d_model"], encoded["kind"]
@@ -68,13 +72,13 @@ def render_encoding(params: dict, layout: Layout, path, batch) -> None:
     # averaged here, so that a worker gets at most max_size x max_size values, whatever max_len is
     pe, pe_cell = fig.block_average(np.load(layout.pe_matrix, mmap_mode="r"), max_size)
     batch.add(fig.heatmap, pe, path("pe_heatmap.png"), cell=pe_cell, **text["pe_heatmap"],
-              ylabel="position pos", cbar="PE value", dpi=dpi, max_size=max_size, cmap=cmap, centered=True)
+              ylabel="position pos", cbar="PE value", dpi=dpi, max_size=max_size, **colours)
     batch.add(fig.heatmap, np.load(layout.dot_matrix, mmap_mode="r"), path("pe_dot_product.png"),
               **text["pe_dot_product"], xlabel="position b", ylabel="position a", cbar="PE(a) . PE(b)", dpi=dpi,
-              max_size=max_size, cmap=cmap, square=True, centered=True, cell=mats["block"])
+              max_size=max_size, square=True, cell=mats["block"], **colours)
     batch.add(fig.heatmap, np.load(layout.distance_matrix, mmap_mode="r"), path("pe_distance.png"),
               **text["pe_distance"], xlabel="position b", ylabel="position a", cbar="||PE(a) - PE(b)||", dpi=dpi,
-              max_size=max_size, cmap=cmap, square=True, cell=mats["block"])
+              max_size=max_size, square=True, cell=mats["block"], **colours)
 
     norms = read_columns(layout.pe_norms_csv)
     batch.add(fig.norms_plot, norms["position"], norms["norm"], encoded["norm_expected"], path("pe_norms.png"),
@@ -84,27 +88,28 @@ def render_encoding(params: dict, layout: Layout, path, batch) -> None:
               path("pe_offset_distance.png"), **text["pe_offset_distance"], dpi=dpi)
 
 
-def render_projections(params: dict, meta: dict, layout: Layout, path, batch) -> None:
-    """The notebook's figures: one PCA projection per sentence and weight pair, from data/sweep/."""
+def render_projections(params: dict, meta: dict, shown: int, layout: Layout, path, batch) -> None:
+    """The notebook's figures: one PCA projection per weight pair for each of the first `shown` sentences."""
     import numpy as np
 
     from pipeline.outputs import figures as fig
 
     d = meta["d_model"]
     with np.load(layout.projections) as arrays:
-        for s, sentence in enumerate(meta["sentences"]):
+        for s, sentence in enumerate(meta["sentences"][:shown]):
             coords, ratio = arrays[f"s{s}_coords"], arrays[f"s{s}_explained_variance_ratio"]
             for j, pair in enumerate(meta["pairs"]):
                 what = ("Word embeddings only (W1=1, W2=0)" if pair["baseline"]
                         else f"{pair['title']}: W1 * embedding + W2 * PE")
-                title = f"{what}, sentence {s + 1}, d={d}, PCA to 2-D\n" + fig.wrap(f"\"{sentence['text']}\"")
+                title = f"{what}, sentence {s + 1}, d={d}, PCA to 2-D\n" + fig.short_text(sentence["words"])
                 batch.add(fig.projection, coords[j], sentence["words"], sentence["positions"],
                           path(f"projection_s{s}_{pair['label']}.png"), title=title, explained=ratio[j],
-                          dpi=params["figures"]["dpi"])
+                          dpi=params["figures"]["dpi"], cmap=params["figures"]["sequential_cmap"])
 
 
-def render_comparisons(params: dict, layout: Layout, meta: dict, path, batch) -> None:
-    """Per sentence: every weight pair side by side on a shared PCA basis, and the metrics against r."""
+def render_comparisons(params: dict, layout: Layout, meta: dict, shown: int, path, batch) -> None:
+    """For each of the first `shown` sentences: every weight pair side by side on a shared PCA basis, and the
+    metrics against r."""
     import numpy as np
 
     from pipeline.base.files import read_columns, read_json
@@ -116,12 +121,12 @@ def render_comparisons(params: dict, layout: Layout, meta: dict, path, batch) ->
     tokens = read_json(layout.tokens)
     metrics = read_json(layout.metrics)
     marks = fig.ratio_marks(meta["pairs"], d)
-    for s, sentence in enumerate(meta["sentences"]):
+    for s, sentence in enumerate(meta["sentences"][:shown]):
         e = embeddings[tokens["ids"][s]]
         p = np.asarray(pe[sentence["positions"]], dtype=np.float64)
         panels = fig.shared_projection([pair["w1"] * e + pair["w2"] * p for pair in meta["pairs"]])
         titles = ["embeddings only" if pair["baseline"] else pair["title"] for pair in meta["pairs"]]
-        quoted = fig.wrap(f"\"{sentence['text']}\"", 110)
+        quoted = fig.short_text(sentence["words"])
         batch.add(fig.projection_panels, panels, titles, sentence["words"], sentence["positions"],
                   params["metrics"]["groups"], path(f"panels_s{s}.png"), arrows=cfg["arrows"], dpi=cfg["dpi"],
                   title=f"Sentence {s + 1}, d={d}: W1 * embedding + W2 * PE on one shared PCA basis\n{quoted}")
@@ -130,6 +135,16 @@ def render_comparisons(params: dict, layout: Layout, meta: dict, path, batch) ->
         batch.add(fig.ratio_curves, column["r"], curves, path(f"ratio_sweep_s{s}.png"),
                   r_star=metrics["crossover"][f"s{s}"]["r_star"], marks=marks, dpi=cfg["dpi"],
                   title=f"Sentence {s + 1}, d={d}: when does position overtake meaning?\n{quoted}")
+
+
+def render_summary(layout: Layout, meta: dict, shown: int, path, batch, dpi: int) -> None:
+    """More sentences than figures.max_sentences: the crossover r* of every sentence in one histogram."""
+    from pipeline.base.files import read_json
+    from pipeline.outputs import figures as fig
+
+    crossover = read_json(layout.metrics)["crossover"]
+    r_star = [crossover[f"s{s}"]["r_star"] for s in range(len(meta["sentences"]))]
+    batch.add(fig.crossover_summary, r_star, path("crossover_all_sentences.png"), shown=shown, dpi=dpi)
 
 
 if __name__ == "__main__":

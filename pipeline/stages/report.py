@@ -18,10 +18,11 @@ def run(params: dict, layout: Layout, root: Path) -> Path:
     import numpy as np
 
     from pipeline.base.files import read_columns, read_json, write_text
-    from pipeline.outputs.report import build_report
+    from pipeline.outputs.report import build_report, shown_sentences
 
     meta = read_json(layout.projections_meta)
-    columns = [read_columns(layout.ratio_sweep_csv(s)) for s in range(len(meta["sentences"]))]
+    shown = shown_sentences(len(meta["sentences"]), layout.figures_dir)
+    columns = [read_columns(layout.ratio_sweep_csv(s)) for s in range(shown)]
     with np.load(layout.projections) as arrays:
         page = build_report(params, read_json(layout.metrics), meta, arrays, columns, layout.figures_dir)
     write_text(layout.report_html, page)

@@ -1,7 +1,8 @@
 """Stage sweep: W1 * word_embedding + W2 * positional_encoding for every weight pair and sentence, projected
 to 2-D with PCA (pipeline.core.sweep).
 
-Writes data/sweep/projections.npz + projections.json, reports/metrics.json, and reports/plots/ratio_sweep/
+Writes data/sweep/projections.npz + projections.json, reports/metrics.json (every metric), reports/headline.json
+(the few DVC shows: pipeline.core.sweep.headline), and reports/plots/ratio_sweep/
 (one CSV per sentence: the metrics against r = W2/W1; the folder is replaced, so no sentence of an older
 config lingers).
 
@@ -36,6 +37,7 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
     write_npz(layout.projections, sweep_lib.projection_arrays(result))
     write_json(layout.projections_meta, sweep_lib.projection_meta(result, tokens, encoded))
     write_json(layout.metrics, metrics)
+    write_json(layout.headline_metrics, sweep_lib.headline(metrics))
 
     def write_ratio_sweep(folder: Path) -> None:
         # written into the temporary folder that replaces layout.ratio_sweep_dir: named as Layout names them

@@ -3,6 +3,8 @@
 Writes reports/mlflow_last_run.json (run id, store URI; not versioned: it differs per machine) and
 the DVC output reports/mlflow_run.json, which holds only what is the same everywhere (whether and
 where to the result was logged by experiment name), so that logging a run does not change dvc.lock.
+
+The run's start is the pipeline's, not this stage's (`pipeline_start`), so its duration covers the repro.
 """
 from __future__ import annotations
 
@@ -13,18 +15,48 @@ from pipeline.base.paths import Layout
 
 log = logging.getLogger("pipeline")
 
+# The track stage's inputs (pipeline/registry.py) that DVC caches: a fresh clone has none, so their files
+# were written (or checked out) by this repro; the others (metrics, plot data, report) are kept in git.
+CACHED_INPUTS = ("glove_dir", "tokens_dir", "encode_dir", "figures_dir")
+GIT_INPUTS = ("metrics", "pe_norms_csv", "offset_distance_csv", "ratio_sweep_dir", "report_html")
+
+
+def pipeline_start(layout: Layout, now: float) -> float:
+    """When this repro's stages wrote their first output (seconds): the earliest modification time among the
+    input files of this stage written after the previous DVC-path run ended (mlflow_last_run.json). Without
+    a previous run, only the DVC-cached inputs count (git's files carry the clone's time). An output's time
+    is its stage's end, so the first stage that ran is counted from its end; `now` if none is newer."""
+    from pipeline.base.files import read_json
+
+    previous = read_json(layout.mlflow_last_run).get("end_time") if layout.mlflow_last_run.exists() else None
+    names = CACHED_INPUTS + (GIT_INPUTS if previous else ())
+    since = previous / 1000 if previous else 0.0
+    times = []
+    for name in names:
+        path = getattr(layout, name)
+        for file in (path.rglob("*") if path.is_dir() else [path]):
+            if file.is_file() and since < file.stat().st_mtime <= now:
+                times.append(file.stat().st_mtime)
+    return min(times, default=now)
+
 
 def run(params: dict, layout: Layout, root: Path) -> dict:
+    import time
+
     from pipeline.base.files import write_json
-    from pipeline.outputs.tracking import check_reachable, log_result
+    from pipeline.outputs.tracking import check_reachable, log_result, runs_page
 
     tracking = params["tracking"]
     if not tracking["enabled"]:
         record = {"enabled": False}
     else:
         check_reachable(tracking, root)
-        record = {"enabled": True, **log_result(params, layout, root, extra_tags={"runner": "dvc"})}
-        log.info("mlflow: run %s in %s (browse: see README, `mlflow ui`)", record["run_id"], record["tracking_uri"])
+        start = pipeline_start(layout, time.time())
+        record = {"enabled": True, **log_result(params, layout, root, extra_tags={"runner": "dvc"},
+                                                start_time=int(start * 1000))}
+        uri = record["tracking_uri"]
+        server = uri if uri.startswith(("http://", "https://")) else "http://127.0.0.1:5000"  # `mlflow ui` (README)
+        log.info("mlflow: run %s in %s; browse: %s", record["run_id"], uri, runs_page(server, record["experiment_id"]))
     write_json(layout.mlflow_last_run, record)
     write_json(layout.mlflow_run, {"logged": tracking["enabled"], "experiment": tracking["experiment"]})
     return record

@@ -82,42 +82,43 @@ def _binary_image(ax, fig, matrix: np.ndarray):
 
 
 def _signature_figure(emb: np.ndarray, words: list[list[str]], titles: list[str], suptitle: str, path: Path,
-                      dpi: int, cmap: str) -> None:
+                      dpi: int, cmaps: dict) -> None:
     import matplotlib.pyplot as plt
 
-    from pipeline.outputs.figures import save
+    from pipeline.outputs.figures import clip_label, colour_scale, integer_ticks, save
 
     n, length, dim = emb.shape
-    fig, axes = plt.subplots(1, n, figsize=(7.5 * n, 6.2), squeeze=False)
+    fig, axes = plt.subplots(1, n, figsize=(7.5 * n, 6.2), squeeze=False, layout="constrained")
     for i, ax in enumerate(axes[0]):
-        lim = float(np.abs(emb[i]).max()) or 1.0
-        image = ax.imshow(emb[i], cmap=cmap, vmin=-lim, vmax=lim, interpolation="nearest", aspect="auto")
+        image = ax.imshow(emb[i], interpolation="nearest", aspect="auto", **colour_scale(emb[i], **cmaps))
         fig.colorbar(image, ax=ax, label="word embedding + position embedding")
-        ax.set_yticks(range(length), [f"{p}: {w}" for p, w in enumerate(words[i])], fontsize=7)
+        ax.set_yticks(range(length), [f"{p}: {clip_label(w)}" for p, w in enumerate(words[i])], fontsize=7)
         ax.set(title=titles[i], xlabel=f"output dimension (0..{dim - 1})", ylabel="position: word")
+        integer_ticks(ax.xaxis)
     fig.suptitle(suptitle)
-    fig.tight_layout()
     save(fig, path, dpi)
 
 
-def _padding_figure(data: dict, length: int, path: Path, dpi: int) -> None:
+def _padding_figure(data: dict, length: int, rows: int, path: Path, dpi: int) -> None:
+    """The first `length` positions of the first `rows` sentences, each cell naming its word."""
     import matplotlib.pyplot as plt
 
-    from pipeline.outputs.figures import save, wrap
+    from pipeline.outputs.figures import clip_label, save, wrap
 
-    mask = data["padding"][:, :length]
+    mask = data["padding"][:rows, :length]
     n = mask.shape[0]
-    fig, ax = plt.subplots(figsize=(max(8.0, 0.7 * length + 2), 1.6 + 0.75 * n))
+    fig, ax = plt.subplots(figsize=(min(20.0, max(8.0, 0.7 * length + 2)), 2.4 + 0.75 * n), layout="constrained")
     _binary_image(ax, fig, mask)
     for s in range(n):
         for p in range(length):
-            ax.text(p, s, data["words"][s][p], ha="center", va="center", fontsize=7, rotation=90)
+            ax.text(p, s, clip_label(data["words"][s][p], 9), ha="center", va="center", fontsize=7, rotation=90)
     ax.set_xticks(range(length))
     ax.set_yticks(range(n), [f"sentence {s + 1}" for s in range(n)])
-    full = data["padding"].shape[1]
+    full, total = data["padding"].shape[1], data["padding"].shape[0]
     ax.set(xlabel="position in the padded sequence (key)", ylabel="sentence",
            title=wrap(f"Padding mask (batch, seq): True where the tokenizer padded; first {length} of {full} "
-                      "positions. Attention form: (batch, 1, 1, seq); additive form: -1e9 where True", 90))
+                      f"positions{f' of the first {n} of {total} sentences' if n < total else ''}. "
+                      "Attention form: (batch, 1, 1, seq); additive form: -1e9 where True", 90))
     save(fig, path, dpi)
 
 
@@ -125,21 +126,21 @@ def _look_ahead_figure(data: dict, length: int, path: Path, dpi: int) -> None:
     import matplotlib.pyplot as plt
     import torch
 
-    from pipeline.outputs.figures import save
+    from pipeline.outputs.figures import clip_label, save
     from pipeline.tutorials.masks import combined_mask, look_ahead_mask
 
     ahead = look_ahead_mask(length).numpy()
     # The tokenizer's length-based padding mask: right even if a real token had the padding id.
     both = combined_mask(torch.as_tensor(data["padding"][:1, :length]))[:, 0].numpy()
-    labels = [f"{p}: {w}" for p, w in enumerate(data["words"][0][:length])]
-    fig, axes = plt.subplots(1, 2, figsize=(2 * max(6.0, 0.45 * length + 3), max(5.5, 0.4 * length + 2)))
+    labels = [f"{p}: {clip_label(w)}" for p, w in enumerate(data["words"][0][:length])]
+    fig, axes = plt.subplots(1, 2, figsize=(2 * max(6.0, 0.45 * length + 3), max(5.5, 0.4 * length + 2)),
+                             layout="constrained")
     for ax, matrix, title in ((axes[0], ahead, f"Look-ahead mask ({length}, {length}): True above the diagonal"),
                               (axes[1], both[0], "Look-ahead OR padding, sentence 1 (decoder self-attention)")):
         _binary_image(ax, fig, matrix)
         ax.set_xticks(range(length), labels, rotation=90, fontsize=7)
         ax.set_yticks(range(length), labels, fontsize=7)
         ax.set(title=title, xlabel="key position j (may not be seen by query i when True)", ylabel="query position i")
-    fig.tight_layout()
     save(fig, path, dpi)
 
 
@@ -147,11 +148,12 @@ def _pe_columns_figure(cfg: dict, path: Path, dpi: int) -> None:
     import matplotlib.pyplot as plt
 
     from pipeline.core.encoding import sinusoidal_encoding
-    from pipeline.outputs.figures import save
+    from pipeline.outputs.figures import integer_ticks, save
 
     dim, steps = cfg["encoding_dim"], cfg["num_steps"]
     pe = sinusoidal_encoding(steps, dim).numpy()
-    fig, ax = plt.subplots(figsize=(10, 4))
+    fig, ax = plt.subplots(figsize=(10, 4), layout="constrained")
+    integer_ticks(ax.xaxis)
     for c in cfg["columns"]:
         kind = "sin" if c % 2 == 0 else "cos"
         ax.plot(np.arange(steps), pe[:, c], marker=".", markersize=3, label=f"Col {c} ({kind}, i={c // 2})")
@@ -163,25 +165,29 @@ def _pe_columns_figure(cfg: dict, path: Path, dpi: int) -> None:
     save(fig, path, dpi)
 
 
-def _random_embedding_figure(example: dict, path: Path, dpi: int, cmap: str) -> None:
+def _random_embedding_figure(example: dict, path: Path, dpi: int, cmaps: dict) -> None:
+    """Three heatmaps; each panel's colours follow its own data: uniform [0, 1) draws and their sum with the PE get
+    the sequential map, the PE alone (centred at 0) the diverging one."""
     import matplotlib.pyplot as plt
 
-    from pipeline.outputs.figures import save
+    from pipeline.outputs.figures import clip_label, colour_scale, integer_ticks, save, short_text
 
     tokens = example["tokens"]
     n, dim = example["output"].shape
-    fig, axes = plt.subplots(3, 1, figsize=(12, 2.2 + 1.0 * n * 1.5), sharex=True)
+    rows = min(n, 20)      # a long sentence: its first 20 positions
+    fig, axes = plt.subplots(3, 1, figsize=(12, min(16.0, 2.2 + 1.5 * rows)), sharex=True, layout="constrained")
     panels = (("input_embeddings", "random embedding matrix[ids] (np.random.rand, uniform [0, 1))"),
               ("pe", "sinusoidal positional encoding PE(pos)"),
               ("output", "input embeddings with positional encoding (sum)"))
     for ax, (key, title) in zip(axes, panels):
-        image = ax.imshow(example[key], cmap=cmap, aspect="auto", interpolation="nearest")
+        values = example[key][:rows]
+        image = ax.imshow(values, aspect="auto", interpolation="nearest", **colour_scale(values, **cmaps))
         fig.colorbar(image, ax=ax, label="value")
-        ax.set_yticks(range(n), [f"{p}: {w}" for p, w in enumerate(tokens)], fontsize=8)
+        ax.set_yticks(range(rows), [f"{p}: {clip_label(w)}" for p, w in enumerate(tokens[:rows])], fontsize=8)
         ax.set(title=title, ylabel="position: word")
+    integer_ticks(axes[-1].xaxis)
     axes[-1].set_xlabel(f"embedding dimension (0..{dim - 1})")
-    fig.suptitle(f"Tutorial 002: \"{' '.join(tokens)}\", d={dim}")
-    fig.tight_layout()
+    fig.suptitle(f"Tutorial 002: {short_text(tokens)}, d={dim}")
     save(fig, path, dpi)
 
 
@@ -196,7 +202,9 @@ def render_tutorial_figures(params: dict, out_dir: Path, *, root: Path | None = 
     from pipeline.tutorials.position_modules import random_embedding_with_pe
 
     cfg = params["tutorials"]   # validated by pipeline.config's schema
-    dpi, cmap, max_size = params["figures"]["dpi"], params["figures"]["cmap"], params["figures"]["max_heatmap_size"]
+    figures = params["figures"]
+    dpi, max_size = figures["dpi"], figures["max_heatmap_size"]
+    cmaps = {"diverging": figures["cmap"], "sequential": figures["sequential_cmap"]}
     out_dir = Path(out_dir)
     written: list[str] = []
 
@@ -209,18 +217,18 @@ def render_tutorial_figures(params: dict, out_dir: Path, *, root: Path | None = 
     shape = f"sequence length {sig['sequence_length']}, output dim {sig['output_dim']}, vocabulary {sig['vocab_size']}"
     _signature_figure(data["random"], data["words"], sig["titles"],
                       f"Random Embedding (trainable tables, {sig['init']} init, scale {sig['scale']:g}, "
-                      f"seed {cfg['seed']}; {shape})", path("tutorial001_random_embedding.png"), dpi, cmap)
+                      f"seed {cfg['seed']}; {shape})", path("tutorial001_random_embedding.png"), dpi, cmaps)
     _signature_figure(data["fixed"], data["words"], sig["titles"],
                       f"Fixed Weight Embedding from Attention is All You Need (sinusoidal tables; {shape})",
-                      path("tutorial001_fixed_embedding.png"), dpi, cmap)
+                      path("tutorial001_fixed_embedding.png"), dpi, cmaps)
 
     rnd = cfg["random_embedding"]
     example = random_embedding_with_pe(rnd["sentence"], rnd["embed_dim"], seed=cfg["seed"])
-    _random_embedding_figure(example, path("tutorial002_embedding_plus_pe.png"), dpi, cmap)
+    _random_embedding_figure(example, path("tutorial002_embedding_plus_pe.png"), dpi, cmaps)
 
     masks = mask_inputs(params, root, tokens)
     length = min(cfg["masks"]["display_len"], masks["padded"].shape[1])
-    _padding_figure(masks, length, path("tutorial004_padding_mask.png"), dpi)
+    _padding_figure(masks, length, figures["max_sentences"], path("tutorial004_padding_mask.png"), dpi)
     _look_ahead_figure(masks, length, path("tutorial004_look_ahead_mask.png"), dpi)
 
     _pe_columns_figure(cfg["pe_columns"], path("tutorial004_pe_columns.png"), dpi)
@@ -229,5 +237,5 @@ def render_tutorial_figures(params: dict, out_dir: Path, *, root: Path | None = 
                 title=f"{heat['positions']} positional encodings of dimension {heat['dim']} (base 10000)\n"
                       "the higher the column, the slower it changes with position",
                 xlabel="encoding dimension i (even: sin, odd: cos)", ylabel="position", cbar="PE value",
-                dpi=dpi, max_size=max_size, cmap=cmap, centered=True)
+                dpi=dpi, max_size=max_size, cmap=cmaps["diverging"], sequential=cmaps["sequential"])
     return written

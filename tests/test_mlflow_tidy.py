@@ -1,0 +1,212 @@
+"""A tidy MLflow (issue 13): the experiment opens on its runs table, runs have distinct descriptive names, a DVC
+run's duration covers the pipeline, each artifact is stored once, and the GloVe store and texts are datasets."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, params_for, run_stages
+
+
+@pytest.fixture(scope="module")
+def result(tmp_path_factory, small_store):
+    """A real pipeline result (the in-process stages up to the report) on the small GloVe store."""
+    out = tmp_path_factory.mktemp("result")
+    params = params_for("figures.dpi=40")
+    layout = run_stages(params, out, small_store, upto="report")
+    return params, layout
+
+
+def run_bytes(store_uri: str, run_id: str) -> int:
+    """Bytes the run's artifacts take in a local store (artifacts beside the .db)."""
+    root = Path(store_uri[len("sqlite:///"):]).parent / "mlartifacts" / run_id
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+
+
+def test_experiment_is_tagged_for_the_runs_table(private_mlflow_store):
+    """Created with mlflow.experimentKind = custom_model_development; an existing experiment without it gets it."""
+    from mlflow.tracking import MlflowClient
+
+    from pipeline.outputs.tracking import EXPERIMENT_KIND_TAG, prepare_store
+
+    js = REPO / ".venv/lib/python3.11/site-packages/mlflow/server/js/build/static/js"
+    if js.is_dir():  # the value is one the installed UI knows
+        assert any('"custom_model_development"' in p.read_text(errors="ignore") for p in js.glob("main*.js"))
+    client = MlflowClient(private_mlflow_store)
+    new_id = prepare_store(private_mlflow_store, "fresh", REPO)
+    old_id = client.create_experiment("older")
+    assert EXPERIMENT_KIND_TAG not in client.get_experiment(old_id).tags
+    assert prepare_store(private_mlflow_store, "older", REPO) == old_id
+    for experiment_id in (new_id, old_id):
+        assert client.get_experiment(experiment_id).tags[EXPERIMENT_KIND_TAG] == "custom_model_development"
+
+
+def test_run_names_tell_runs_apart(monkeypatch):
+    """Config summary plus its short hash; a DVC experiment's name instead of the hash; a sweep by overrides + time."""
+    from pipeline.outputs.tracking import default_run_name, params_digest, sweep_run_name
+
+    seed, queen = params_for(), params_for("texts=queen_king")
+    w2 = params_for("sweep.w2=3")
+    assert re.fullmatch(r"path seed sinusoidal · [0-9a-f]{6}", default_run_name(seed))
+    assert len({default_run_name(p) for p in (seed, queen, w2)}) == 3  # w2 differs only by the hash
+    assert default_run_name(params_for()) == default_run_name(seed)  # same config, same name
+    moved = {**seed, "tracking": {**seed["tracking"], "uri": "http://elsewhere:5000"}}
+    assert params_digest(moved) == params_digest(seed)  # where it is logged does not change what it is
+    assert default_run_name(seed, "rapt-mews") == "rapt-mews · path seed sinusoidal"
+    started = time.mktime((2024, 5, 14, 10, 32, 7, 0, 0, -1))
+    assert sweep_run_name(["sweep.w2=1,10"], started) == "sweep sweep.w2=1,10 · 2024-05-14 10:32:07"
+    assert sweep_run_name(["sweep.w2=1,10"], started + 60) != sweep_run_name(["sweep.w2=1,10"], started)
+
+
+def test_sweep_parent_run_is_named_by_its_sweep(tmp_path, private_mlflow_store):
+    from hydra import compose, initialize_config_dir
+    from mlflow.tracking import MlflowClient
+
+    from pipeline.outputs.tracking import MultirunParentRun
+
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        cfg = compose("config", overrides=[f"hydra.sweep.dir={tmp_path / 'sweep'}", "sweep.w2=4"],
+                      return_hydra_config=True)
+    callback = MultirunParentRun()
+    callback.on_multirun_start(config=cfg)
+    callback._close_if_open()
+    client = MlflowClient(private_mlflow_store)
+    [parent] = client.search_runs([client.get_experiment_by_name("positional-encoding").experiment_id])
+    assert re.fullmatch(r"sweep sweep\.w2=4 · \d{4}-\d\d-\d\d \d\d:\d\d:\d\d", parent.info.run_name)
+
+
+def test_dvc_run_starts_when_the_pipeline_did(tmp_path):
+    """Start = earliest input written by this repro: after the previous run's end; on a first run the DVC-cached
+    inputs only (git's files carry the clone's time)."""
+    from pipeline.base.files import write_json
+    from pipeline.base.paths import Layout
+    from pipeline.stages.track import pipeline_start
+
+    layout = Layout(tmp_path)
+    now = time.time()
+    files = {layout.glove_manifest: now - 50, layout.tokens: now - 40, layout.figures_dir / "a.png": now - 10,
+             layout.report_html: now - 3600, layout.metrics: now - 20}
+    for path, mtime in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x")
+        os.utime(path, (mtime, mtime))
+    assert pipeline_start(layout, now) == pytest.approx(now - 50)  # first run: the report's clone time ignored
+    write_json(layout.mlflow_last_run, {"enabled": True, "end_time": int((now - 45) * 1000)})
+    assert pipeline_start(layout, now) == pytest.approx(now - 40)  # glove is from the previous repro
+    write_json(layout.mlflow_last_run, {"enabled": True, "end_time": int((now - 5) * 1000)})
+    assert pipeline_start(layout, now) == now  # nothing newer: only this stage ran
+
+
+def test_track_stage_start_inputs_are_its_registry_inputs():
+    """pipeline_start's two lists (a stage may not import the registry) are the track stage's inputs, split as the
+    registry caches them."""
+    from pipeline.registry import BY_NAME, STAGES
+    from pipeline.stages.track import CACHED_INPUTS, GIT_INPUTS
+
+    cached = {o.layout for stage in STAGES for o in stage.outputs if o.cache}
+    inputs = set(BY_NAME["track"].inputs) - {"params"}
+    assert set(CACHED_INPUTS) == inputs & cached and set(GIT_INPUTS) == inputs - cached
+
+
+def test_run_stores_each_artifact_once_with_datasets(result, private_mlflow_store, monkeypatch):
+    """The logged report references the logged figures (no second, base64 copy), the report on disk stays
+    self-contained, the start time is the given one, and the GloVe store and texts are dataset inputs."""
+    from mlflow.tracking import MlflowClient
+
+    from pipeline.base.files import read_json, sha256_file
+    from pipeline.outputs.tracking import log_result
+
+    params, layout = result
+    monkeypatch.setenv("DVC_EXP_NAME", "rapt-mews")
+    start = int(time.time() * 1000) - 7000
+    record = log_result(params, layout, REPO, start_time=start)
+    client = MlflowClient(private_mlflow_store)
+    run = client.get_run(record["run_id"])
+    assert run.info.run_name == "rapt-mews · path seed sinusoidal" and run.info.start_time == start
+    assert run.info.end_time - run.info.start_time >= 7000
+
+    on_disk = layout.report_html.read_text()
+    logged = Path(client.download_artifacts(record["run_id"], "report.html", str(layout.base / "dl"))).read_text()
+    figures = sorted(p.name for p in layout.figures_dir.glob("*.png"))
+    embedded = on_disk.count("data:image/png;base64,")
+    assert embedded >= 10 and "data:image/png;base64," not in logged
+    referenced = re.findall(r'src="figures/([^"]+)"', logged)
+    assert len(referenced) == embedded and set(referenced) <= set(figures)
+    logged_figures = {a.path for a in client.list_artifacts(record["run_id"], "figures")}
+    assert logged_figures == {f"figures/{name}" for name in figures}
+
+    stored = run_bytes(private_mlflow_store, record["run_id"])
+    figure_bytes = sum(p.stat().st_size for p in layout.figures_dir.glob("*.png"))
+    report_bytes = layout.report_html.stat().st_size
+    assert figure_bytes < stored < figure_bytes + report_bytes / 4, (stored, figure_bytes, report_bytes)
+    print(f"bytes stored by the run: {stored} (figures {figure_bytes}; report on disk {report_bytes})")
+
+    manifest = read_json(layout.glove_manifest)
+    datasets = {d.dataset.name: d for d in run.inputs.dataset_inputs}
+    assert sorted(datasets) == ["glove path", "texts seed"]
+    glove, texts = datasets["glove path"], datasets["texts seed"]
+    assert glove.dataset.digest == manifest["vectors_sha256"][:12]
+    assert manifest["vectors_sha256"] in glove.dataset.source
+    assert texts.dataset.digest == sha256_file(layout.tokens)[:12]
+    assert {t.key: t.value for t in texts.tags}["mlflow.data.context"] == "texts"
+
+
+@pytest.mark.slow
+def test_mlflow_ui_opens_on_the_runs_table(result, tmp_path):
+    """Headless chromium on a real `python -m pipeline.server`: the link the server prints opens the experiment's
+    runs table (the run, its datasets), not the GenAI overview; the logged report shows its figures, loaded from
+    the run's artifacts. Screenshots: mlflow_landing.png, mlflow_report.png."""
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("Debian's chromium is not installed (apt-get install -y chromium); .ci/run installs it")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e .[test])")
+    from test_mlflow_server import Server
+
+    from pipeline.outputs.tracking import log_result
+
+    params, layout = result
+    server = Server(tmp_path / "server")
+    shots = Path(os.environ.get("PE_UI_SCREENSHOTS", tmp_path))
+    shots.mkdir(parents=True, exist_ok=True)
+    figures = layout.report_html.read_text().count("data:image/png;base64,")
+    count_loaded = "b => Array.from(b.ownerDocument.images).filter(i => i.complete && i.naturalWidth > 0).length"
+    try:
+        os.environ["MLFLOW_TRACKING_URI"] = server.url  # the autouse fixture restores it
+        record = log_result(params, layout, REPO)
+        landing = re.search(r"browse the runs of positional-encoding: (\S+)", server.log.read_text()).group(1)
+        with sync_api.sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.set_default_timeout(30_000)
+            try:
+                page.goto(landing)
+                page.get_by_role("link", name=record["run_name"], exact=True).wait_for(state="visible")
+                page.get_by_text("glove path").first.wait_for(state="visible")  # the Datasets column
+                page.screenshot(path=str(shots / "mlflow_landing.png"))
+                heading = page.get_by_role("heading", level=2).first.inner_text()
+                landed_on = page.url
+
+                page.goto(f"{server.url}/#/experiments/{record['experiment_id']}/runs/{record['run_id']}"
+                          "/artifacts/report.html?workflowType=machine_learning")
+                body = page.frame_locator("iframe.mlflow-html-iframe").locator("body")
+                body.locator('img[src*="get-artifact"]').first.wait_for(state="attached")
+                deadline = time.monotonic() + 30
+                while (loaded := body.evaluate(count_loaded)) < figures and time.monotonic() < deadline:
+                    time.sleep(0.5)
+                page.screenshot(path=str(shots / "mlflow_report.png"))
+            except Exception:
+                page.screenshot(path=str(shots / "mlflow_failure.png"))
+                print(f"screenshot of the failure: {shots / 'mlflow_failure.png'}")
+                raise
+            finally:
+                browser.close()
+    finally:
+        server.stop()
+    assert f"/experiments/{record['experiment_id']}/runs" in landed_on and heading != "Overview", (landed_on, heading)
+    assert loaded == figures  # every figure of the report, loaded from the server
+    print(f"screenshots: {shots / 'mlflow_landing.png'}, {shots / 'mlflow_report.png'}")

@@ -54,12 +54,11 @@ def run_job(params: dict, out: Path, root: Path, *, parent_run_id: str | None = 
     """The registry's in-process stages for one composed config into `out`; returns the MLflow record."""
     from pipeline.base.files import write_text
     from pipeline.base.paths import Layout
-    from pipeline.config import check_inputs, dump_params, validate
+    from pipeline.config import check, dump_params
     from pipeline.outputs.tracking import check_reachable, log_result
     from pipeline.registry import job_stages
 
-    validate(params)
-    check_inputs(params, root)
+    check(params, root)
     tracking = params["tracking"]
     if tracking["enabled"]:
         check_reachable(tracking, root)

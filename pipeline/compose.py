@@ -13,13 +13,13 @@ import sys
 from pathlib import Path
 
 from pipeline.base.errors import PipelineError
-from pipeline.base.paths import checkout_root
-from pipeline.config import check_inputs, compose, validate, write_params
+from pipeline.base.paths import Layout, checkout_root
+from pipeline.config import check, compose, write_params
 
 
 def groups_help(root: Path) -> str:
     """One line per config group of conf/: `  group: option, option, ...` (for --help here and in pipeline.repro)."""
-    conf = root / "conf"
+    conf = Layout(root).conf_dir
     groups = sorted(p for p in conf.iterdir() if p.is_dir() and p.name != "hydra")  # hydra/: launchers
     return "\n".join(f"  {group.name}: {', '.join(sorted(f.stem for f in group.glob('*.yaml')))}" for group in groups)
 
@@ -33,8 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     root = checkout_root()
     try:
         params = compose(argv, root)
-        validate(params)
-        check_inputs(params, root)
+        check(params, root)
         path = write_params(params, root)
     except PipelineError as exc:
         print(f"error: {exc}", file=sys.stderr)

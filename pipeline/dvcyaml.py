@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     root = checkout_root()
     text = render(root)
-    target = root / "dvc.yaml"
+    target = Layout(root).dvc_yaml
     if "--check" in argv:
         if target.read_text(encoding="utf-8") != text:
             print(f"{target} differs from the stage registry: run `python -m pipeline.dvcyaml` and commit it.",

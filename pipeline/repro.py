@@ -38,7 +38,7 @@ def guarded_paths(root: Path) -> list[Path]:
     layout = Layout(root)
     outputs = [getattr(layout, name) for stage in STAGES
                for name in [out.layout for out in stage.outputs] + list(stage.untracked)]
-    return [layout.params, root / "dvc.lock", *outputs]
+    return [layout.params, layout.dvc_lock, *outputs]
 
 
 def main(argv: list[str] | None = None) -> int:

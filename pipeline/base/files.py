@@ -168,6 +168,13 @@ def read_columns(path: Path) -> dict[str, np.ndarray]:
     return {name: table[:, i] for i, name in enumerate(header)}
 
 
+def png_data_uri(path: Path) -> str:
+    """A PNG file as a data: URI (how the report embeds its figures, and how tracking finds them again)."""
+    import base64
+
+    return "data:image/png;base64," + base64.b64encode(Path(path).read_bytes()).decode("ascii")
+
+
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:

@@ -76,6 +76,15 @@ class Layout:
         return self.base / "conf"
 
     @property
+    def dvc_yaml(self) -> Path:
+        """The pipeline, generated from pipeline/registry.py."""
+        return self.base / "dvc.yaml"
+
+    @property
+    def dvc_lock(self) -> Path:
+        return self.base / "dvc.lock"
+
+    @property
     def params(self) -> Path:
         return self.base / "params.yaml"
 

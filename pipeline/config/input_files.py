@@ -6,7 +6,8 @@ import zipfile
 from pathlib import Path
 
 from pipeline.base.errors import PipelineError
-from pipeline.inputs.texts import read_sentences, texts_path
+from pipeline.inputs.local_files import glove_file
+from pipeline.inputs.texts import read_sentences
 
 FIRST_LINE_LIMIT = 1 << 20   # bytes of a GloVe file's first line that are decoded (a line is a few KB)
 
@@ -17,28 +18,16 @@ def check_inputs(params: dict, root: Path) -> None:
     Raises PipelineError naming the key, the file and the fix.
     """
     if params["texts"]["file"] is not None:
-        read_sentences(texts_path(params["texts"]["file"], root))   # the tokenize stage's own parser
+        read_sentences(params["texts"]["file"], root)   # the tokenize stage's own parser
     glove = params["glove"]
     if glove["source"] == "path":
-        path = _regular_file("glove.path", glove["path"], root, "a GloVe text file")
+        path = glove_file("glove.path", glove["path"], root, "a GloVe text file")
         if path.suffix == ".zip":   # glove=path reads a .zip as a zip
             _check_zip("glove.path", path)
         else:
             _check_glove_text(path)
     elif glove["source"] == "zip":
-        _check_zip("glove.zip", _regular_file("glove.zip", glove["zip"], root, "a zip holding a GloVe text file"))
-
-
-def _regular_file(key: str, value: str, root: Path, what: str) -> Path:
-    path = Path(value).expanduser()
-    path = path if path.is_absolute() else root / path
-    fix = f"Fix: point {key} at {what}, or use the embedded default (glove=6B-50d)."
-    if not path.exists():
-        raise PipelineError(f"{key} = {value!r}: no such file ({path}). {fix}")
-    if not path.is_file():
-        raise PipelineError(f"{key} = {value!r}: {path} is {'a directory' if path.is_dir() else 'not a regular file'}. "
-                            f"{fix}")
-    return path
+        _check_zip("glove.zip", glove_file("glove.zip", glove["zip"], root, "a zip holding a GloVe text file"))
 
 
 def _check_glove_text(path: Path) -> None:

@@ -2,12 +2,12 @@
 
 `conf/` (Hydra) is the single source of truth. `python -m pipeline.compose [overrides]` and
 `dvc exp run -S ...` write `params.yaml` from it; DVC stages read `params.yaml`. Since a plain
-`dvc repro` does not compose, every stage first checks that `params.yaml` still agrees with `conf/`
-(see `check_fresh`) and refuses a stale one with a message that says how to regenerate it.
+`dvc repro` does not compose, the check_params stage (upstream of every other) checks that
+`params.yaml` still agrees with `conf/` (see `check_fresh`) and refuses a stale one with a message
+that says how to regenerate it.
 """
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import Iterable
@@ -15,7 +15,9 @@ from typing import Iterable
 import yaml
 
 from pipeline.base.errors import PipelineError
-from pipeline.base.paths import checkout_root
+from pipeline.base.params_file import read_params_file
+from pipeline.base.paths import Layout, checkout_root
+from pipeline.config.input_files import check_inputs
 from pipeline.base.trees import flatten
 from pipeline.config.schema import GROUPS, unknown_key_message, validate
 
@@ -34,7 +36,7 @@ def compose(overrides: Iterable[str] = (), root: Path | None = None) -> dict:
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
-    conf_dir = (root or checkout_root()) / "conf"
+    conf_dir = Layout(root or checkout_root()).conf_dir
     try:
         with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3"):
             cfg = hydra_compose(config_name=CONFIG_NAME, overrides=list(overrides))
@@ -65,25 +67,24 @@ def dump_params(params: dict) -> str:
 def write_params(params: dict, root: Path | None = None) -> Path:
     from pipeline.base.files import write_text
 
-    path = (root or checkout_root()) / "params.yaml"
+    path = Layout(root or checkout_root()).params
     write_text(path, dump_params(params))
     return path
 
 
 def read_params(root: Path | None = None) -> dict:
-    path = (root or checkout_root()) / "params.yaml"
-    if not path.exists():
-        raise PipelineError(f"{path} does not exist: run `python -m pipeline.compose` to generate it from conf/.")
-    with open(path, encoding="utf-8") as handle:
-        params = yaml.safe_load(handle)
-    if not isinstance(params, dict):
-        raise PipelineError(f"{path} is not a mapping: regenerate it with `python -m pipeline.compose`.")
-    return params
+    return read_params_file(Layout(root or checkout_root()).params)
+
+
+def check(params: dict, root: Path) -> None:
+    """Everything that can be known before running: the schema's rules, then the input files the config names."""
+    validate(params)
+    check_inputs(params, root)
 
 
 def _newest_conf_file(root: Path) -> tuple[float, Path | None]:
     newest, newest_path = 0.0, None
-    for path in (root / "conf").rglob("*.yaml"):
+    for path in Layout(root).conf_dir.rglob("*.yaml"):
         mtime = path.stat().st_mtime
         if mtime > newest:
             newest, newest_path = mtime, path
@@ -101,7 +102,7 @@ def check_fresh(params: dict, root: Path | None = None) -> None:
     run the old values.
     """
     root = root or checkout_root()
-    params_path = root / "params.yaml"
+    params_path = Layout(root).params
     newest, newest_path = _newest_conf_file(root)
     if params_path.stat().st_mtime >= newest:
         return
@@ -122,11 +123,10 @@ def check_fresh(params: dict, root: Path | None = None) -> None:
     )
 
 
-def load(root: Path | None = None, check: bool = True) -> dict:
-    """params.yaml, checked against conf/ and validated: what every DVC stage starts with."""
+def load(root: Path | None = None) -> dict:
+    """params.yaml, checked against conf/ and validated (what the check_params stage checks)."""
     root = root or checkout_root()
     params = read_params(root)
-    if check and not os.environ.get("PE_SKIP_STALE_CHECK"):
-        check_fresh(params, root)
+    check_fresh(params, root)
     validate(params)
     return params

@@ -26,6 +26,7 @@ import numpy as np
 from pipeline.base.errors import PipelineError
 from pipeline.base.files import sha256_file
 from pipeline.inputs.glove_store import write_store
+from pipeline.inputs.local_files import glove_file
 
 log = logging.getLogger("pipeline")
 
@@ -81,7 +82,7 @@ def from_package(cfg: dict, target: Path) -> dict:
 
 def from_text_file(cfg: dict, target: Path, root: Path, cache_dir: Path | None = None) -> dict:
     """A local GloVe text file at glove.path (relative to `root`); a .zip there is read as a zip."""
-    path = _local(cfg["path"], root, "glove.path", "a GloVe text file")
+    path = glove_file("glove.path", cfg["path"], root, "a GloVe text file")
     if path.suffix == ".zip":
         return _from_zip_file(path, cfg, target, cache_dir or path.parent, {"source": "zip", "path": str(path)})
     text = _ingest(path, cfg, str(path))
@@ -91,7 +92,7 @@ def from_text_file(cfg: dict, target: Path, root: Path, cache_dir: Path | None =
 
 def from_zip(cfg: dict, target: Path, root: Path, cache_dir: Path) -> dict:
     """A local zip at glove.zip: only glove.member is extracted (or its single .txt when member is null)."""
-    path = _local(cfg["zip"], root, "glove.zip", "a zip holding a GloVe text file")
+    path = glove_file("glove.zip", cfg["zip"], root, "a zip holding a GloVe text file")
     return _from_zip_file(path, cfg, target, cache_dir, {"source": "zip", "path": str(path)})
 
 
@@ -191,15 +192,6 @@ def _is_zip(path: Path) -> bool:
 
 
 # ---------------------------------------------------------------- shared steps
-
-def _local(value: str, root: Path, key: str, what: str) -> Path:
-    path = Path(value).expanduser()
-    path = path if path.is_absolute() else root / path
-    if not path.is_file():
-        raise PipelineError(f"{key} = {value!r}: no such file ({path}). Fix: point {key} at {what}, "
-                            "or use the embedded default (glove=6B-50d).")
-    return path
-
 
 def _ingest(path: Path, cfg: dict, origin: str):
     """Parse GloVe text at `path`, checking glove.sha256 (of the text) when set."""

@@ -9,27 +9,20 @@ from __future__ import annotations
 from pathlib import Path
 
 from pipeline.base.errors import PipelineError
+from pipeline.inputs.local_files import user_file
 
 FIX = "Fix: point texts.file at a UTF-8 file with one sentence per line (under data/texts/ so DVC tracks it), " \
       "or choose texts=seed."
 
 
-def texts_path(file: str, root: Path) -> Path:
-    """texts.file as a path: relative paths are relative to the project root."""
-    return Path(file) if Path(file).is_absolute() else root / file
-
-
-def read_sentences(path: Path) -> list[str]:
-    """One sentence per line of a UTF-8 file; blank lines and lines starting with '#' are skipped.
+def read_sentences(file: str, root: Path) -> list[str]:
+    """One sentence per line of the UTF-8 file texts.file (relative to `root`); blank lines and lines starting
+    with '#' are skipped.
 
     Raises PipelineError (naming texts.file, the file and the fix) for a missing file, a directory or other
     non-regular file, bytes that are not UTF-8, or a file without a sentence.
     """
-    if not path.exists():
-        raise PipelineError(f"texts.file: no such file ({path}). {FIX}")
-    if not path.is_file():
-        kind = "a directory" if path.is_dir() else "not a regular file"
-        raise PipelineError(f"texts.file: {path} is {kind}. {FIX}")
+    path = user_file(file, root, "texts.file", FIX)
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except UnicodeDecodeError as exc:
@@ -45,4 +38,4 @@ def load_texts(cfg: dict, root: Path) -> list[str]:
     """Sentences from `texts.sentences`, or from the file `texts.file` (see `read_sentences`)."""
     if cfg["file"] is None:
         return list(cfg["sentences"])
-    return read_sentences(texts_path(cfg["file"], root))
+    return read_sentences(cfg["file"], root)

@@ -8,7 +8,6 @@ claimed for `encoding=sinusoidal` only, never for a learned (random) table.
 """
 from __future__ import annotations
 
-import base64
 import json
 import math
 from pathlib import Path
@@ -16,16 +15,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from pipeline.base.files import png_data_uri
 from pipeline.core.metrics import METRIC_DOCS
 
 # Files beside this module that it reads; pipeline.dvcyaml lists them as code deps of the stages importing it.
 PACKAGE_DATA = ("templates/report.html.j2",)
 TEMPLATES = (Path(__file__).parent / PACKAGE_DATA[0]).parent
 TEMPLATE = Path(PACKAGE_DATA[0]).name
-
-
-def data_uri(path: Path) -> str:
-    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
 
 
 def fmt(value: Any) -> str:
@@ -164,7 +160,7 @@ def build_report(params: dict, metrics: dict, meta: dict, arrays, columns: Seque
         if name not in embedded:
             return Markup('<p><i>{}: reports/figures/{} (not embedded, to keep this page under 5 MB)</i></p>').format(
                 alt, name)
-        return Markup('<figure><img alt="{}" src="{}"></figure>').format(alt, data_uri(path))
+        return Markup('<figure><img alt="{}" src="{}"></figure>').format(alt, png_data_uri(path))
 
     sentences = [{**sentence, "title": short_text(sentence["words"])} for sentence in meta["sentences"][:len(columns)]]
     pair_keys = list(next(iter(metrics["sweep"]["s0"].values()))) if sentences else []

@@ -19,7 +19,6 @@ GloVe store and the texts are logged as MLflow datasets (digests only, no copy o
 from __future__ import annotations
 
 import atexit
-import base64
 import hashlib
 import json
 import logging
@@ -162,9 +161,10 @@ def linked_report(html: str, figures_dir: Path, run_id: str) -> str:
     """The report as logged beside its figures: each embedded figure (a data URI of a PNG of figures_dir)
     becomes a reference to the `figures/` artifact, so the run stores every figure once. The report on disk
     stays self-contained."""
+    from pipeline.base.files import png_data_uri   # how the report embeds a figure
+
     for png in sorted(figures_dir.glob("*.png")):
-        embedded = "data:image/png;base64," + base64.b64encode(png.read_bytes()).decode("ascii")
-        html = html.replace(f'src="{embedded}"', f'src="figures/{png.name}"')
+        html = html.replace(f'src="{png_data_uri(png)}"', f'src="figures/{png.name}"')
     return html.replace("</body>", _FIGURES_FROM_SERVER.format(run_id=run_id) + "</body>", 1)
 
 

@@ -14,11 +14,10 @@ from pipeline.base.paths import Layout
 
 def run(params: dict, layout: Layout, root: Path) -> None:
     from pipeline.base.files import write_json
-    from pipeline.config import check_fresh, check_inputs, validate
+    from pipeline.config import check, check_fresh
 
-    validate(params)
+    check(params, root)
     check_fresh(params, root)
-    check_inputs(params, root)
     if params["tracking"]["enabled"]:
         from pipeline.outputs.tracking import check_reachable
 

@@ -5,6 +5,9 @@
         ...
         server.log   # one dict per request: path, range, if_range, status
 
+A route can require HTTP basic auth (`auth="user:password"`: 401 with a challenge otherwise) and send a
+Last-Modified date as its validator (`last_modified=...`, `etag=None`).
+
 Faults, consumed one per request: "drop" (send the headers and half the body, then close), "stall"
 (half the body, then silence for `stall` seconds), or an HTTP status such as 404 or 503.
 """
@@ -26,6 +29,9 @@ class Route:
     faults: list = field(default_factory=list)
     stall: float = 2.0
     gzip: bool = False                  # compress the body (Content-Encoding: gzip) whatever the client asked
+    last_modified: str | None = None    # sent as Last-Modified; If-Range may quote it
+    auth: str | None = None             # "user:password": basic auth required
+    if_range: bool = True               # False: ignore If-Range (a broken server: ranges of whatever it has now)
 
 
 class FileServer:
@@ -68,7 +74,8 @@ class FileServer:
     def _serve(self, handler: http.server.BaseHTTPRequestHandler) -> None:
         path = urlsplit(handler.path).path  # a proxy request names the whole URL
         entry = {"path": path, "target": handler.path, "range": handler.headers.get("Range"),
-                 "if_range": handler.headers.get("If-Range"), "status": None}
+                 "if_range": handler.headers.get("If-Range"), "authorization": handler.headers.get("Authorization"),
+                 "status": None}
         with self._lock:
             self.log.append(entry)
             route = self.routes.get(path)
@@ -77,10 +84,22 @@ class FileServer:
             entry["status"] = fault or 404
             handler.send_error(entry["status"])
             return
+        if route.auth is not None:
+            import base64
+
+            expected = "Basic " + base64.b64encode(route.auth.encode()).decode()
+            if handler.headers.get("Authorization") != expected:
+                entry["status"] = 401
+                handler.send_response(401)
+                handler.send_header("WWW-Authenticate", 'Basic realm="glove"')
+                handler.send_header("Content-Length", "0")
+                handler.end_headers()
+                return
         data, start, status = route.data, 0, 200
         requested = re.fullmatch(r"bytes=(\d+)-", handler.headers.get("Range") or "")
         if_range = handler.headers.get("If-Range")
-        if requested and route.ranges and (if_range is None or if_range == route.etag):
+        if requested and route.ranges and (if_range is None or not route.if_range
+                                                    or if_range in {route.etag, route.last_modified} - {None}):
             start = int(requested[1])
             if start >= len(data):
                 entry["status"] = 416
@@ -103,6 +122,8 @@ class FileServer:
             handler.send_header("Content-Encoding", "gzip")
         if route.etag:
             handler.send_header("ETag", route.etag)
+        if route.last_modified:
+            handler.send_header("Last-Modified", route.last_modified)
         if route.ranges:
             handler.send_header("Accept-Ranges", "bytes")
         if status == 206:

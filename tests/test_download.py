@@ -137,14 +137,25 @@ def test_transient_503_is_retried(server, tmp_path):
 
 
 def test_wrong_checksum_deletes_the_file_and_says_so(server, tmp_path):
+    """A checksum mismatch is not a network problem: the message gives the checksum fix, not the network hint."""
     url = server.add("/f.bin", DATA)
     wrong = hashlib.sha256(b"another file").hexdigest()
     with pytest.raises(PipelineError) as info:
-        download([url], tmp_path / "f.bin", wrong, FAST, hint="HINT")
+        download([url], tmp_path / "f.bin", wrong, FAST, hint="NETWORK HINT", mismatch_hint="CHECKSUM HINT")
     message = str(info.value)
     assert url in message and f"got {DIGEST}, expected {wrong}" in message and "deleted" in message
-    assert message.rstrip().endswith("HINT")
+    assert message.rstrip().endswith("CHECKSUM HINT") and "NETWORK HINT" not in message
     assert files(tmp_path) == []
+
+
+def test_checksum_mismatch_and_network_failure_give_the_network_hint(server, tmp_path):
+    """One mirror serves the wrong file, another is down: the network hint stays (a mirror may come back)."""
+    url = server.add("/f.bin", DATA)
+    wrong = hashlib.sha256(b"another file").hexdigest()
+    with pytest.raises(PipelineError) as info:
+        download([url, server.url("/gone")], tmp_path / "f.bin", wrong, FAST, hint="NETWORK HINT",
+                 mismatch_hint="CHECKSUM HINT")
+    assert str(info.value).rstrip().endswith("NETWORK HINT")
 
 
 def test_every_url_failing_lists_what_was_tried(server, tmp_path):
@@ -244,3 +255,83 @@ def test_policy_from_config_accepts_the_shipped_values():
     policy = DownloadPolicy.from_config(conf["download"])
     assert policy.retries == conf["download"]["retries"] and policy.read_timeout == conf["download"]["read_timeout"]
     assert policy.backoff == conf["download"]["backoff"] and policy.progress is None
+
+
+# ---------------------------------------------------------------- never splice two versions of a file
+
+OLD = bytes(reversed(DATA))   # yesterday's version of the file: same size, other bytes
+
+
+@pytest.mark.parametrize("record", [None, '"v0"'])
+def test_partial_of_an_older_version_is_never_spliced_onto_the_new_one(server, tmp_path, record):
+    """A .part of the old version, no SHA-256 pinned, a server that sends no ETag/Last-Modified: nothing proves the
+    bytes are the same file, so the download starts over (no Range request) and the result is the new file exactly.
+    With a validator recorded from the old version, the server cannot confirm it either: same outcome."""
+    url = server.add("/f.bin", DATA, etag=None)
+    (tmp_path / "f.bin.part").write_bytes(OLD[: len(OLD) // 3])
+    if record:
+        (tmp_path / "f.bin.part.json").write_text(json.dumps({"url": url, "validator": record}))
+    result = download([url], tmp_path / "f.bin", None, FAST)
+    assert (tmp_path / "f.bin").read_bytes() == DATA
+    assert result["resumed_from"] == 0 and result["sha256"] == DIGEST
+    assert [r["status"] for r in server.log] == ([200] if record is None else [200])
+    assert all(r["range"] is None or r["if_range"] == record for r in server.log)
+    assert files(tmp_path) == ["f.bin"]
+
+
+def test_drop_without_validator_or_pin_restarts_from_zero(server, tmp_path):
+    """A server without validators drops mid-body; unpinned, the retry reads the file whole (never Range)."""
+    url = server.add("/f.bin", DATA, etag=None, faults=["drop"])
+    result = download([url], tmp_path / "f.bin", None, FAST)
+    assert (tmp_path / "f.bin").read_bytes() == DATA and result["resumed_from"] == 0
+    assert [(r["range"], r["status"]) for r in server.log] == [(None, 200), (None, 200)]
+
+
+def test_last_modified_validator_allows_resume(server, tmp_path):
+    """No ETag, but a Last-Modified date: recorded, sent back as If-Range, the server answers 206."""
+    date = "Wed, 21 Oct 2026 07:28:00 GMT"
+    url = server.add("/f.bin", DATA, etag=None, last_modified=date, faults=["drop"])
+    result = download([url], tmp_path / "f.bin", None, FAST)
+    assert (tmp_path / "f.bin").read_bytes() == DATA and result["resumed_from"] == len(DATA) // 2
+    assert [(r["if_range"], r["status"]) for r in server.log] == [(None, 200), (date, 206)]
+
+
+def test_unpinned_changed_file_with_etag_is_fetched_whole(server, tmp_path):
+    """Unpinned: the old .part's ETag no longer matches, the server sends the new file whole (200)."""
+    url = server.add("/f.bin", DATA, etag='"v2"')
+    (tmp_path / "f.bin.part").write_bytes(OLD[:5000])
+    (tmp_path / "f.bin.part.json").write_text(json.dumps({"url": url, "validator": '"v1"'}))
+    download([url], tmp_path / "f.bin", None, FAST)
+    assert [(r["if_range"], r["status"]) for r in server.log] == [('"v1"', 200)]
+    assert (tmp_path / "f.bin").read_bytes() == DATA
+
+
+def test_server_ignoring_if_range_is_caught_by_its_etag(server, tmp_path):
+    """A broken server answers 206 despite If-Range naming an old ETag; its new ETag gives it away: restart."""
+    url = server.add("/f.bin", DATA, etag='"v2"', if_range=False)
+    (tmp_path / "f.bin.part").write_bytes(OLD[:5000])
+    (tmp_path / "f.bin.part.json").write_text(json.dumps({"url": url, "validator": '"v1"'}))
+    result = download([url], tmp_path / "f.bin", None, FAST)
+    assert [(r["range"], r["status"]) for r in server.log] == [("bytes=5000-", 206), (None, 200)]
+    assert (tmp_path / "f.bin").read_bytes() == DATA and result["resumed_from"] == 0
+
+
+def test_partial_of_another_mirror_is_not_resumed(server, tmp_path):
+    """A .part recorded from mirror A is not continued from mirror B (unpinned): B's file is read whole."""
+    a = server.url("/a/f.bin")
+    b = server.add("/b/f.bin", DATA)
+    (tmp_path / "f.bin.part").write_bytes(OLD[:5000])
+    (tmp_path / "f.bin.part.json").write_text(json.dumps({"url": a, "validator": '"v1"'}))
+    download([b], tmp_path / "f.bin", None, FAST)
+    assert [(r["range"], r["status"]) for r in server.log] == [(None, 200)]
+    assert (tmp_path / "f.bin").read_bytes() == DATA
+
+
+def test_gave_up_unresumable_partial_is_deleted(server, tmp_path):
+    """Retries exhausted on a server without validators, unpinned: the partial cannot be resumed safely, so it is
+    removed and the message does not promise a resume."""
+    url = server.add("/f.bin", DATA, etag=None, faults=["drop", 503, 503, 503])
+    with pytest.raises(PipelineError) as info:
+        download([url], tmp_path / "f.bin", None, FAST)
+    assert "kept in" not in str(info.value)
+    assert files(tmp_path) == []

@@ -7,8 +7,12 @@
 - Connect and read timeouts; transient failures (connection errors, timeouts, a body cut short,
   HTTP 408/425/429/5xx) are retried with exponential backoff, each retry resuming with an HTTP
   Range request. A server that ignores Range (answers 200) is read again from byte 0.
-- A partial file left by an earlier run resumes too. `If-Range` (ETag or Last-Modified, kept in
-  `<target>.part.json`) makes a server whose file changed send it whole.
+- Bytes are never spliced from two versions of a file. A partial file resumes only when something
+  proves it is the same file: the pinned SHA-256 (checked at the end), or the strong ETag or
+  Last-Modified of the answer that started it, recorded in `<target>.part.json` and sent back as
+  `If-Range`, with the server answering 206 (a server whose file changed sends it whole, 200). A
+  partial with neither (no pin, a server without validators, or no record) is deleted and the file
+  is read from byte 0.
 - The SHA-256 is checked before the rename into place; a mismatch deletes the file and says so (a
   resumed file gets one fresh try first, since the old partial may be the culprit).
 - Mirrors are tried in order; when all fail, one PipelineError lists every URL and what went wrong.
@@ -34,6 +38,7 @@ from typing import Iterator, Sequence
 
 from pipeline.base.errors import PipelineError
 from pipeline.base.files import sha256_file
+from pipeline.base.secrets import redact
 
 log = logging.getLogger("pipeline")
 
@@ -85,15 +90,25 @@ class _Transient(Exception):
 
 
 class _Permanent(Exception):
-    """This URL will not work (404, bad scheme, ...): go to the next mirror."""
+    """This URL will not work (404, bad scheme, ...): go to the next mirror. mismatch: it served a file whose
+    SHA-256 is not the pinned one (not a network problem)."""
+
+    def __init__(self, message: str, mismatch: bool = False):
+        super().__init__(message)
+        self.mismatch = mismatch
+
+
+MISMATCH_HINT = ("Fix: the server sent a file other than the pinned one (a new release, or a wrong or tampered "
+                 "mirror): check the URL, or update the pinned SHA-256 if the new file is the one you want.")
 
 
 def download(urls: Sequence[str], target: Path, sha256: str | None = None,
-             policy: DownloadPolicy = DownloadPolicy(), hint: str = "") -> dict:
+             policy: DownloadPolicy = DownloadPolicy(), hint: str = "", mismatch_hint: str = MISMATCH_HINT) -> dict:
     """Fetch `target` from the first of `urls` that works; return where it came from.
 
     An existing `target` whose SHA-256 matches (or any, when `sha256` is None) is used as it is.
-    Raises PipelineError when every URL fails: it lists what was tried, then `hint` (how to proceed).
+    Raises PipelineError when every URL fails: it lists what was tried (URLs without their credentials), then
+    `hint` (how to proceed), or `mismatch_hint` when every URL answered with a file of the wrong SHA-256.
     """
     import requests
 
@@ -113,20 +128,26 @@ def download(urls: Sequence[str], target: Path, sha256: str | None = None,
             log.warning("%s has SHA-256 %s, expected %s: downloading it again", target, digest, sha256)
             target.unlink()
         tried: list[str] = []
+        mismatches: list[bool] = []
         with requests.Session() as session:
             session.headers["User-Agent"] = USER_AGENT
             for url in urls:
                 try:
                     size, digest, resumed = _from_url(session, url, part, meta, sha256, policy)
                 except _Permanent as exc:
-                    tried.append(f"{url}: {exc}")
-                    log.warning("download of %s failed: %s", url, exc)
+                    tried.append(f"{redact(url)}: {redact(exc)}")
+                    mismatches.append(exc.mismatch)
+                    log.warning("download of %s failed: %s", redact(url), redact(exc))
                     continue
                 os.replace(part, target)
                 meta.unlink(missing_ok=True)
                 return {"url": url, "bytes": size, "sha256": digest, "cached": False, "resumed_from": resumed}
+    if part.exists() and not (sha256 or meta.exists()):  # nothing could prove a later run resumes the same file
+        part.unlink()
     kept = (f" The {part.stat().st_size:,} bytes received so far are kept in {part} and the next run resumes "
-            "from there." if part.exists() else "")
+            "from there (if the server's file is unchanged)." if part.exists() else "")
+    if all(mismatches):   # the network worked: the files differ from the pin
+        hint = mismatch_hint
     raise PipelineError(f"could not download {target.name}. Tried:\n" + "\n".join(f"  - {t}" for t in tried)
                         + f"\n{hint}{kept}")
 
@@ -137,7 +158,7 @@ def _from_url(session, url: str, part: Path, meta: Path, sha256: str | None,
     failures, fresh_retry_used = 0, False
     while True:
         try:
-            size, digest, resumed = _transfer(session, url, part, meta, policy)
+            size, digest, resumed = _transfer(session, url, part, meta, policy, pinned=bool(sha256))
         except _Transient as exc:
             failures = 0 if exc.progressed else failures + 1
             if failures > policy.retries:
@@ -145,7 +166,7 @@ def _from_url(session, url: str, part: Path, meta: Path, sha256: str | None,
             delay = min(policy.max_backoff, policy.backoff * 2 ** max(failures - 1, 0))
             if exc.retry_after is not None:
                 delay = max(delay, min(exc.retry_after, policy.max_backoff))
-            log.warning("download of %s: %s; retrying in %.1f s", url, exc, delay)
+            log.warning("download of %s: %s; retrying in %.1f s", redact(url), redact(exc), delay)
             time.sleep(delay)
             continue
         if sha256 and digest != sha256:
@@ -154,18 +175,28 @@ def _from_url(session, url: str, part: Path, meta: Path, sha256: str | None,
             if resumed and not fresh_retry_used:  # the partial from before may be stale: one try from zero
                 fresh_retry_used = True
                 log.warning("download of %s resumed at byte %d has the wrong SHA-256: downloading it from the "
-                            "start", url, resumed)
+                            "start", redact(url), resumed)
                 continue
-            raise _Permanent(f"SHA-256 mismatch: got {digest}, expected {sha256}; the downloaded file was deleted")
+            raise _Permanent(f"SHA-256 mismatch: got {digest}, expected {sha256}; the downloaded file was deleted",
+                             mismatch=True)
         return size, digest, resumed
 
 
-def _transfer(session, url: str, part: Path, meta: Path, policy: DownloadPolicy) -> tuple[int, str, int]:
-    """One HTTP request: resume `part` if it exists, else start it. Returns (bytes, sha256, resumed_from)."""
+def _transfer(session, url: str, part: Path, meta: Path, policy: DownloadPolicy,
+              pinned: bool = False) -> tuple[int, str, int]:
+    """One HTTP request: resume `part` if it provably holds the start of the same file, else start it afresh.
+    pinned: a SHA-256 will check the result (a wrong splice is then caught and retried from zero).
+    Returns (bytes, sha256, resumed_from)."""
     import requests
 
     offset = part.stat().st_size if part.exists() else 0
     validator = _read_validator(meta, url)
+    if offset and not (validator or pinned):
+        log.info("%s: %s holds %s bytes of unknown version (no ETag/Last-Modified recorded, no SHA-256 pinned): "
+                 "downloading from byte 0", redact(url), part.name, f"{offset:,}")
+        part.unlink()
+        meta.unlink(missing_ok=True)
+        offset = 0
     headers = {"Accept-Encoding": "identity"}  # byte ranges and sizes refer to the file as stored
     if offset:
         headers["Range"] = f"bytes={offset}-"
@@ -203,9 +234,14 @@ def _transfer(session, url: str, part: Path, meta: Path, policy: DownloadPolicy)
             if start != offset:
                 part.unlink(missing_ok=True)
                 raise _Transient(f"the server resumed at byte {start}, not {offset}; restarting from byte 0")
+            if validator and _validator(response.headers) not in (None, validator):  # If-Range ignored
+                part.unlink(missing_ok=True)
+                meta.unlink(missing_ok=True)
+                raise _Transient("the server sent a range of another version of the file (it ignored If-Range); "
+                                 "restarting from byte 0")
         else:
             if offset:
-                log.info("%s ignored the range request: downloading it from byte 0", url)
+                log.info("%s ignored the range request: downloading it from byte 0", redact(url))
             offset = 0
             total = remaining
         # A server that compresses despite "Accept-Encoding: identity" sends bytes whose offsets and length
@@ -276,7 +312,7 @@ def human(size: int) -> str:
 
 
 def _short(exc: Exception) -> str:
-    return " ".join(str(exc).split())[:300]
+    return redact(" ".join(str(exc).split()))[:300]
 
 
 def _describe(exc: Exception, policy: DownloadPolicy) -> str:
@@ -347,9 +383,17 @@ def _read_validator(meta: Path, url: str) -> str | None:
     return recorded.get("validator") if recorded.get("url") == url else None
 
 
+def _validator(headers) -> str | None:
+    """The strong ETag, else the Last-Modified date, of an answer (what If-Range may send back)."""
+    etag = headers.get("ETag")
+    if etag and not etag.startswith("W/"):  # a weak ETag cannot guard a byte range
+        return etag
+    return headers.get("Last-Modified") or None
+
+
 def _write_validator(meta: Path, url: str, headers) -> None:
-    validator = headers.get("ETag") or headers.get("Last-Modified")
-    if validator and not validator.startswith("W/"):  # a weak ETag cannot guard a byte range
+    validator = _validator(headers)
+    if validator:
         meta.write_text(json.dumps({"url": url, "validator": validator}), encoding="utf-8")
     else:
         meta.unlink(missing_ok=True)

@@ -40,6 +40,12 @@ OFFLINE_HINT = (
     "glove.mirrors='[https://...]'; or use the embedded 50-d vectors, which need no network: glove=6B-50d."
 )
 
+MISMATCH_HINT = (
+    "Fix: the server's file is not the one glove.zip_sha256 pins (a new release, or a wrong or tampered mirror); "
+    "the network is fine. Check glove.url and glove.mirrors, or, if the new file is the one you want, update "
+    "glove.zip_sha256 (or set it to null)."
+)
+
 
 # ---------------------------------------------------------------- sources
 
@@ -107,7 +113,7 @@ def from_url(cfg: dict, target: Path, cache_dir: Path) -> dict:
     if not pinned:  # unpinned: the cache must not mix up two URLs that end in the same file name
         name = f"{hashlib.sha256(cfg['url'].encode()).hexdigest()[:10]}-{name}"
     cached = cache_dir / name
-    fetched = download(urls, cached, pinned, policy, hint=OFFLINE_HINT)
+    fetched = download(urls, cached, pinned, policy, hint=OFFLINE_HINT, mismatch_hint=MISMATCH_HINT)
     origin = {"source": "url", "url": fetched["url"] or cfg["url"], "cached": fetched["cached"],
               "download_bytes": fetched["bytes"], "download_sha256": fetched["sha256"]}
     if _is_zip(cached):

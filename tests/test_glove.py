@@ -240,6 +240,13 @@ BAD_FILES = {
     "not_a_number": (b"the 1 2 3\nfoo 1 x 3\n", r"line 2\b.*'foo'.*not a number"),
     "latin1": ("the 1 2 3\ncaf\u00e9 1 2 3\n".encode("latin-1"), r"not UTF-8"),
     "duplicate": (b"the 1 2 3\nfoo 1 2 3\nthe 4 5 6\n", r"repeats 1 word.*'the'"),
+    # non-finite values: float() reads them, and the sweep would die later in a LinAlgError
+    "nan": (b"the 1 2 3\nfoo 1 nan 3\n", r"line 2\b.*field 2 of word 'foo' is 'nan'.*not a finite"),
+    "NaN_first": (b"the NaN 2 3\n", r"line 1\b.*'NaN'.*not a finite"),
+    "inf": (b"the 1 2 3\nfoo 1 2 inf\n", r"line 2\b.*'inf'.*not a finite"),
+    "minus_infinity": (b"the 1 2 3\nfoo -Infinity 2 3\n", r"line 2\b.*'-Infinity'.*not a finite"),
+    "overflow_1e400": (b"the 1 2 3\nfoo 1 2 1e400\n", r"line 2\b.*'1e400'.*not a finite"),
+    "overflow_float32": (b"the 1 2 3\nbar 4 5 6\nfoo -3.5e38 2 3\n", r"line 3\b.*'-3.5e38'.*not a finite"),
     "empty": (b"", r"no vectors"),
 }
 
@@ -770,3 +777,14 @@ def test_ingest_benchmark_runs_and_compares_every_method(tmp_path):
     for name, result in report["results"].items():
         assert result["same_words"] and result["bit_identical"] and result["max_abs_diff"] == 0, name
         assert result["best_s"] > 0 and len(result["times_s"]) == 1
+
+
+def test_non_finite_package_vectors_are_refused(tmp_path):
+    """The store writer's backstop (for sources that are not parsed line by line): a NaN row names its word."""
+    from pipeline.inputs.glove_sources import _write
+
+    vectors = np.ones((4, 3), dtype=np.float32)
+    vectors[2, 1] = np.nan
+    with pytest.raises(PipelineError, match=r"row 3 \(word 'c'\) holds NaN or infinity"):
+        _write(tmp_path / "glove", vectors, ["a", "b", "c", "d"], {"source": "package", "package": "p"}, {"unk": "keep"})
+    assert leftovers(tmp_path) == []

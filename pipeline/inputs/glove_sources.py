@@ -211,7 +211,8 @@ def _ingest(path: Path, cfg: dict, origin: str):
 
 
 def _write(target: Path, vectors: np.ndarray, words: list[str], origin: dict, cfg: dict) -> dict:
-    """Apply glove.unk to a `<unk>` row, then write the store (checking the disk has room)."""
+    """Refuse non-finite vectors, apply glove.unk to a `<unk>` row, then write the store (checking the disk has room)."""
+    _check_finite(vectors, words, origin)
     policy = cfg.get("unk", "keep")
     if UNK in words:
         row = words.index(UNK)
@@ -227,3 +228,16 @@ def _write(target: Path, vectors: np.ndarray, words: list[str], origin: dict, cf
         raise PipelineError(f"not enough free disk space in {target.parent} for the GloVe store ({needed:,} bytes "
                             f"needed, {free:,} free). Fix: free some space.")
     return write_store(target, vectors, words, origin)
+
+
+def _check_finite(vectors: np.ndarray, words: list[str], origin: dict) -> None:
+    """Every source's last line of defence (text lines are checked as they are parsed): NaN or infinity in a vector
+    would surface much later as a linear-algebra error in the sweep."""
+    rows = len(vectors)
+    for start in range(0, rows, 1 << 16):   # in blocks: a memory-mapped package array is never loaded whole
+        bad = np.flatnonzero(~np.isfinite(vectors[start:start + (1 << 16)]).all(axis=1))
+        if len(bad):
+            row = start + int(bad[0])
+            where = origin.get("path") or origin.get("url") or origin.get("package") or origin.get("source")
+            raise PipelineError(f"GloVe vectors from {where}: row {row + 1} (word {words[row]!r}) holds NaN or "
+                                "infinity: a vector must be finite. Fix: replace the corrupt file or package.")

@@ -12,7 +12,8 @@ How it stays exact: the compiled loop only accepts the plain decimal grammar
 `[+-]digits[.digits][(e|E)[+-]digits]` with a mantissa below 2**53 (15 significant digits) and a
 decimal exponent within +-22, whose value `m / 10**k` (or `m * 10**k`) in float64 is then correctly
 rounded: the same double `float()` gives. It rounds that to float32, as `np.asarray(fields,
-dtype='float32')` does. Any line it does not accept (odd numbers such as `nan` or 17 digits, a field
+dtype='float32')` does (its grammar cannot express a value beyond float32's range, so its results are always
+finite). Any line it does not accept (odd numbers such as `nan` or 17 digits, a field
 count error, a stray `\r`) goes to `parse_line`, the plain Python reference, which either parses it
 with `float()` or raises the PipelineError naming the line. Without numba every line goes through
 `parse_line` (same results, slowly).
@@ -54,7 +55,8 @@ def parse_line(line: bytes, dim: int, origin: str, number: int) -> tuple[str, np
     """Parse one GloVe line (without its "\\n"; a final "\\r" is dropped) -> (word, (dim,) float32).
 
     The reference semantics: fields split on single spaces, exactly `dim` numbers, each parsed by
-    `float()` then rounded to float32. Raises PipelineError naming `origin` and line `number`.
+    `float()` then rounded to float32, which must be finite (no nan, inf, or overflow such as 1e400 or 1e39).
+    Raises PipelineError naming `origin` and line `number`.
     """
     if line.endswith(b"\r"):
         line = line[:-1]
@@ -80,10 +82,15 @@ def parse_line(line: bytes, dim: int, origin: str, number: int) -> tuple[str, np
         try:
             if _BAD_NUMBER_CHARS.intersection(field) or not field.isascii():
                 raise ValueError
-            values[j] = float(field)
+            with np.errstate(over="ignore"):
+                values[j] = float(field)
         except ValueError:
             raise PipelineError(f"{origin} line {number}: field {j + 1} of word {word!r} is not a number "
                                 f"({field.decode('utf-8', 'replace')!r}). Fix: replace the corrupt file.") from None
+        if not np.isfinite(values[j]):
+            raise PipelineError(f"{origin} line {number}: field {j + 1} of word {word!r} is "
+                                f"{field.decode('ascii')!r}, which is not a finite float32 (NaN, infinity, or beyond "
+                                "+-3.4e38): a vector must be finite. Fix: replace the corrupt file.")
     return word, values
 
 

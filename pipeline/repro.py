@@ -5,6 +5,7 @@ config and the input files it names are checked before anything is written, and 
 later (e.g. every word of a sentence is missing from GloVe, which only the encode stage can know),
 params.yaml, dvc.lock and every stage output (data/, reports/) are put back exactly as they were.
 A user error exits 2 with one message naming the cause and the fix; a bug keeps its traceback.
+Temporaries a killed run left beside the outputs (.pe-tmp.<host>.<pid>.*, git-ignored) are removed first.
 
 Examples:
     python -m pipeline.repro
@@ -57,6 +58,10 @@ def main(argv: list[str] | None = None) -> int:
         print(__doc__)
         print(groups_help(root))
         return 0
+    from pipeline.base.files import clean_stale_temporaries
+    from pipeline.base.paths import Layout, download_cache
+
+    clean_stale_temporaries([*Layout(root).work_dirs, download_cache(root)])   # what a killed run left
     with tempfile.TemporaryDirectory(prefix="pe-repro-") as tmp:
         error_file = Path(tmp) / "error.txt"
         # the stage commands say `python`: make it this interpreter even when its venv is not activated

@@ -668,21 +668,124 @@ def test_download_truncated_zip_is_deleted_from_cache(server, tmp_path):
     assert_no_store(target)
 
 
-@pytest.mark.parametrize("member, content, pattern", [
-    (f"../{MEMBER}", glove_text().encode(), r"unsafe path"),
-    (MEMBER, glove_text().encode() + b"bad 1 2\n", r"line 8\b.*found 2 numbers"),
-    (MEMBER, glove_text().encode() + b"caf\xe9 1 2 3\n", r"line 8 is not UTF-8"),
-    (MEMBER, glove_text().encode() + b"x 1 2 three\n", r"line 8\b.*'x'.*not a number"),
+@pytest.mark.parametrize("member, content, pattern, kept", [
+    (f"../{MEMBER}", glove_text().encode(), r"unsafe path.*cached download was deleted: run again", False),
+    (MEMBER, glove_text().encode() + b"bad 1 2\n", r"line 8\b.*found 2 numbers.*download is kept in .*delete", True),
+    (MEMBER, glove_text().encode() + b"caf\xe9 1 2 3\n", r"line 8 is not UTF-8", True),
+    (MEMBER, glove_text().encode() + b"x 1 2 three\n", r"line 8\b.*'x'.*not a number", True),
+    (MEMBER, glove_text().encode() + b"x 1 2 nan\n", r"line 8\b.*'x'.*not a finite", True),
 ])
-def test_download_bad_zip_content_raises_and_leaves_no_store(server, tmp_path, member, content, pattern):
-    """A downloaded zip with a ../ member, a corrupt line or non-UTF-8 bytes: one clear error, no store, no temp."""
+def test_download_bad_zip_content_raises_and_leaves_no_store(server, tmp_path, member, content, pattern, kept):
+    """A downloaded zip with a ../ member, a corrupt line or non-UTF-8 bytes: one clear error, no store, no temp.
+    A zip that fails the zip's own checks (unsafe name) is removed from the cache, so that the next run downloads it
+    again rather than failing the same way; one whose text is bad stays, and the message says where and what to do."""
     data = zip_bytes({member: content}, tmp_path)
     url = server.add("/glove.6B.zip", data)
     cache, target = tmp_path / "cache", tmp_path / "out" / "glove"
     with pytest.raises(PipelineError, match=pattern):
         from_url(url_cfg(url, hashlib.sha256(data).hexdigest(), member=member), target, cache)
     assert_no_store(target)
-    assert leftovers(cache) == ["glove.6B.zip"]  # the download itself was fine: no temporary member left
+    assert leftovers(cache) == (["glove.6B.zip"] if kept else [])   # and no temporary member left
+
+
+def test_unsafe_zip_removed_from_cache_then_fixed_server_works(server, tmp_path):
+    """The issue's scenario: an unpinned URL serves a zip with an unsafe member name; after the server is fixed, the
+    next run downloads the good zip instead of failing again on the cached bad one."""
+    good = zip_bytes({MEMBER: glove_text().encode()}, tmp_path)
+    bad = make_zip(tmp_path / "bad.zip", {f"../{MEMBER}": glove_text().encode()}).read_bytes()
+    url = server.add("/glove.6B.zip", bad)
+    cache, target = tmp_path / "cache", tmp_path / "out" / "glove"
+    with pytest.raises(PipelineError, match="unsafe path.*was deleted"):
+        from_url(url_cfg(url, None, member=None), target, cache)
+    assert leftovers(cache) == []
+    server.routes["/glove.6B.zip"].data = good
+    from_url(url_cfg(url, None, member=None), target, cache)
+    assert GloveStore.open(target).words == WORDS
+
+
+def bomb_zip(path: Path, size: int) -> Path:
+    """A zip whose one member is `size` NUL bytes (deflate: about 1000:1), written in 1 MiB pieces."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        info = zipfile.ZipInfo(MEMBER)
+        info.compress_type = zipfile.ZIP_DEFLATED
+        with archive.open(info, "w", force_zip64=True) as member:
+            chunk = bytes(1 << 20)
+            for _ in range(size >> 20):
+                member.write(chunk)
+    return path
+
+
+def test_zip_bomb_is_refused_before_writing(dirs, tmp_path, monkeypatch):
+    """A 100 MiB member of NULs in a ~100 kB zip (1000:1): refused from its declared sizes, nothing extracted; peak
+    memory stays small (the guard reads the central directory only)."""
+    src, target = dirs
+    zip_path = bomb_zip(src / "glove.6B.zip", 100 << 20)
+    assert zip_path.stat().st_size < 1 << 20
+    work = tmp_path / "cache"
+    with pytest.raises(PipelineError, match=r"would expand .* \(\d[\d,]*:1; .*zip bomb before writing anything"):
+        from_zip(zip_cfg(zip_path, member=MEMBER), target, src, work)
+    assert_no_store(target)
+    assert leftovers(work) == []
+    assert zip_path.exists()   # the user's own zip is never deleted
+
+
+def test_downloaded_zip_bomb_is_removed_from_the_cache(server, tmp_path):
+    bomb = bomb_zip(tmp_path / "bomb.zip", 80 << 20).read_bytes()
+    url = server.add("/glove.6B.zip", bomb)
+    cache, target = tmp_path / "cache", tmp_path / "out" / "glove"
+    with pytest.raises(PipelineError, match=r"zip bomb.*cached download was deleted"):
+        from_url(url_cfg(url, None), target, cache)
+    assert leftovers(cache) == []
+    assert_no_store(target)
+
+
+def test_member_larger_than_declared_is_cut_off(dirs, tmp_path):
+    """A header that understates the member's size: extraction stops at the declared size (the CRC then fails),
+    so a lying header cannot make it write more than it declared."""
+    src, target = dirs
+    text = glove_text().encode() * 40
+    zip_path = make_zip(src / "glove.6B.zip", {MEMBER: text}, zipfile.ZIP_STORED)
+    data = bytearray(zip_path.read_bytes())
+    declared = len(text) // 2
+    central = data.rindex(b"PK\x01\x02")            # uncompressed size at offset 24 of the central header
+    data[central + 24:central + 28] = declared.to_bytes(4, "little")
+    data[22:26] = declared.to_bytes(4, "little")      # and at offset 22 of the local header
+    zip_path.write_bytes(bytes(data))
+    with pytest.raises(PipelineError, match=r"glove\.6B\.zip"):
+        from_zip(zip_cfg(zip_path, member=MEMBER), target, src, tmp_path / "cache")
+    assert_no_store(target)
+    assert leftovers(tmp_path / "cache") == []
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo", "device", "dangling link"])
+def test_glove_path_that_is_not_a_regular_file_says_what_it_is(tmp_path, kind):
+    """A directory, a FIFO (never opened: it would block), a device or a dangling link as glove.path is named as such,
+    not as a missing file."""
+    path = tmp_path / "g.txt"
+    expected = {"directory": "is a directory", "fifo": r"is a FIFO \(named pipe\)",
+                "device": "is a character device", "dangling link": "is a symbolic link to a missing file"}[kind]
+    if kind == "directory":
+        path.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "device":
+        path = Path("/dev/null")
+    else:
+        path.symlink_to(tmp_path / "gone.txt")
+    with pytest.raises(PipelineError) as info:
+        from_text_file(path_cfg(path), tmp_path / "out" / "glove", root=tmp_path)
+    assert re.search(rf"glove\.path = .*{expected}, not a regular file|{expected}", str(info.value))
+    assert "no such file" not in str(info.value) and "6B-50d" in str(info.value)
+
+
+def test_unreadable_glove_path_says_permission_denied(tmp_path):
+    if os.geteuid() == 0:
+        pytest.skip("root reads any file")
+    path = tmp_path / "g.txt"
+    path.write_text(glove_text())
+    path.chmod(0)
+    with pytest.raises(PipelineError, match=r"cannot be read \(permission denied\)"):
+        from_text_file(path_cfg(path), tmp_path / "out" / "glove", root=tmp_path)
 
 
 def test_download_plain_text_url(server, tmp_path):
@@ -788,3 +891,15 @@ def test_non_finite_package_vectors_are_refused(tmp_path):
     with pytest.raises(PipelineError, match=r"row 3 \(word 'c'\) holds NaN or infinity"):
         _write(tmp_path / "glove", vectors, ["a", "b", "c", "d"], {"source": "package", "package": "p"}, {"unk": "keep"})
     assert leftovers(tmp_path) == []
+
+
+def test_endless_line_is_refused_before_memory_runs_out(tmp_path, monkeypatch):
+    """A file with no line end (e.g. a gigabyte of NULs) is refused once one line exceeds MAX_LINE_BYTES."""
+    import pipeline.inputs.glove_text as glove_text_module
+
+    monkeypatch.setattr(glove_text_module, "BLOCK", 1 << 10)
+    monkeypatch.setattr(glove_text_module, "MAX_LINE_BYTES", 1 << 14)
+    path = tmp_path / "g.txt"
+    path.write_bytes(b"the 1 2 3\n" + bytes(1 << 16))
+    with pytest.raises(PipelineError, match=r"line 2 is longer than .*not GloVe text"):
+        read_glove_text(path, 3)

@@ -12,11 +12,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
+import socket
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 
@@ -27,12 +29,62 @@ def _umask() -> int:
     return mask
 
 
+# Every temporary file or folder the pipeline makes beside its outputs is named
+#     .pe-tmp.<host>.<pid>.<name>.<random>
+# so that git ignores it (.gitignore: .pe-tmp.*) and the next run can tell a killed run's leftovers (same host,
+# process gone) from a running process's work in progress, and remove them (clean_stale_temporaries).
+TEMP_MARK = ".pe-tmp."
+
+
+def _host() -> str:
+    return re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname().split(".")[0])[:32] or "host"
+
+
+def temp_prefix(name: str) -> str:
+    """The prefix of a temporary beside `name`: marks it as this process's (see TEMP_MARK)."""
+    return f"{TEMP_MARK}{_host()}.{os.getpid()}.{name}."
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:   # another user's process
+        return True
+    except OSError:
+        return True
+    return True
+
+
+def clean_stale_temporaries(folders: Iterable[Path]) -> list[Path]:
+    """Remove the temporaries (TEMP_MARK names) that processes of this host no longer alive left in `folders`
+    (searched recursively; not followed into the temporaries themselves). Returns what was removed."""
+    host, removed = _host(), []
+    for folder in folders:
+        for current, dirs, files in os.walk(folder):
+            for name in [*dirs, *files]:
+                if not name.startswith(TEMP_MARK):
+                    continue
+                parts = name[len(TEMP_MARK):].split(".", 2)
+                if len(parts) < 3 or parts[0] != host or not parts[1].isdigit() or _alive(int(parts[1])):
+                    continue
+                path = Path(current) / name
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    path.unlink(missing_ok=True)
+                removed.append(path)
+            dirs[:] = [d for d in dirs if not d.startswith(TEMP_MARK)]
+    return removed
+
+
 @contextmanager
 def atomic_path(target: Path, suffix: str = "") -> Iterator[Path]:
     """Yield a temporary path beside `target`; rename it onto `target` only if the block succeeds."""
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix + ".tmp", dir=target.parent)
+    fd, tmp = tempfile.mkstemp(prefix=temp_prefix(target.name), suffix=suffix + ".tmp", dir=target.parent)
     os.close(fd)
     tmp_path = Path(tmp)
     try:
@@ -135,12 +187,12 @@ def replace_dir(target: Path, build: "callable[[Path], None]") -> None:
     """Build a directory in a temporary sibling with `build(tmp_dir)`, then swap it into `target`."""
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(target.name), dir=target.parent))
     try:
         os.chmod(tmp, 0o755)  # mkdtemp makes it private
         build(tmp)
         if target.exists():
-            old = target.with_name(f".{target.name}.old")
+            old = target.with_name(f"{temp_prefix(target.name)}old")
             shutil.rmtree(old, ignore_errors=True)
             os.replace(target, old)
             os.replace(tmp, target)

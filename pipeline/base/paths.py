@@ -91,17 +91,26 @@ class Layout:
     @property
     def texts_dir(self) -> Path:
         """Sentence files of texts=file (under DVC's eye: an edit re-runs the pipeline)."""
-        return self.base / "data" / "texts"
+        return self.data_dir / "texts"
 
     @property
     def params_check(self) -> Path:
         """Marker of the check_params stage (not versioned)."""
-        return self.base / "data" / "params_check.json"
+        return self.data_dir / "params_check.json"
 
     # ---- data/ (DVC-cached stage outputs)
     @property
+    def data_dir(self) -> Path:
+        return self.base / "data"
+
+    @property
+    def work_dirs(self) -> tuple[Path, ...]:
+        """Where stages write, hence where a killed run's temporaries may lie (base.files.clean_stale_temporaries)."""
+        return (self.data_dir, self.reports)
+
+    @property
     def glove_dir(self) -> Path:
-        return self.glove or self.base / "data" / "glove"
+        return self.glove or self.data_dir / "glove"
 
     @property
     def glove_manifest(self) -> Path:
@@ -109,7 +118,7 @@ class Layout:
 
     @property
     def tokens_dir(self) -> Path:
-        return self.base / "data" / "tokens"
+        return self.data_dir / "tokens"
 
     @property
     def tokens(self) -> Path:
@@ -117,7 +126,7 @@ class Layout:
 
     @property
     def encode_dir(self) -> Path:
-        return self.base / "data" / "encode"
+        return self.data_dir / "encode"
 
     @property
     def encode_summary(self) -> Path:
@@ -152,7 +161,7 @@ class Layout:
 
     @property
     def sweep_dir(self) -> Path:
-        return self.base / "data" / "sweep"
+        return self.data_dir / "sweep"
 
     @property
     def projections(self) -> Path:

@@ -24,7 +24,7 @@ from urllib.parse import urlparse
 import numpy as np
 
 from pipeline.base.errors import PipelineError
-from pipeline.base.files import sha256_file
+from pipeline.base.files import sha256_file, temp_prefix
 from pipeline.inputs.glove_store import write_store
 from pipeline.inputs.local_files import glove_file
 
@@ -130,7 +130,8 @@ def _from_zip_file(zip_path: Path, cfg: dict, target: Path, work_dir: Path, orig
                    check_zip_sha: bool = True, owned: bool = False) -> dict:
     """Extract the member to a temporary file in `work_dir`, ingest it, delete it.
 
-    owned: the zip is our download cache, so a corrupt one is deleted (the next run downloads it again).
+    owned: the zip is our download cache, so one that fails the zip's own checks (not a zip, damaged, an unsafe
+    member name, a zip bomb) is deleted: the next run downloads it again instead of failing the same way.
     """
     if check_zip_sha:
         digest = sha256_file(zip_path)
@@ -139,24 +140,44 @@ def _from_zip_file(zip_path: Path, cfg: dict, target: Path, work_dir: Path, orig
                                 "the file is corrupt or a different release; replace it or fix glove.zip_sha256.")
         origin.update(zip_sha256=digest, zip_bytes=zip_path.stat().st_size)
     work_dir.mkdir(parents=True, exist_ok=True)
-    extracted = Path(tempfile.mkstemp(prefix=".glove-member-", suffix=".txt", dir=work_dir)[1])
+    extracted = Path(tempfile.mkstemp(prefix=temp_prefix("glove-member"), suffix=".txt", dir=work_dir)[1])
     try:
         member = extract_member(zip_path, cfg.get("member"), extracted, owned)
-        text = _ingest(extracted, cfg, f"{zip_path}:{member}")
+        try:
+            text = _ingest(extracted, cfg, f"{zip_path}:{member}")
+        except PipelineError as exc:
+            if not owned:
+                raise
+            raise PipelineError(f"{exc} (The download is kept in {zip_path}: if the server's file is the corrupt one, "
+                                "delete it before running again.)") from None
     finally:
         extracted.unlink(missing_ok=True)
     origin.update(name=cfg["name"], member=member, member_sha256=text.sha256, member_bytes=text.bytes)
     return _write(target, text.vectors, text.words, origin, cfg)
 
 
+# A zip bomb is refused before anything is written: GloVe text deflates about 2.5-3x, so a member declaring a far
+# higher ratio is not GloVe; small members may compress as they like (they cannot fill a disk).
+MAX_RATIO = 20              # uncompressed / compressed size of one member
+RATIO_FREE_BYTES = 64 << 20  # members up to this size are not ratio-checked
+COPY_CHUNK = 1 << 20
+
+
 def extract_member(zip_path: Path, member: str | None, dest: Path, owned: bool = False) -> str:
     """Stream one member of `zip_path` into `dest` (CRC-checked); return its name.
 
-    member None: the zip's single .txt file. Refuses member names that are absolute or contain `..`,
-    and checks the free space at `dest` first.
+    member None: the zip's single .txt file. Refuses member names that are absolute or contain `..`, members whose
+    declared sizes are impossible or whose compression ratio exceeds MAX_RATIO (a zip bomb), and checks the free
+    space at `dest` first; while extracting, counts the bytes and stops at the declared size.
+    owned: the zip is the download cache: on any of these faults it is deleted and the message says so.
     """
-    fix = ("the cached download was deleted: run again to download it afresh." if owned else
-           "delete it and download it again.")
+    def refuse(message: str) -> PipelineError:
+        if owned:
+            zip_path.unlink(missing_ok=True)
+            return PipelineError(f"{message} The cached download was deleted: run again to download it afresh (if "
+                                 "the server still sends this file, use another mirror or a local copy).")
+        return PipelineError(f"{message} Fix: delete it and get the file again from a trusted source.")
+
     try:
         with zipfile.ZipFile(zip_path) as archive:
             names = archive.namelist()
@@ -166,30 +187,47 @@ def extract_member(zip_path: Path, member: str | None, dest: Path, owned: bool =
                     raise PipelineError(f"{zip_path} holds {len(texts)} .txt files ({texts[:5]}): set glove.member "
                                         "to the one to read.")
                 member = texts[0]
-            _check_member_name(zip_path, member)
+            if not _safe_member_name(member):
+                raise refuse(f"{zip_path} member {member!r} has an unsafe path (absolute, or climbing out with "
+                             "'..'): refusing to read it; this zip is not a GloVe release.")
             if member not in names:
                 raise PipelineError(f"{zip_path} has no member {member!r} (it has {names[:6]}): fix glove.member.")
             info = archive.getinfo(member)
+            _check_declared_sizes(zip_path, info, refuse)
             free = shutil.disk_usage(dest.parent).free
             if free < info.file_size * 1.6:  # the text, then the store (about half its size) beside it
                 raise PipelineError(f"not enough free disk space in {dest.parent} to extract {member} "
                                     f"({info.file_size:,} bytes, plus about half that for the store; "
                                     f"{free:,} bytes free). Fix: free some space.")
+            written = 0
             with archive.open(info) as src, open(dest, "wb") as out:
-                shutil.copyfileobj(src, out, 1 << 20)
+                while block := src.read(COPY_CHUNK):
+                    written += len(block)
+                    if written > info.file_size:
+                        raise refuse(f"{zip_path} member {member!r} holds more than the {info.file_size:,} bytes it "
+                                     "declares: refusing to extract it (a damaged or hostile zip).")
+                    out.write(block)
     except (zipfile.BadZipFile, EOFError, zlib.error, NotImplementedError) as exc:  # zlib.error: damaged deflate data
-        if owned:
-            zip_path.unlink(missing_ok=True)
-        raise PipelineError(f"{zip_path} is not a valid zip ({exc}): {fix}") from None
+        raise refuse(f"{zip_path} is not a valid zip ({exc}).") from None
     return member
 
 
-def _check_member_name(zip_path: Path, member: str) -> None:
+def _check_declared_sizes(zip_path: Path, info: zipfile.ZipInfo, refuse) -> None:
+    """Refuse a member whose header sizes are impossible or whose compression ratio says zip bomb."""
+    archive_bytes = zip_path.stat().st_size
+    if info.compress_size > archive_bytes:
+        raise refuse(f"{zip_path} member {info.filename!r} declares {info.compress_size:,} compressed bytes, more than "
+                     f"the whole zip ({archive_bytes:,} bytes): the zip is damaged or hostile.")
+    ratio = info.file_size / max(info.compress_size, 1)
+    if info.file_size > RATIO_FREE_BYTES and ratio > MAX_RATIO:
+        raise refuse(f"{zip_path} member {info.filename!r} would expand {info.compress_size:,} bytes into "
+                     f"{info.file_size:,} ({ratio:,.0f}:1; GloVe text compresses about 3:1, at most {MAX_RATIO}:1 is "
+                     "accepted): refusing a likely zip bomb before writing anything.")
+
+
+def _safe_member_name(member: str) -> bool:
     parts = PurePosixPath(member.replace("\\", "/")).parts
-    if not parts or member.startswith(("/", "\\")) or ".." in parts or ":" in parts[0]:
-        raise PipelineError(f"{zip_path} member {member!r} has an unsafe path (absolute, or climbing out with "
-                            "'..'): refusing to read it. Fix: this zip is not a GloVe release; get the file again "
-                            "from a trusted source.")
+    return bool(parts) and not member.startswith(("/", "\\")) and ".." not in parts and ":" not in parts[0]
 
 
 def _is_zip(path: Path) -> bool:

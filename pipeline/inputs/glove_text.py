@@ -35,6 +35,7 @@ log = logging.getLogger("pipeline")
 
 BLOCK = 4 << 20           # bytes read at a time (then split between threads); more buys no speed
 COUNT_BLOCK = 4 << 20     # bytes per read of the counting pass
+MAX_LINE_BYTES = 64 << 20  # a longer line is refused (not GloVe: e.g. a zip bomb's NULs) before memory runs out
 BOM = b"\xef\xbb\xbf"
 _BAD_NUMBER_CHARS = frozenset(b"_ \t\n\r\x0b\x0c")  # float() would accept them; GloVe fields never hold them
 
@@ -310,6 +311,10 @@ def read_glove_text(path: Path, dim: int, origin: str | None = None, *, sha256: 
                 else:
                     cut = _last_newline(buf, filled) + 1
                     if cut == 0:                   # one line longer than the buffer: grow it
+                        if len(buf) > MAX_LINE_BYTES:
+                            raise PipelineError(f"{origin} line {row + 1} is longer than {MAX_LINE_BYTES >> 20} MiB "
+                                                "(a 300-d GloVe line is about 3 kB): this is not GloVe text. Fix: "
+                                                "point the glove config at a GloVe text file.")
                         buf = np.concatenate([buf, np.empty(len(buf), dtype=np.uint8)])
                         carry = filled
                         continue

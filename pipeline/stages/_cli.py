@@ -31,13 +31,15 @@ def setup_logging() -> None:
 
 def stage_main(name: str, run: Callable[[dict, Layout, Path], object]) -> None:
     """Run `run(params, layout, root)` for the checkout in the cwd; exit 2 with one message on a user error."""
+    from pipeline.base.files import clean_stale_temporaries
     from pipeline.base.params_file import read_params_file
-    from pipeline.base.paths import checkout_root
+    from pipeline.base.paths import checkout_root, download_cache
 
     setup_logging()
     try:
         root = checkout_root()
         layout = Layout(root)
+        clean_stale_temporaries([*layout.work_dirs, download_cache(root)])   # a killed run's, if any
         run(read_params_file(layout.params), layout, root)
     except PipelineError as exc:
         message = f"error in stage {name}: {exc}"

@@ -427,6 +427,36 @@ def test_the_tokenize_stage_reads_texts_files_with_the_same_parser(tmp_path):
         load_texts(params["texts"], tmp_path)
 
 
+def test_one_line_is_one_sentence_whatever_unicode_separators_it_holds(tmp_path):
+    """Lines end at \\n (or \\r\\n) only: U+0085, U+2028, U+2029, vertical tab, form feed, \\x1c-\\x1e and a lone \\r,
+    which str.splitlines() would take for line ends, are spaces between words of the same sentence."""
+    separators = ["\x85", "\u2028", "\u2029", "\v", "\f", "\x1c", "\x1d", "\x1e", "\r"]
+    text = "".join(f"king{sep}queen {i}\r\n" for i, sep in enumerate(separators)) + "man woman"
+    (tmp_path / "t.txt").write_bytes(text.encode("utf-8"))
+    params = _texts_file("t.txt")
+    config.check_inputs(params, tmp_path)
+    assert load_texts(params["texts"], tmp_path) == [f"king queen {i}" for i in range(len(separators))] + ["man woman"]
+    from pipeline.inputs.tokenizer import Tokenizer
+
+    tokenizer = Tokenizer()
+    tokenizer.fit_on_texts(load_texts(params["texts"], tmp_path))
+    assert "king" in tokenizer.word_index and "queen" in tokenizer.word_index and len(tokenizer.word_index) == 2 + 9 + 2
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_check_inputs_names_a_fifo_or_device_as_such(tmp_path, kind):
+    """A FIFO (never opened: reading it would block) or a device as texts.file is reported as what it is."""
+    import os
+
+    if kind == "fifo":
+        os.mkfifo(tmp_path / "t.txt")
+        name, what = "t.txt", r"is a FIFO \(named pipe\)"
+    else:
+        name, what = "/dev/zero", "is a character device"
+    with pytest.raises(PipelineError, match=rf"texts\.file: .* {what}, not a regular file.*Fix"):
+        config.check_inputs(_texts_file(name), tmp_path)
+
+
 def _glove(source: str, value: str) -> dict:
     return config.compose([f"glove={source}", "glove.dim=3", f"glove.{source}={value}"], REPO)
 

@@ -17,6 +17,7 @@ import yaml
 from pipeline.base.errors import PipelineError
 from pipeline.base.params_file import read_params_file
 from pipeline.base.paths import Layout, checkout_root
+from pipeline.base.secrets import redact
 from pipeline.config.input_files import check_inputs
 from pipeline.base.trees import flatten
 from pipeline.config.schema import GROUPS, unknown_key_message, validate
@@ -41,7 +42,7 @@ def compose(overrides: Iterable[str] = (), root: Path | None = None) -> dict:
         with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3"):
             cfg = hydra_compose(config_name=CONFIG_NAME, overrides=list(overrides))
     except (HydraException, OmegaConfBaseException) as exc:
-        raise PipelineError(f"cannot compose conf/ with overrides {list(overrides)}: {_explain(exc)}") from None
+        raise PipelineError(redact(f"cannot compose conf/ with overrides {list(overrides)}: {_explain(exc)}")) from None
     return OmegaConf.to_container(cfg, resolve=False)
 
 

@@ -23,6 +23,7 @@ from omegaconf import MISSING, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from pipeline.base.errors import PipelineError
+from pipeline.base.secrets import has_credentials, redact
 from pipeline.core.random_tables import INITS
 from pipeline.core.weights import SQRT_D
 
@@ -120,6 +121,19 @@ def _get(node: Any, dotted: str) -> Any:
     return node
 
 
+def refuse_credentials(key: str, url: str | None, fix: str) -> None:
+    """params.yaml is committed (and logged to MLflow): a URL in the config must not carry user:password@."""
+    if url and has_credentials(url):
+        raise PipelineError(f"config key {key} = {redact(url)!r} holds credentials (user:password@ in the URL): "
+                            f"params.yaml, which git tracks and MLflow logs, would hold them. Fix: remove them from "
+                            f"the URL and {fix}")
+
+
+NETRC_FIX = ("put them in ~/.netrc, which downloads read: `machine HOST login USER password PASSWORD` (chmod 600; "
+             "or a file named by the NETRC environment variable).")
+TRACKING_FIX = "set the environment variables MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD, which MLflow reads."
+
+
 # ---------------------------------------------------------------- groups
 
 @dataclass
@@ -149,6 +163,9 @@ class GloveConfig(_Checked):
     download: DownloadConfig = MISSING
 
     def check(self) -> None:
+        refuse_credentials("glove.url", self.url, NETRC_FIX)
+        for i, mirror in enumerate(self.mirrors):
+            refuse_credentials(f"glove.mirrors[{i}]", mirror, NETRC_FIX)
         for source in GLOVE_SOURCES:
             if source == self.source:
                 self.require(getattr(self, source) is not None, source, f"set: glove.source is {source}")
@@ -366,6 +383,9 @@ class TrackingConfig(_Checked):
     enabled: bool = MISSING
     uri: Optional[str] = checked(NON_EMPTY, null=True)
     experiment: str = checked(NON_EMPTY)
+
+    def check(self) -> None:
+        refuse_credentials("tracking.uri", self.uri, TRACKING_FIX)
 
 
 @dataclass

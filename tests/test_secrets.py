@@ -26,7 +26,7 @@ PROXY_SECRET = f"pr0xyPW-{uuid.uuid4().hex[:12]}"
 
 @pytest.mark.parametrize("overrides, key", [
     (["glove=url", f"glove.url=https://alice:{SECRET}@host/glove.zip", "glove.dim=3"], "glove.url"),
-    (["glove=url", f"glove.url=https://alice@host/glove.zip", "glove.dim=3"], "glove.url"),
+    (["glove=url", "glove.url=https://alice@host/glove.zip", "glove.dim=3"], "glove.url"),
     (["glove=6B-100d", f"glove.mirrors=[https://m1/g.zip,http://bob:{SECRET}@m2/g.zip]"], r"glove.mirrors\[1\]"),
     ([f"tracking.uri=http://bob:{SECRET}@host:5000"], "tracking.uri"),
 ])

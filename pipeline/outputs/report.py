@@ -134,9 +134,17 @@ def _environment():
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True, undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters["fmt"] = fmt
-    # |tojson escapes <, >, & and ' (a sentence cannot close the script); compact, in the order given
+    # |tojson escapes <, >, & and ' (a sentence cannot close the script), and script_json U+2028/2029 (line ends in
+    # older JavaScript); compact, in the order given
+    env.policies["json.dumps_function"] = script_json
     env.policies["json.dumps_kwargs"] = {"sort_keys": False, "separators": (",", ":")}
     return env
+
+
+def script_json(obj: Any, **kwargs: Any) -> str:
+    """JSON for a <script> block: Jinja's |tojson then replaces <, >, & and ' with \\u003c etc.; this adds
+    U+2028 and U+2029, so that no sentence text can end the script or a JavaScript string."""
+    return json.dumps(obj, **kwargs).replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
 def build_report(params: dict, metrics: dict, meta: dict, arrays, columns: Sequence[dict[str, np.ndarray]],

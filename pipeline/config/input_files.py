@@ -12,13 +12,16 @@ from pipeline.inputs.texts import read_sentences
 FIRST_LINE_LIMIT = 1 << 20   # bytes of a GloVe file's first line that are decoded (a line is a few KB)
 
 
-def check_inputs(params: dict, root: Path) -> None:
+def check_inputs(params: dict, root: Path) -> list[str]:
     """texts.file (a file of sentences), glove.path (source=path) and glove.zip (source=zip), relative to `root`.
+    Returns the sentences (of texts.file or texts.sentences).
 
     Raises PipelineError naming the key, the file and the fix.
     """
     if params["texts"]["file"] is not None:
-        read_sentences(params["texts"]["file"], root)   # the tokenize stage's own parser
+        sentences = read_sentences(params["texts"]["file"], root)   # the tokenize stage's own parser
+    else:
+        sentences = list(params["texts"]["sentences"])
     glove = params["glove"]
     if glove["source"] == "path":
         path = glove_file("glove.path", glove["path"], root, "a GloVe text file")
@@ -28,6 +31,7 @@ def check_inputs(params: dict, root: Path) -> None:
             _check_glove_text(path)
     elif glove["source"] == "zip":
         _check_zip("glove.zip", glove_file("glove.zip", glove["zip"], root, "a zip holding a GloVe text file"))
+    return sentences
 
 
 def _check_glove_text(path: Path) -> None:

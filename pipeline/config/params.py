@@ -19,6 +19,7 @@ from pipeline.base.params_file import read_params_file
 from pipeline.base.paths import Layout, checkout_root
 from pipeline.base.secrets import redact
 from pipeline.config.input_files import check_inputs
+from pipeline.config.limits import check_limits
 from pipeline.base.trees import flatten
 from pipeline.config.schema import GROUPS, unknown_key_message, validate
 
@@ -78,9 +79,10 @@ def read_params(root: Path | None = None) -> dict:
 
 
 def check(params: dict, root: Path) -> None:
-    """Everything that can be known before running: the schema's rules, then the input files the config names."""
+    """Everything that can be known before running: the schema's rules, the input files the config names, then
+    the limits (memory and figure count estimates, pipeline.config.limits)."""
     validate(params)
-    check_inputs(params, root)
+    check_limits(params, check_inputs(params, root))
 
 
 def _newest_conf_file(root: Path) -> tuple[float, Path | None]:

@@ -35,6 +35,10 @@ def main(argv: list[str] | None = None) -> int:
         params = compose(argv, root)
         check(params, root)
         path = write_params(params, root)
+        from pipeline.dvcyaml import write_if_changed
+
+        if write_if_changed(root):   # the files the config names are deps of the stages that read them
+            print(f"wrote {Layout(root).dvc_yaml} (the input files of this config are its deps)")
     except PipelineError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

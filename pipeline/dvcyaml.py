@@ -86,10 +86,15 @@ def _rel(layout: Layout, attribute: str) -> str:
     return getattr(layout, attribute).as_posix()
 
 
-def stage_entry(stage: Stage, root: Path) -> dict:
+def stage_entry(stage: Stage, root: Path, params: dict | None = None) -> dict:
+    """One stage of dvc.yaml; params: the config (params.yaml), whose input files (stage.input_files) become deps."""
+    from pipeline.config.input_files import input_file_deps
+
     layout = Layout(Path("."))
     entry: dict = {"cmd": f"python -m {stage.module}"}
-    entry["deps"] = [_rel(layout, name) for name in stage.inputs] + [p.as_posix() for p in import_closure(stage.module, root)]
+    inputs = [_rel(layout, name) for name in stage.inputs]
+    files = input_file_deps(params or {}, root, stage.input_files, inside=tuple(inputs))
+    entry["deps"] = inputs + files + [p.as_posix() for p in import_closure(stage.module, root)]
     if stage.params:
         entry["params"] = list(stage.params)
     for out in stage.outputs:
@@ -112,8 +117,25 @@ def top_level_plots() -> list:
 
 
 def render(root: Path) -> str:
-    document = {"stages": {stage.name: stage_entry(stage, root) for stage in STAGES}, "plots": top_level_plots()}
+    """dvc.yaml for the registry and the config in params.yaml (its input files outside data/texts/ are deps)."""
+    from pipeline.base.params_file import read_params_file
+
+    params_path = Layout(root).params
+    params = read_params_file(params_path) if params_path.exists() else {}
+    document = {"stages": {stage.name: stage_entry(stage, root, params) for stage in STAGES},
+                "plots": top_level_plots()}
     return HEADER + yaml.safe_dump(document, sort_keys=False, width=120, default_flow_style=False)
+
+
+def write_if_changed(root: Path) -> bool:
+    """Regenerate dvc.yaml (after params.yaml changed: its input files are deps); True if it changed."""
+    from pipeline.base.files import write_text
+
+    target, text = Layout(root).dvc_yaml, render(root)
+    if target.exists() and target.read_text(encoding="utf-8") == text:
+        return False
+    write_text(target, text)
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,8 +3,10 @@
 Each stage is a module `pipeline.stages.<name>` with `run(params, layout, root)` and a
 `python -m pipeline.stages.<name>` entry point (DVC runs that). Everything else is derived from `STAGES`:
 
-- `dvc.yaml` (`python -m pipeline.dvcyaml`): cmd, params, deps, outs, metrics and plots of every
-  stage; the code deps are the stage module's transitive imports inside `pipeline/`;
+- `dvc.yaml` (`python -m pipeline.dvcyaml`, and `pipeline.compose` after writing params.yaml): cmd, params, deps,
+  outs, metrics and plots of every stage; the code deps are the stage module's transitive imports inside
+  `pipeline/`; the files the config names (`input_files`: texts.file, glove.path, glove.zip) are deps of the stage
+  that reads them, wherever they lie, so that editing one re-runs it;
 - the Hydra in-process job (`python -m pipeline`) runs the stages with `in_jobs=True`, in this order;
 - the tests run the same stages in-process, check that every stage reads only the params and files
   declared here, and that `dvc.yaml` is the generated one.
@@ -48,6 +50,8 @@ class Stage:
     outputs: tuple[Output, ...]
     in_jobs: bool = True                    # run by the Hydra in-process job (python -m pipeline)
     untracked: tuple[str, ...] = ()         # Layout attributes also written, but per machine: not DVC outputs
+    input_files: tuple[str, ...] = ()       # config keys naming files it reads: DVC deps when set (wherever they lie)
+    reads: tuple[str, ...] = ()             # Layout attributes read that DVC refuses as deps (dvc.yaml itself)
     plots: tuple[dict[str, Any], ...] = field(default=())  # top-level dvc.yaml plots over this stage's outputs
 
     @property
@@ -69,13 +73,15 @@ def _sweep_plot(y: list[str], title: str) -> dict[str, Any]:
 
 STAGES: tuple[Stage, ...] = (
     Stage("check_params", "stops the run when params.yaml is invalid or conf/ was edited but params.yaml not "
-          "re-composed", params=ALL_PARAMS, inputs=("conf_dir", "params"),
+          "re-composed", params=ALL_PARAMS, inputs=("conf_dir", "params"), reads=("dvc_yaml",),
           # DVC-cached (not in git): `dvc pull` restores it, so a pulled clone's `dvc repro` has nothing to do
           outputs=(Output("params_check"),), in_jobs=False),
     Stage("glove", "the configured GloVe source -> data/glove/ (float32 vectors.npy, vocab.txt, manifest.json)",
-          params=("glove",), inputs=("params_check",), outputs=(Output("glove_dir"),), in_jobs=False),
+          params=("glove",), inputs=("params_check",), outputs=(Output("glove_dir"),), in_jobs=False,
+          input_files=("glove.path", "glove.zip")),
     Stage("tokenize", "texts -> word index, sequences, padded ids, padding mask (data/tokens/tokens.json)",
-          params=("texts", "tokenizer"), inputs=("params_check", "texts_dir"), outputs=(Output("tokens_dir"),)),
+          params=("texts", "tokenizer"), inputs=("params_check", "texts_dir"), outputs=(Output("tokens_dir"),),
+          input_files=("texts.file",)),
     Stage("encode", "positional encoding, its diagnostics and the embedding matrix (data/encode/), property plots",
           params=("encoding", "glove.dim", "glove.name"), inputs=("glove_dir", "tokens_dir"),
           outputs=(Output("encode_dir"),

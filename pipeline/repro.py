@@ -3,7 +3,7 @@
 The README's main command. Only stages whose inputs changed re-run. It is all or nothing: the
 config and the input files it names are checked before anything is written, and if a stage fails
 later (e.g. every word of a sentence is missing from GloVe, which only the encode stage can know),
-params.yaml, dvc.lock and every stage output (data/, reports/) are put back exactly as they were.
+params.yaml, dvc.yaml, dvc.lock and every stage output (data/, reports/) are put back exactly as they were.
 A user error exits 2 with one message naming the cause and the fix; a bug keeps its traceback.
 Temporaries a killed run left beside the outputs (.pe-tmp.<host>.<pid>.*, git-ignored) are removed first.
 
@@ -32,14 +32,15 @@ class _Failed(Exception):
 
 
 def guarded_paths(root: Path) -> list[Path]:
-    """What a run may change: params.yaml, dvc.lock and every output the stage registry declares."""
+    """What a run may change: params.yaml, dvc.yaml (its input-file deps follow the config), dvc.lock and every
+    output the stage registry declares."""
     from pipeline.base.paths import Layout
     from pipeline.registry import STAGES
 
     layout = Layout(root)
     outputs = [getattr(layout, name) for stage in STAGES
                for name in [out.layout for out in stage.outputs] + list(stage.untracked)]
-    return [layout.params, layout.dvc_lock, *outputs]
+    return [layout.params, layout.dvc_yaml, layout.dvc_lock, *outputs]
 
 
 def main(argv: list[str] | None = None) -> int:

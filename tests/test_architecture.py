@@ -233,7 +233,7 @@ def check_reads(stage, log: ReadLog) -> None:
                     and not any(k == d or k.startswith(d + ".") or d.startswith(k + ".") for k in log.keys))
     assert not unused, f"stage {stage.name} declares params {unused} that it never reads"
     rel = Layout(Path("."))
-    allowed = [getattr(rel, name) for name in stage.inputs + stage.untracked] + [getattr(rel, o.layout) for o in stage.outputs]
+    allowed = [getattr(rel, name) for name in stage.inputs + stage.untracked + stage.reads] + [getattr(rel, o.layout) for o in stage.outputs]
     for name in log.layout:
         value = getattr(rel, name)
         path = value(0) if callable(value) else value

@@ -15,9 +15,11 @@ from pipeline.base.paths import Layout
 def run(params: dict, layout: Layout, root: Path) -> None:
     from pipeline.base.files import write_json
     from pipeline.config import check, check_fresh
+    from pipeline.config.input_files import check_tracked
 
     check(params, root)
     check_fresh(params, root)
+    check_tracked(params, root, layout.dvc_yaml)
     if params["tracking"]["enabled"]:
         from pipeline.outputs.tracking import check_reachable
 

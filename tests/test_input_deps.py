@@ -1,0 +1,84 @@
+"""Every input is a dependency: a texts file or GloVe file the config names is a DVC dep of the stage that reads it,
+wherever it lies, so editing it re-runs what depends on it (pipeline.config.input_files, pipeline.dvcyaml)."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from conftest import REPO, SEED_WORDS, copy_checkout, run
+from pipeline import config
+from pipeline.base.errors import PipelineError
+from pipeline.config.input_files import check_tracked, input_file_deps
+
+
+def test_input_file_deps_inside_and_outside_the_workspace(tmp_path):
+    root = tmp_path / "project"
+    params = {"texts": {"file": "data/texts/example.txt"}, "glove": {"path": str(tmp_path / "g.txt"), "zip": None}}
+    assert input_file_deps(params, root, ("texts.file",), inside=("data/texts",)) == []   # data/texts is a dep
+    assert input_file_deps(params, root, ("texts.file",)) == ["data/texts/example.txt"]
+    assert input_file_deps(params, root, ("glove.path", "glove.zip")) == [(tmp_path / "g.txt").as_posix()]
+    params["texts"]["file"] = "../elsewhere/t.txt"
+    assert input_file_deps(params, root, ("texts.file",)) == [(tmp_path / "elsewhere" / "t.txt").as_posix()]
+
+
+def test_generated_dvc_yaml_lists_the_configured_input_files(tmp_path):
+    """The tokenize stage gets texts.file, the glove stage glove.path; the default config adds nothing."""
+    from pipeline.dvcyaml import render
+
+    project = copy_checkout(tmp_path / "project")
+    assert render(project) == (REPO / "dvc.yaml").read_text(encoding="utf-8")
+    params = config.compose(["texts=file", f"texts.file={tmp_path / 't.txt'}", "glove=path",
+                             f"glove.path={tmp_path / 'g.txt'}", "glove.dim=8"], project)
+    config.write_params(params, project)
+    stages = yaml.safe_load(render(project))["stages"]
+    assert (tmp_path / "t.txt").as_posix() in stages["tokenize"]["deps"]
+    assert (tmp_path / "g.txt").as_posix() in stages["glove"]["deps"]
+    assert all((tmp_path / "t.txt").as_posix() not in stages[s]["deps"] for s in stages if s != "tokenize")
+
+
+def test_check_params_refuses_a_dvc_yaml_that_does_not_track_the_file(tmp_path):
+    """`dvc exp run -S texts.file=...` composes params.yaml but not dvc.yaml: check_params says how to fix it."""
+    params = config.compose(["texts=file", f"texts.file={tmp_path / 't.txt'}"], REPO)
+    with pytest.raises(PipelineError, match=r"dvc\.yaml does not list .*t\.txt.*python -m pipeline\.compose"):
+        check_tracked(params, REPO, REPO / "dvc.yaml")
+    check_tracked(config.compose([], REPO), REPO, REPO / "dvc.yaml")   # the default config: nothing to list
+
+
+def changed_stages(project: Path) -> set[str]:
+    return set(json.loads(run(["dvc", "status", "--json"], project).stdout))
+
+
+@pytest.mark.slow
+def test_editing_a_texts_or_glove_file_outside_the_workspace_reruns_its_stages(tmp_path):
+    """The issue's probe: texts.file and glove.path outside the project; edit each, and `dvc status` sees it and
+    `dvc repro` re-runs the stage that reads it (and what follows), nothing else."""
+    project = copy_checkout(tmp_path / "project")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    texts = outside / "sentences.txt"
+    texts.write_text("king queen man woman\ndog wolf red green\n", encoding="utf-8")
+    glove = outside / "glove.txt"
+    rng = np.random.default_rng(0)
+    glove.write_text("".join(w + "".join(f" {v:.5f}" for v in rng.normal(size=8)) + "\n" for w in SEED_WORDS))
+    run([sys.executable, "-m", "pipeline.repro", "tracking=disabled", "texts=file", f"texts.file={texts}",
+         "glove=path", f"glove.path={glove}", "glove.dim=8"], project)
+    assert changed_stages(project) == set()
+
+    texts.write_text("king queen man woman yellow\ndog wolf red green\n", encoding="utf-8")
+    assert "tokenize" in changed_stages(project)
+    again = run(["dvc", "repro"], project)
+    assert "Running stage 'tokenize'" in again.stdout and "Running stage 'glove'" not in again.stdout
+    assert "yellow" in (project / "data" / "tokens" / "tokens.json").read_text(encoding="utf-8")
+    assert changed_stages(project) == set()
+
+    with open(glove, "a", encoding="utf-8") as handle:
+        handle.write("ball" + "".join(f" {v:.5f}" for v in rng.normal(size=8)) + "\n")
+    assert "glove" in changed_stages(project)
+    again = run(["dvc", "repro"], project)
+    assert "Running stage 'glove'" in again.stdout and "Running stage 'tokenize'" not in again.stdout
+    assert json.loads((project / "data" / "glove" / "manifest.json").read_text())["rows"] == len(SEED_WORDS) + 1

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from matplotlib.ticker import FormatStrFormatter
+from matplotlib.ticker import FormatStrFormatter, LogLocator
 
 from pipeline.outputs.figures import plt, save
 
@@ -50,6 +50,7 @@ def crossover_study(rows: list[dict], summary: dict, path: Path, *, dpi: int = 1
         ax.axhline(stats["sqrt_d_ratio"], color=colour, linestyle="--", linewidth=1.5, label=label)
     ax.set_yscale("log")
     ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+    ax.yaxis.set_minor_locator(LogLocator(subs=(2.0, 3.0, 5.0)))
     ax.yaxis.set_minor_formatter(FormatStrFormatter("%g"))
     ax.set_xticks(np.arange(len(groups)), groups)
     ax.set_xlabel("words per sentence (random sentences)" + (", then the texts file's sentences" if has_file else ""))

@@ -24,7 +24,8 @@ from typing import Any
 
 # Inputs that no stage produces (Layout attributes): the config and the user's sentence files.
 EXTERNAL_INPUTS = ("conf_dir", "params", "texts_dir")
-ALL_PARAMS = ("glove", "texts", "tokenizer", "encoding", "sweep", "metrics", "figures", "tutorials", "tracking")
+ALL_PARAMS = ("glove", "texts", "tokenizer", "encoding", "sweep", "metrics", "figures", "tutorials", "tracking",
+              "study")
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,10 @@ STAGES: tuple[Stage, ...] = (
                    Output("headline_metrics", cache=False, metric=True), Output("ratio_sweep_dir", cache=False)),
           plots=(_sweep_plot(["knn_semantic_hd", "knn_positional_hd", "trustworthiness_2d", "positional_rank_corr_hd"],
                              "Meaning vs position against r = W2/W1 (one plot per sentence)"),)),
+    Stage("study", "exact r* of many random sentences and the texts file, per GloVe dimension (reports/study/)",
+          params=("study", "tokenizer", "encoding.base", "encoding.layout", "encoding.dtype", "sweep.ratios",
+                  "metrics.neighbours", "figures.dpi"),
+          inputs=("glove_dir", "texts_dir"), outputs=(Output("study_dir", cache=False),), in_jobs=False),
     Stage("figures", "every figure of the notebook and the tutorials, labelled (reports/figures/)",
           params=("figures", "metrics.groups", "tutorials", "encoding"),
           inputs=("tokens_dir", "encode_dir", "sweep_dir", "metrics", "pe_norms_csv", "offset_distance_csv",

@@ -34,6 +34,20 @@ def test_change_within_tolerance_passes():
     assert compare(BASELINE, current, RULES) == []
 
 
+def test_exact_crossover_is_gated_at_ten_times_its_bisection_tolerance():
+    current = copy.deepcopy(BASELINE)
+    current["crossover"]["s0"]["r_star"] *= 1 + 2e-9          # a bracket's width: noise
+    current["crossover"]["s0"]["switch_points"]["0"]["r"] *= 1 + 2e-9
+    assert compare(BASELINE, current, RULES) == []
+    current["crossover"]["s0"]["r_star"] *= 1 + 1e-7          # a real move of the switch
+    current["crossover"]["s1"]["switch_points"]["0"]["to"] = "meaning"
+    current["crossover"]["s1"]["switch_points"]["1"] = {"r": 50.0, "to": "position"}   # one more crossing
+    problems = "\n".join(compare(BASELINE, current, RULES))
+    assert "crossover.s0.r_star:" in problems and "rel 1e-08" in problems
+    assert "crossover.s1.switch_points.0.to: 'position' -> 'meaning'" in problems
+    assert "crossover.s1.switch_points.1.r: new metric" in problems
+
+
 def test_count_metrics_must_not_move():
     current = copy.deepcopy(BASELINE)
     current["embedding"]["oov_count"] += 1

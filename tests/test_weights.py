@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 
+import numpy as np
 import pytest
 
 from pipeline.core.weights import weight_pairs
@@ -62,6 +63,14 @@ def test_duplicates_dropped_keeping_first():
     assert labels(weight_pairs(1, 0, d_model=50)) == ["w1_1-w2_0"]
     assert labels(weight_pairs(1, -0.0, d_model=50)) == ["w1_1-w2_0"]
     assert labels(weight_pairs([2, 2], [0, -0.0], d_model=50)) == ["w1_1-w2_0", "w1_2-w2_0"]
+
+
+def test_ten_thousand_pairs_with_repeats_keep_each_label_once_in_order():
+    """A 10,000-pair sweep (checked in linear time) with every pair given twice, and the baseline among them."""
+    w2 = [float(x) for x in np.logspace(-2, 2, 10_000)]
+    pairs = weight_pairs(1, w2 + w2 + [0.0], d_model=50)
+    assert len(pairs) == 10_001 and pairs[0].is_baseline
+    assert [p.w2 for p in pairs[1:]] == w2 and len(set(labels(pairs))) == 10_001
 
 
 def test_close_but_different_weights_get_distinct_labels():

@@ -14,7 +14,8 @@ def read_params_file(path: Path) -> dict:
         raise PipelineError(f"{path} does not exist: run `python -m pipeline.compose` to generate it from conf/.")
     try:
         with open(path, encoding="utf-8") as handle:
-            params = yaml.safe_load(handle)
+            # libyaml's loader when PyYAML has it: 10x faster on the long lists of a 10,000-pair sweep
+            params = yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise PipelineError(f"{path} is not valid YAML ({' '.join(str(exc).split())}): regenerate it with "
                             "`python -m pipeline.compose`.") from None

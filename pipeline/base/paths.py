@@ -207,6 +207,25 @@ class Layout:
         return self.ratio_sweep_dir / f"s{sentence}.csv"
 
     @property
+    def study_dir(self) -> Path:
+        """The crossover study (stage study): crossover.json, r_star.csv, crossover_study.png."""
+        return self.reports / "study"
+
+    @property
+    def study_summary(self) -> Path:
+        """Distribution of r* per GloVe dimension and sentence length, the stores used and the dimensions missing."""
+        return self.study_dir / "crossover.json"
+
+    @property
+    def study_table(self) -> Path:
+        """One row per (dimension, sentence): d, length, from_file, sentence, r_star, switches, sqrt_d_semantic."""
+        return self.study_dir / "r_star.csv"
+
+    @property
+    def study_figure(self) -> Path:
+        return self.study_dir / "crossover_study.png"
+
+    @property
     def figures_dir(self) -> Path:
         return self.reports / "figures"
 

@@ -389,6 +389,25 @@ class TrackingConfig(_Checked):
 
 
 @dataclass
+class StudyConfig(_Checked):
+    KEY = "study"
+    name: str = MISSING
+    sentences: int = checked(at_least(0))
+    lengths: List[int] = checked(Rule("a non-empty list of sentence lengths, integers in [3, 1000]",
+                                      lambda v: len(v) > 0 and all(3 <= n <= 1000 for n in v)))
+    seed: int = checked(at_least(0))
+    vocabulary: int = checked(at_least(3))
+    texts_file: Optional[str] = checked(NON_EMPTY, null=True)
+    dims: List[int] = checked(Rule("a non-empty list of GloVe dimensions (integers >= 2)",
+                                   lambda v: len(v) > 0 and min(v) >= 2))
+
+    def check(self) -> None:
+        self.require(max(self.lengths) <= self.vocabulary, "vocabulary",
+                     f"an integer >= the longest of study.lengths = {max(self.lengths)} (words are drawn without "
+                     "repetition)")
+
+
+@dataclass
 class Config(_Checked):
     """The whole config (params.yaml): one field per group of conf/, in pipeline order."""
 
@@ -402,6 +421,7 @@ class Config(_Checked):
     figures: FiguresConfig = MISSING
     tutorials: TutorialsConfig = MISSING
     tracking: TrackingConfig = MISSING
+    study: StudyConfig = MISSING
 
     def check(self) -> None:
         enc, dim, maxlen = self.encoding, self.glove.dim, self.tokenizer.maxlen

@@ -13,10 +13,19 @@ Every metric is invariant to a global scale of Z, so for W1 > 0 it depends only 
                         (< 1: groups such as king/queen stay together; >= 1: they are scattered)
     angular_order_2d    share of consecutive positions (i, i+1) whose angle around the centroid turns
                         the dominant way (1: the words fall in clockwise or anticlockwise order)
+
+Every function works on a batch: a leading axis of B weightings of the same sentence (the sweep measures
+thousands of weight pairs at once); the single-sentence forms (`knn_overlap`, `trustworthiness`, ...) are that
+batch with B = 1. The batch axis never changes a value's bits: each pair's reductions run over the same
+contiguous axis, in the same order, as one pair alone.
+
+The crossover (`crossover`, `switch_points`) is the exact ratio at which the k-NN curves switch, found by
+bisection between the grid points that bracket a switch (pipeline.core.sweep evaluates the metrics there).
 """
 from __future__ import annotations
 
-from typing import Sequence
+import math
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -40,38 +49,74 @@ METRIC_DOCS = {
 
 
 def pairwise_distances(z: np.ndarray) -> np.ndarray:
-    """(n, n) Euclidean distances of the rows of z (n, dim), exact zero diagonal."""
+    """(..., n, n) Euclidean distances of the rows of z (..., n, dim), exact zero diagonal."""
     z = np.asarray(z, dtype=np.float64)
-    diff = z[:, None, :] - z[None, :, :]
+    diff = z[..., :, None, :] - z[..., None, :, :]
     return np.sqrt((diff * diff).sum(axis=-1))
 
 
 def _quantized(dist: np.ndarray) -> np.ndarray:
-    scale = float(np.max(dist)) or 1.0
-    return np.round(dist / scale * 1e6)
+    """(..., n, n) distances in units of 1e-6 of each matrix's largest, rounded."""
+    scale = np.max(dist, axis=(-2, -1), keepdims=True)
+    return np.round(dist / np.where(scale == 0, 1.0, scale) * 1e6)
+
+
+def _off_diagonal(dist: np.ndarray) -> np.ndarray:
+    return _quantized(dist) + np.diag(np.full(dist.shape[-1], np.inf))
 
 
 def neighbours(dist: np.ndarray, k: int) -> np.ndarray:
-    """(n, k) indices of each point's k nearest other points, ties broken by lower index.
+    """(..., n, k) indices of each point's k nearest other points, ties broken by lower index; dist (..., n, n).
 
     Distances are compared at 1e-6 of the largest: sinusoidal encodings tie exactly in theory (position i
     is as far from i-1 as from i+1), and float32 rounding must not decide between them.
     """
-    masked = _quantized(dist) + np.diag(np.full(len(dist), np.inf))
-    return np.argsort(masked, axis=1, kind="stable")[:, :k]
+    return np.argsort(_off_diagonal(dist), axis=-1, kind="stable")[..., :k]
+
+
+def reference_sets(dist_reference: np.ndarray, k: int) -> np.ndarray:
+    """(n, n) bool: row i marks i's k nearest points in the reference and every point tied with the k-th
+    (positional encodings tie: i-1 and i+1 are equally far from i)."""
+    ranked = _off_diagonal(dist_reference)
+    kth = np.sort(ranked, axis=1)[:, k - 1: k]
+    return ranked <= kth
+
+
+def knn_overlaps(dist: np.ndarray, reference: np.ndarray, k: int) -> np.ndarray:
+    """(B,) mean over points of |N_k(dist) & R_k| / k; dist (B, n, n), reference (n, n) from reference_sets."""
+    mine = neighbours(dist, k)                                               # (B, n, k)
+    shared = reference[np.arange(dist.shape[-1])[:, None], mine].sum(axis=-1)  # (B, n)
+    return (shared / k).mean(axis=-1)
 
 
 def knn_overlap(dist: np.ndarray, dist_reference: np.ndarray, k: int) -> float:
     """Mean over points of |N_k(dist) & R_k| / k, where R_k holds the k nearest points in the reference
-    and every point tied with the k-th (positional encodings tie: i-1 and i+1 are equally far from i)."""
-    ranked = _quantized(dist_reference) + np.diag(np.full(len(dist_reference), np.inf))
-    kth = np.sort(ranked, axis=1)[:, k - 1: k]
-    reference_sets = [set(np.nonzero(row <= bound)[0]) for row, bound in zip(ranked, kth[:, 0])]
-    return float(np.mean([len(set(mine) & ref) / k for mine, ref in zip(neighbours(dist, k), reference_sets)]))
+    and every point tied with the k-th (positional encodings tie: i-1 and i+1 are equally far from i).
+    dist, dist_reference: (n, n)."""
+    return float(knn_overlaps(dist[None], reference_sets(dist_reference, k), k)[0])
 
 
 # trustworthiness and Spearman's rho are written out here (tests check them against scikit-learn
 # and scipy): importing sklearn.manifold alone costs 0.8 s, more than the whole sweep stage's work.
+
+def reference_ranks(reference: np.ndarray) -> np.ndarray:
+    """(n, n) int: rank[i, j] = 1-based rank of j among i's neighbours in the reference points (n, dim)."""
+    n = len(reference)
+    dist_ref = pairwise_distances(reference)
+    np.fill_diagonal(dist_ref, np.inf)
+    rank = np.empty((n, n), dtype=np.int64)
+    rank[np.arange(n)[:, None], np.argsort(dist_ref, axis=1)] = np.arange(1, n + 1)
+    return rank
+
+
+def trustworthiness_batch(rank: np.ndarray, dist: np.ndarray, k: int) -> np.ndarray:
+    """(B,) trustworthiness of B embeddings given by their distances dist (B, n, n), against the reference
+    ranks rank (n, n) of reference_ranks. Needs k < n / 2."""
+    n = rank.shape[0]
+    ranks = rank[np.arange(n)[:, None], neighbours(dist, k)] - k                  # (B, n, k)
+    penalty = np.where(ranks > 0, ranks, 0).sum(axis=(-2, -1))
+    return 1.0 - penalty * (2.0 / (n * k * (2.0 * n - 3.0 * k - 1.0)))
+
 
 def trustworthiness(reference: np.ndarray, z: np.ndarray, k: int) -> float:
     """sklearn.manifold.trustworthiness(reference, z, n_neighbors=k) (Euclidean), for k < n / 2.
@@ -79,104 +124,202 @@ def trustworthiness(reference: np.ndarray, z: np.ndarray, k: int) -> float:
     1 - 2 / (n k (2n - 3k - 1)) * sum over points i of sum over their k nearest neighbours j in z
     of max(0, rank of j among i's neighbours in the reference - k).
     """
-    n = len(reference)
-    dist_ref = pairwise_distances(reference)
-    np.fill_diagonal(dist_ref, np.inf)
-    rank = np.empty((n, n), dtype=np.int64)
-    rank[np.arange(n)[:, None], np.argsort(dist_ref, axis=1)] = np.arange(1, n + 1)
-    ranks = rank[np.arange(n)[:, None], neighbours(pairwise_distances(z), k)] - k
-    penalty = ranks[ranks > 0].sum()
-    return float(1.0 - penalty * (2.0 / (n * k * (2.0 * n - 3.0 * k - 1.0))))
+    return float(trustworthiness_batch(reference_ranks(reference), pairwise_distances(z)[None], k)[0])
 
 
 def _average_ranks(values: np.ndarray) -> np.ndarray:
-    """Ranks 1..n, ties sharing their average rank (scipy.stats.rankdata's 'average')."""
-    order = np.argsort(values, kind="mergesort")
-    sorted_values = values[order]
-    starts = np.r_[True, sorted_values[1:] != sorted_values[:-1]]
-    group = np.cumsum(starts) - 1                                  # tie group of each sorted entry
-    bounds = np.r_[np.nonzero(starts)[0], len(values)]            # first index of each group, then n
-    average = (bounds[:-1] + bounds[1:] + 1) / 2.0                 # mean of 1-based ranks in the group
-    ranks = np.empty(len(values))
-    ranks[order] = average[group]
+    """(..., m) ranks 1..m along the last axis, ties sharing their average rank (scipy.stats.rankdata's
+    'average')."""
+    m = values.shape[-1]
+    order = np.argsort(values, axis=-1, kind="mergesort")
+    sorted_values = np.take_along_axis(values, order, axis=-1)
+    index = np.broadcast_to(np.arange(m), values.shape)
+    new = np.ones(values.shape, dtype=bool)
+    new[..., 1:] = sorted_values[..., 1:] != sorted_values[..., :-1]          # first entry of a tie group
+    last = np.ones(values.shape, dtype=bool)
+    last[..., :-1] = new[..., 1:]                                             # last entry of a tie group
+    first_index = np.maximum.accumulate(np.where(new, index, 0), axis=-1)
+    last_index = np.flip(np.minimum.accumulate(np.flip(np.where(last, index, m), axis=-1), axis=-1), axis=-1)
+    ranks = np.empty(values.shape)
+    np.put_along_axis(ranks, order, (first_index + last_index + 2) / 2.0, axis=-1)   # mean of 1-based ranks
     return ranks
 
 
-def positional_rank_corr(dist: np.ndarray) -> float:
-    """Spearman's rho between the pairwise distances (i < j) and |i - j|; nan for fewer than 3 points."""
-    n = len(dist)
+def positional_rank_corrs(dist: np.ndarray) -> np.ndarray:
+    """(B,) Spearman's rho between the pairwise distances (i < j) of dist (B, n, n) and |i - j|; nan for
+    fewer than 3 points."""
+    n = dist.shape[-1]
     if n < 3:
-        return float("nan")
+        return np.full(dist.shape[0], np.nan)
     i, j = np.triu_indices(n, k=1)
-    a, b = _average_ranks(dist[i, j]), _average_ranks((j - i).astype(float))
-    a, b = a - a.mean(), b - b.mean()
-    denominator = np.sqrt((a * a).sum() * (b * b).sum())
-    return float((a * b).sum() / denominator) if denominator > 0 else float("nan")
+    a, b = _average_ranks(np.ascontiguousarray(dist[:, i, j])), _average_ranks((j - i).astype(float))
+    a, b = a - a.mean(axis=-1, keepdims=True), b - b.mean()
+    denominator = np.sqrt((a * a).sum(axis=-1) * (b * b).sum())
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(denominator > 0, (a * b).sum(axis=-1) / denominator, np.nan)
+
+
+def positional_rank_corr(dist: np.ndarray) -> float:
+    """Spearman's rho between the pairwise distances (i < j) of dist (n, n) and |i - j|; nan for fewer than 3
+    points."""
+    return float(positional_rank_corrs(dist[None])[0])
+
+
+def group_pairs(words: Sequence[str], groups: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray]:
+    """Index pairs (a, b), a < b, of the words that share a semantic group, group by group."""
+    where: dict[str, list[int]] = {}
+    for index, word in enumerate(words):
+        where.setdefault(word, []).append(index)
+    a_list, b_list = [], []
+    for group in groups:
+        members = sorted(index for word in group for index in where.get(word, []))
+        for x, a in enumerate(members):
+            a_list += [a] * (len(members) - x - 1)
+            b_list += members[x + 1:]
+    return np.array(a_list, dtype=np.int64), np.array(b_list, dtype=np.int64)
+
+
+def group_distance_ratios(dist: np.ndarray, words: Sequence[str], groups: Sequence[Sequence[str]]) -> np.ndarray:
+    """(B,) mean distance over word pairs inside a group / mean over all pairs, for dist (B, n, n); nan if no
+    group has 2 words here."""
+    n, batch = dist.shape[-1], dist.shape[0]
+    i, j = np.triu_indices(n, k=1)
+    a, b = group_pairs(words, groups)
+    if not len(a) or not len(i):
+        return np.full(batch, np.nan)
+    # contiguous rows: numpy sums a strided (fancy-indexed) axis in another order, and the bits would depend on B
+    overall = np.ascontiguousarray(dist[:, i, j]).mean(axis=-1)
+    inside = np.ascontiguousarray(dist[:, a, b]).mean(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(overall == 0, np.nan, inside / overall)
 
 
 def group_distance_ratio(dist: np.ndarray, words: Sequence[str], groups: Sequence[Sequence[str]]) -> float:
     """Mean distance over word pairs inside a group / mean over all pairs; nan if no group has 2 words here."""
-    n = len(dist)
-    i, j = np.triu_indices(n, k=1)
-    where = {}
-    for index, word in enumerate(words):
-        where.setdefault(word, []).append(index)
-    inside = []
-    for group in groups:
-        members = sorted(index for word in group for index in where.get(word, []))
-        inside += [dist[a, b] for x, a in enumerate(members) for b in members[x + 1:]]
-    overall = dist[i, j].mean() if len(i) else 0.0
-    if not inside or overall == 0:
-        return float("nan")
-    return float(np.mean(inside) / overall)
+    return float(group_distance_ratios(dist[None], words, groups)[0])
+
+
+def angular_orders(coords: np.ndarray) -> np.ndarray:
+    """(B,) share of steps i -> i+1 that turn the dominant way around the centroid of coords (B, n, 2)."""
+    if coords.shape[-2] < 2:
+        return np.full(coords.shape[0], np.nan)
+    centred = coords - coords.mean(axis=-2, keepdims=True)
+    angles = np.arctan2(centred[..., 1], centred[..., 0])
+    steps = np.angle(np.exp(1j * np.diff(angles, axis=-1)))     # wrapped to (-pi, pi]
+    return np.maximum((steps > 0).mean(axis=-1), (steps < 0).mean(axis=-1))
 
 
 def angular_order(coords: np.ndarray) -> float:
     """Share of steps i -> i+1 that turn the dominant way around the centroid of (n, 2) coords."""
-    centred = coords - coords.mean(axis=0)
-    angles = np.arctan2(centred[:, 1], centred[:, 0])
-    steps = np.angle(np.exp(1j * np.diff(angles)))     # wrapped to (-pi, pi]
-    if len(steps) == 0:
-        return float("nan")
-    return float(max((steps > 0).mean(), (steps < 0).mean()))
+    return float(angular_orders(np.asarray(coords)[None])[0])
+
+
+def procrustes_disparities(reference: np.ndarray, others: np.ndarray) -> np.ndarray:
+    """(B,) scipy.spatial.procrustes disparity of each of others (B, n, 2) against reference (n, 2), batched (equal
+    to scipy's within 1e-15); nan where either projection collapsed to one point."""
+    reference, others = np.asarray(reference, dtype=np.float64), np.asarray(others, dtype=np.float64)
+    a = reference - reference.mean(axis=0)
+    b = others - others.mean(axis=-2, keepdims=True)
+    norm_a, norm_b = np.sqrt((a * a).sum()), np.sqrt((b * b).sum(axis=(-2, -1)))
+    collapsed = ~(np.ptp(others, axis=-2).any(axis=-1)) | (not np.ptp(reference, axis=0).any())
+    safe = np.where(collapsed, 1.0, norm_b)
+    a, b = a / (norm_a or 1.0), b / safe[:, None, None]
+    u, w, vt = np.linalg.svd(np.swapaxes(np.swapaxes(b, -1, -2) @ a, -1, -2))
+    rotated = b @ np.swapaxes(u @ vt, -1, -2) * w.sum(axis=-1)[:, None, None]
+    disparity = np.square(a - rotated).sum(axis=(-2, -1))
+    return np.where(collapsed, np.nan, disparity)
+
+
+class Reference:
+    """What every weighting of one sentence is measured against: e, p (n, d) pure embeddings and encodings."""
+
+    def __init__(self, e: np.ndarray, p: np.ndarray, words: Sequence[str], groups: Sequence[Sequence[str]],
+                 k: int) -> None:
+        self.e, self.p, self.words, self.groups, self.k = e, p, list(words), groups, k
+        self.semantic = reference_sets(pairwise_distances(e), k)       # (n, n)
+        self.positional = reference_sets(pairwise_distances(p), k)
+        self.ranks = reference_ranks(e) if k < len(e) / 2 else None
+
+
+def knn_scores(dist: np.ndarray, ref: Reference) -> tuple[np.ndarray, np.ndarray]:
+    """(B,) knn_semantic and (B,) knn_positional of distances dist (B, n, n)."""
+    return knn_overlaps(dist, ref.semantic, ref.k), knn_overlaps(dist, ref.positional, ref.k)
+
+
+def batch_metrics(z: np.ndarray, coords: np.ndarray, ref: Reference) -> dict[str, np.ndarray]:
+    """All metrics for B weightings of one sentence: z (B, n, d) W1*E + W2*P; coords (B, n, 2) their PCA
+    projections. Keys '<metric>_hd' are computed in the d-dimensional space, '<metric>_2d' in the projection;
+    each value is (B,)."""
+    out: dict[str, np.ndarray] = {}
+    batch = z.shape[0]
+    for space, points in (("hd", z), ("2d", coords)):
+        dist = pairwise_distances(points)
+        out[f"knn_semantic_{space}"], out[f"knn_positional_{space}"] = knn_scores(dist, ref)
+        out[f"trustworthiness_{space}"] = (trustworthiness_batch(ref.ranks, dist, ref.k) if ref.ranks is not None
+                                           else np.full(batch, np.nan))
+        out[f"positional_rank_corr_{space}"] = positional_rank_corrs(dist)
+        out[f"group_distance_ratio_{space}"] = group_distance_ratios(dist, ref.words, ref.groups)
+    out["angular_order_2d"] = angular_orders(coords)
+    return out
 
 
 def sentence_metrics(z: np.ndarray, coords: np.ndarray, e: np.ndarray, p: np.ndarray, words: Sequence[str],
                      groups: Sequence[Sequence[str]], k: int) -> dict[str, float]:
-    """All metrics for one weighted sentence.
+    """All metrics for one weighted sentence (batch_metrics with B = 1).
 
     z: (n, d) W1*E + W2*P; coords: (n, 2) its PCA projection; e, p: (n, d) pure embeddings and encodings.
-    Keys '<metric>_hd' are computed in the d-dimensional space, '<metric>_2d' in the projection.
     """
-    dist_e, dist_p = pairwise_distances(e), pairwise_distances(p)
-    out: dict[str, float] = {}
-    for space, points in (("hd", z), ("2d", coords)):
-        dist = pairwise_distances(points)
-        out[f"knn_semantic_{space}"] = knn_overlap(dist, dist_e, k)
-        out[f"knn_positional_{space}"] = knn_overlap(dist, dist_p, k)
-        out[f"trustworthiness_{space}"] = trustworthiness(e, points, k) if k < len(e) / 2 else float("nan")
-        out[f"positional_rank_corr_{space}"] = positional_rank_corr(dist)
-        out[f"group_distance_ratio_{space}"] = group_distance_ratio(dist, words, groups)
-    out["angular_order_2d"] = angular_order(coords)
-    return out
+    values = batch_metrics(np.asarray(z, dtype=np.float64)[None], np.asarray(coords, dtype=np.float64)[None],
+                           Reference(e, p, words, groups, k))
+    return {key: float(v[0]) for key, v in values.items()}
 
 
-def crossover(ratios: np.ndarray, semantic: np.ndarray, positional: np.ndarray) -> float | None:
-    """Smallest r (log-interpolated) at which `positional` first reaches `semantic`; None if it never does.
+# ---------------------------------------------------------------- the crossover
 
-    ratios: (m,) increasing; semantic, positional: (m,) the two scores at those ratios.
+RTOL = 1e-9   # relative width of the bracket the bisection leaves around each switch point
+
+
+def positional_wins(semantic: np.ndarray, positional: np.ndarray) -> np.ndarray:
+    """(m,) bool: positional neighbours at least as many as semantic ones (the state the crossover enters)."""
+    return np.asarray(positional) >= np.asarray(semantic)
+
+
+def bisect_switch(lo: float, hi: float, wins: Callable[[float], bool], state_hi: bool, rtol: float = RTOL) -> float:
+    """The switch point of a step function between lo < hi, where wins(lo) != wins(hi) == state_hi: bisection on
+    log r (geometric midpoints) until hi / lo - 1 <= rtol. Returns hi, the smallest ratio found at which the
+    state of hi holds (the switch lies in (hi / (1 + rtol), hi])."""
+    while hi / lo - 1 > rtol:
+        mid = math.sqrt(lo * hi)
+        if not lo < mid < hi:     # the floats between lo and hi are exhausted
+            break
+        if wins(mid) == state_hi:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def switch_points(ratios: np.ndarray, wins_on_grid: np.ndarray, wins: Callable[[float], bool],
+                  rtol: float = RTOL) -> list[tuple[float, bool]]:
+    """Every switch between "meaning wins" and "position wins" that the grid brackets, located by bisection.
+
+    ratios: (m,) increasing grid; wins_on_grid: (m,) bool, positional_wins on the grid; wins(r): the same
+    predicate evaluated at any ratio. Returns [(r, state after the switch)], in increasing r. Two switches
+    between the same two grid points (a state held only inside one grid interval) are not seen.
     """
-    gap = np.asarray(positional) - np.asarray(semantic)
-    if gap[0] >= 0:
+    found = []
+    for j in np.nonzero(wins_on_grid[1:] != wins_on_grid[:-1])[0]:
+        state = bool(wins_on_grid[j + 1])
+        found.append((bisect_switch(float(ratios[j]), float(ratios[j + 1]), wins, state, rtol), state))
+    return found
+
+
+def crossover(ratios: np.ndarray, wins_on_grid: np.ndarray, switches: list[tuple[float, bool]]) -> float | None:
+    """r*: the smallest ratio at which positional neighbours are at least as many as semantic ones; the grid's
+    first ratio if they already are there, None if they never are on the grid. switches from switch_points."""
+    if wins_on_grid[0]:
         return float(ratios[0])
-    after = np.nonzero(gap >= 0)[0]
-    if len(after) == 0:
-        return None
-    b = after[0]
-    a = b - 1
-    lo, hi = np.log10(ratios[a]), np.log10(ratios[b])
-    t = -gap[a] / (gap[b] - gap[a])
-    return float(10 ** (lo + t * (hi - lo)))
+    return next((r for r, state in switches if state), None)
 
 
 def valid_neighbours(k: int, n: int) -> int:

@@ -4,7 +4,12 @@ to 2-D with PCA and measured (pipeline.core.metrics); arrays and dicts in, array
 Per sentence three batches of weights go through one batched PCA: the configured pairs (baseline W1=1, W2=0
 first), the Transformer's scaling W1 = sqrt(d), W2 = 1, and the ratio grid W1 = 1, W2 = r. Projections are
 rounded to SIGNIFICANT_DIGITS of each frame's largest coordinate before anything is measured or saved, so that
-metrics, files and figures agree and do not change with the CPU's summation order.
+metrics, files and figures agree and do not change with the CPU's summation order. The metrics of the whole
+batch are computed at once too (pipeline.core.metrics.batch_metrics, in chunks of bounded memory).
+
+The crossover r* is exact: wherever the k-NN curves switch between two grid ratios, the switch is located by
+bisection on r to a relative 1e-9, evaluating the d-dimensional k-NN metrics at the new ratios (they need no
+projection). The grid stays for the curves.
 """
 from __future__ import annotations
 
@@ -15,12 +20,14 @@ from typing import Sequence
 import numpy as np
 
 from pipeline.base.files import round_significant
-from pipeline.core.metrics import crossover, sentence_metrics, valid_neighbours
-from pipeline.core.projection import procrustes_disparity
+from pipeline.core.metrics import (Reference, batch_metrics, crossover, knn_scores, pairwise_distances,
+                                   positional_wins, procrustes_disparities, switch_points, valid_neighbours)
 from pipeline.core.weights import WeightPair, weight_pairs
 
 # metrics.json's transformer_scaling.s{i}: the metrics reported at the paper's scaling
 SCALING_METRICS = ("knn_semantic_hd", "knn_positional_hd", "trustworthiness_2d", "pca_disparity")
+# Weightings measured at once: the pairwise differences of a chunk, (chunk, n, n, d) float64, stay near this size.
+CHUNK_BYTES = 64 * 2**20
 
 
 @dataclass(frozen=True)
@@ -33,7 +40,7 @@ class SentenceSweep:
     grid_explained: np.ndarray    # (m, 2)
     pairs: dict[str, dict[str, float]]   # pair label -> metric -> value
     curves: dict[str, np.ndarray]        # metric -> (m,) values along the ratio grid
-    crossover: dict                      # r_star (None: beyond the grid), log10_r_star, neighbours
+    crossover: dict                      # r_star (None: beyond the grid), log10_r_star, neighbours, switch_points
     scaling: dict                        # SCALING_METRICS at W1 = sqrt(d), W2 = 1, and semantic_dominates
 
 
@@ -84,42 +91,67 @@ def project(e: np.ndarray, p: np.ndarray, pairs: Sequence[WeightPair], n_compone
     return round_significant(coords, floor=frame_scale), round_significant(ratio, floor=1.0)
 
 
-def measure(pair: WeightPair, coords: np.ndarray, explained: np.ndarray, baseline: np.ndarray, e: np.ndarray,
-            p: np.ndarray, words: Sequence[str], groups: Sequence[Sequence[str]], k: int) -> dict[str, float]:
-    """Every metric of one weighted sentence: coords (n, 2) its projection, explained (2,), baseline (n, 2) the
-    pure-embedding projection, e, p (n, d)."""
-    values = sentence_metrics(pair.w1 * e + pair.w2 * p, coords, e, p, words, groups, k)
-    values["pca_disparity"] = 0.0 if pair.is_baseline else procrustes_disparity(baseline, coords)
-    values["explained_variance_2d"] = float(explained.sum())
+def measure(pairs: Sequence[WeightPair], coords: np.ndarray, explained: np.ndarray, baseline: np.ndarray,
+            ref: Reference) -> dict[str, np.ndarray]:
+    """Every metric of B weightings of one sentence, each a (B,) array: coords (B, n, 2) their projections,
+    explained (B, 2), baseline (n, 2) the pure-embedding projection, ref the sentence's references (e, p (n, d))."""
+    w1 = np.array([pair.w1 for pair in pairs])[:, None, None]
+    w2 = np.array([pair.w2 for pair in pairs])[:, None, None]
+    n, d = ref.e.shape
+    step = max(1, CHUNK_BYTES // (8 * n * n * max(d, 2)))
+    parts = [batch_metrics(w1[a:a + step] * ref.e + w2[a:a + step] * ref.p, coords[a:a + step], ref)
+             for a in range(0, len(pairs), step)]
+    values = {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
+    baseline_rows = np.array([pair.is_baseline for pair in pairs])
+    values["pca_disparity"] = np.where(baseline_rows, 0.0, procrustes_disparities(baseline, coords))
+    values["explained_variance_2d"] = explained.sum(axis=-1)
     return values
+
+
+def positional_wins_at(ref: Reference):
+    """wins(r): True when, at W1 = 1, W2 = r, positional neighbours (d-dimensional k-NN) are at least as many as
+    semantic ones; computed exactly as the grid's points are."""
+
+    def wins(r: float) -> bool:
+        semantic, positional = knn_scores(pairwise_distances((1.0 * ref.e + r * ref.p)[None]), ref)
+        return bool(positional_wins(semantic, positional)[0])
+
+    return wins
+
+
+def exact_crossover(ratios: np.ndarray, curves: dict[str, np.ndarray], ref: Reference) -> dict:
+    """metrics.json's crossover.s{i}: r_star (None: positional neighbours never win on the grid; the grid's first
+    ratio: they already win there), log10_r_star, neighbours (k), and switch_points {"0": {"r", "to"}, ...}: every
+    switch the grid brackets, located to a relative 1e-9, "to" the side that wins after it (position/meaning)."""
+    wins_on_grid = positional_wins(curves["knn_semantic_hd"], curves["knn_positional_hd"])
+    switches = switch_points(ratios, wins_on_grid, positional_wins_at(ref))
+    r_star = crossover(ratios, wins_on_grid, switches)
+    return {"r_star": r_star, "log10_r_star": None if r_star is None else math.log10(r_star), "neighbours": ref.k,
+            "switch_points": {str(i): {"r": r, "to": "position" if state else "meaning"}
+                              for i, (r, state) in enumerate(switches)}}
 
 
 def sweep_sentence(e: np.ndarray, p: np.ndarray, words: Sequence[str], pairs: list[WeightPair], ratios: np.ndarray,
                    d_model: int, groups: Sequence[Sequence[str]], neighbours: int, n_components: int = 2,
                    device="cpu") -> SentenceSweep:
     """The sweep of one sentence: e, p (n, d) float64 word embeddings and positional encodings of its words."""
-    k = valid_neighbours(neighbours, len(words))
+    ref = Reference(e, p, words, groups, valid_neighbours(neighbours, len(words)))
     scaling_pair, grid = transformer_pair(d_model), grid_pairs(ratios)
     batch = pairs + [scaling_pair] + grid
     coords, explained = project(e, p, batch, n_components, device)
-    baseline = coords[0]
-
-    def metrics_of(j: int) -> dict[str, float]:
-        return measure(batch[j], coords[j], explained[j], baseline, e, p, words, groups, k)
-
+    values = measure(batch, coords, explained, coords[0], ref)
     n_pairs = len(pairs)
-    dense = [metrics_of(n_pairs + 1 + g) for g in range(len(grid))]
-    curves = {key: np.array([row[key] for row in dense]) for key in dense[0]}
-    r_star = crossover(ratios, curves["knn_semantic_hd"], curves["knn_positional_hd"])
-    at_scaling = metrics_of(n_pairs)
+    rows = [{key: float(column[j]) for key, column in values.items()} for j in range(n_pairs + 1)]
+    curves = {key: column[n_pairs + 1:] for key, column in values.items()}
+    at_scaling = rows[n_pairs]
     scaling = {key: at_scaling[key] for key in SCALING_METRICS}
-    scaling["semantic_dominates"] = float(r_star is None or 1 / math.sqrt(d_model) < r_star)
+    scaling["semantic_dominates"] = float(at_scaling["knn_semantic_hd"] > at_scaling["knn_positional_hd"])
     return SentenceSweep(
         coords=coords[:n_pairs], explained=explained[:n_pairs],
         grid_coords=coords[n_pairs + 1:], grid_explained=explained[n_pairs + 1:],
-        pairs={pair.label: metrics_of(j) for j, pair in enumerate(pairs)},
+        pairs={pair.label: rows[j] for j, pair in enumerate(pairs)},
         curves=curves,
-        crossover={"r_star": r_star, "log10_r_star": None if r_star is None else math.log10(r_star), "neighbours": k},
+        crossover=exact_crossover(ratios, curves, ref),
         scaling=scaling,
     )
 

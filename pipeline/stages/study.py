@@ -1,0 +1,132 @@
+"""Stage study: the exact crossover r* of many sentences, per GloVe dimension (pipeline.core.study).
+
+Sentences: study.sentences random sentences for each of study.lengths (distinct words drawn from the
+study.vocabulary most frequent alphabetic words of the configured GloVe store, seeded), and the sentences of
+study.texts_file (tokenized as configured). Dimensions: each of study.dims with a GloVe 6B store here: the
+configured one (data/glove/), and stores already built under data/cache/stores/ (by a Hydra job with
+glove=6B-100d, ...: those are not DVC dependencies; the vectors' SHA-256 of each store used is recorded, and
+`dvc repro -f study` takes in a store added later). Dimensions without a store are listed with how to get one.
+Encoding: the sinusoid with encoding.base, encoding.layout and encoding.dtype, positions 0..n-1.
+
+Writes reports/study/ (replaced whole): crossover.json (the distribution), r_star.csv (every sentence),
+crossover_study.png (the figure, pipeline.outputs.study_figures).
+
+Reads params: study, tokenizer, encoding.base/layout/dtype, sweep.ratios, metrics.neighbours, figures.dpi;
+files: the GloVe store, study.texts_file (under data/texts/).
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from pipeline.base.paths import Layout
+
+log = logging.getLogger("pipeline")
+
+
+def find_stores(dims: list[int], layout: Layout, root: Path) -> tuple[dict, dict, list[int]]:
+    """{d: GloveStore} for the dimensions of `dims` that have one (the configured store first), {d: why missing},
+    and every dimension with a store here."""
+    from pipeline.base.paths import download_cache
+    from pipeline.inputs.glove_store import MANIFEST, GloveStore
+
+    configured = GloveStore.open(layout.glove_dir)
+    found = {configured.dim: configured}
+    cache = download_cache(root) / "stores"
+    for manifest in sorted(cache.glob(f"*/{MANIFEST}")) if cache.is_dir() else []:
+        store = GloveStore.open(manifest.parent)
+        found.setdefault(store.dim, store)
+    stores = {d: found[d] for d in dims if d in found}
+    missing = {d: (f"no {d}-d GloVe store here: build one with `python -m pipeline glove=6B-{d}d` (downloads the "
+                   "official zip into data/cache/), then `dvc repro -f study`") for d in dims if d not in found}
+    return stores, missing, sorted(found)
+
+
+def run(params: dict, layout: Layout, root: Path) -> dict:
+    import numpy as np
+
+    from pipeline.base.errors import PipelineError
+    from pipeline.base.files import replace_dir, write_columns, write_json
+    from pipeline.core import study as study_lib
+    from pipeline.core.device import resolve_dtype
+    from pipeline.core.encoding import sinusoidal_encoding
+    from pipeline.core.sweep import ratio_grid
+    from pipeline.inputs.texts import read_sentences
+    from pipeline.inputs.tokens import tokenize
+    from pipeline.outputs.study_figures import crossover_study
+
+    cfg, enc = params["study"], params["encoding"]
+    stores, missing, available = find_stores(list(cfg["dims"]), layout, root)
+    ratios = ratio_grid(params["sweep"]["ratios"])
+    neighbours = params["metrics"]["neighbours"]
+    if not stores:
+        raise PipelineError(f"study.dims = {list(cfg['dims'])} names no dimension with a GloVe store here (stores "
+                            f"here: d = {', '.join(map(str, available))}): add one of those to study.dims.")
+    first = stores[min(stores)]
+    vocabulary = study_lib.study_vocabulary(first.words, cfg["vocabulary"])
+    if len(vocabulary) < max(cfg["lengths"]):
+        raise PipelineError(f"study.vocabulary = {cfg['vocabulary']} leaves {len(vocabulary)} words, fewer than the "
+                            f"longest of study.lengths ({max(cfg['lengths'])}): raise study.vocabulary.")
+    sentences = study_lib.random_sentences(vocabulary, cfg["sentences"], list(cfg["lengths"]), cfg["seed"])
+    file_words, file_positions, texts = [], [], []
+    if cfg["texts_file"] is not None:
+        if not (root / cfg["texts_file"]).is_file():
+            raise PipelineError(f"study.texts_file = {cfg['texts_file']!r}: no such file under {root}. Fix: name a "
+                                "file under data/texts/, or set study.texts_file=null.")
+        texts = read_sentences(cfg["texts_file"], root)
+        tokens = tokenize(texts, params["tokenizer"])
+        file_words, file_positions = tokens["words"], tokens["positions"]
+    longest = max([max(cfg["lengths"])] + [max(p) + 1 for p in file_positions])
+
+    rows = []
+    for d, store in sorted(stores.items()):
+        pe = sinusoidal_encoding(longest, d, enc["base"], layout=enc["layout"],
+                                 dtype=resolve_dtype(enc["dtype"])).double().numpy()
+        cases = [(length, False, s, words, list(range(length)))
+                 for length, group in sentences.items() for s, words in enumerate(group)]
+        cases += [(len(words), True, s, words, positions)
+                  for s, (words, positions) in enumerate(zip(file_words, file_positions))]
+        for length, from_file, s, words, positions in cases:
+            e = np.asarray(store.lookup(words)[0], dtype=np.float64)
+            result = study_lib.sentence_crossover(e, pe[positions], neighbours, ratios)
+            rows.append({"d": d, "length": length, "from_file": from_file, "sentence": s, **result})
+        log.info("study: d=%d, %d sentences", d, len(cases))
+    summary = {
+        "dims": study_lib.summarize(rows),
+        "stores": {f"d{d}": {"path": str(store.path.relative_to(root) if store.path.is_relative_to(root)
+                                         else store.path),
+                             "origin": store.manifest.get("origin", {}).get("name"),
+                             "vectors_sha256": store.manifest["vectors_sha256"]} for d, store in sorted(stores.items())},
+        "missing_dims": {f"d{d}": why for d, why in sorted(missing.items())},
+        "texts_file": {"file": cfg["texts_file"], "sentences": texts},
+        "neighbours": neighbours,
+    }
+
+    def build(folder: Path) -> None:
+        write_json(folder / layout.study_summary.name, summary)
+        write_columns(folder / layout.study_table.name, {
+            "d": [r["d"] for r in rows], "length": [r["length"] for r in rows],
+            "from_file": [int(r["from_file"]) for r in rows], "sentence": [r["sentence"] for r in rows],
+            "r_star": [r["r_star"] for r in rows], "switches": [r["switches"] for r in rows],
+            "sqrt_d_semantic": [r["sqrt_d_semantic"] for r in rows]})
+        crossover_study(rows, summary["dims"], folder / layout.study_figure.name, dpi=params["figures"]["dpi"])
+
+    replace_dir(layout.study_dir, build)
+    for key, stats in summary["dims"].items():
+        random = stats["random"]
+        log.info("study %s: r* median %s (quartiles %s..%s) over %d random sentences; meaning wins at 1/sqrt(d) "
+                 "for %s", key, _fmt(random["median"]), _fmt(random["q1"]), _fmt(random["q3"]),
+                 random["sentences"], _fmt(random["sqrt_d_semantic_share"]))
+    for key, why in summary["missing_dims"].items():
+        log.info("study %s: %s", key, why)
+    return summary
+
+
+def _fmt(value) -> str:
+    return "-" if value is None else f"{value:.4g}"
+
+
+if __name__ == "__main__":
+    from pipeline.stages._cli import stage_main
+
+    stage_main("study", run)

@@ -1,0 +1,77 @@
+"""The crossover study: the same exact r* as the sweep for the same sentence, reproducible random sentences,
+honest summaries, dimensions without a store reported, and only declared params and files read."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from conftest import params_for, run_stages
+from pipeline.base.files import read_columns
+from pipeline.core import study
+
+
+def test_random_sentences_are_reproducible_distinct_and_per_length():
+    vocabulary = [f"w{i}" for i in range(50)]
+    a = study.random_sentences(vocabulary, 4, [5, 11], seed=0)
+    b = study.random_sentences(vocabulary, 4, [11], seed=0)
+    assert a[11] == b[11]                                   # a length's draw ignores the other lengths
+    assert a == study.random_sentences(vocabulary, 4, [5, 11], seed=0)
+    assert a != study.random_sentences(vocabulary, 4, [5, 11], seed=1)
+    assert all(len(s) == n and len(set(s)) == n for n, group in a.items() for s in group)
+
+
+def test_vocabulary_keeps_the_most_frequent_alphabetic_words():
+    assert study.study_vocabulary(["the", ",", "of", "1990", "u.s.", "café", "and", "to"], 3) == ["the", "of", "and"]
+
+
+def test_distribution_of_known_values():
+    stats = study.distribution([1.0, 2.0, 3.0, 4.0, None], [1.0, 1.0, 0.0, 1.0, 1.0], [1, 1, 3, 1, 0])
+    assert stats == {"sentences": 5, "median": 2.5, "q1": 1.75, "q3": 3.25, "min": 1.0, "max": 4.0,
+                     "beyond_grid": 1, "multiple_switches": 1, "sqrt_d_semantic_share": 0.8}
+    assert study.distribution([None], [1.0], [0])["median"] is None
+
+
+def test_sentence_crossover_is_the_sweeps(tmp_path, small_store, monkeypatch):
+    """The study's r* of the seed's two sentences (given as its texts file) is the sweep's, to the written digit;
+    a store of another dimension in data/cache/stores/ is studied too, and a dimension without a store is listed
+    with how to get one."""
+    from test_architecture import check_reads, run_recorded
+
+    from pipeline.inputs.glove_store import GloveStore, write_store
+    from pipeline.registry import BY_NAME
+
+    monkeypatch.setenv("PE_PROJECT_ROOT", str(tmp_path))       # the project whose data/cache/stores/ is searched
+    small = GloveStore.open(small_store)
+    wider = np.random.default_rng(7).normal(size=(len(small.words), 12)).astype(np.float32)
+    write_store(tmp_path / "data" / "cache" / "stores" / "test-12d", wider, small.words, {"source": "test"})
+    texts = tmp_path / "data" / "texts" / "seed.txt"
+    texts.parent.mkdir(parents=True)
+    params = params_for("study.sentences=3", "study.lengths=[4,6]", "study.vocabulary=15", "study.dims=[8,12,7]",
+                        "study.texts_file=data/texts/seed.txt")
+    texts.write_text("\n".join(params["texts"]["sentences"]) + "\n")
+    layout = run_stages(params, tmp_path, small_store)
+    check_reads(BY_NAME["study"], run_recorded(BY_NAME["study"], params, tmp_path, small_store))
+
+    swept = json.loads(layout.metrics.read_text())["crossover"]
+    summary = json.loads(layout.study_summary.read_text())
+    table = read_columns(layout.study_table)
+    from_file, d8 = table["from_file"] == 1, table["d"] == 8
+    assert table["r_star"][from_file & d8].tolist() == [swept["s0"]["r_star"], swept["s1"]["r_star"]]
+    assert sorted(set(table["d"].tolist())) == [8, 12] and np.sum(~from_file & d8) == 6 and len(table["d"]) == 16
+    assert summary["dims"]["d8"]["random"]["sentences"] == 6 and set(summary["dims"]["d8"]["by_length"]) == {"L4", "L6"}
+    assert summary["dims"]["d12"]["file"]["sentences"] == 2
+    assert "glove=6B-7d" in summary["missing_dims"]["d7"] and list(summary["stores"]) == ["d8", "d12"]
+    assert layout.study_figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_study_refuses_dimensions_without_any_store(tmp_path, small_store):
+    from pipeline.base.errors import PipelineError
+    from pipeline.registry import BY_NAME
+
+    params = params_for("study.dims=[7]", "study.texts_file=null")
+    from pipeline.base.paths import Layout
+
+    with pytest.raises(PipelineError, match="study.dims"):
+        BY_NAME["study"].run(params, Layout(tmp_path, glove=small_store), tmp_path)

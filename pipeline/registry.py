@@ -25,7 +25,7 @@ from typing import Any
 # Inputs that no stage produces (Layout attributes): the config and the user's sentence files.
 EXTERNAL_INPUTS = ("conf_dir", "params", "texts_dir")
 ALL_PARAMS = ("glove", "texts", "tokenizer", "encoding", "sweep", "metrics", "figures", "tutorials", "tracking",
-              "study")
+              "relative", "study")
 
 
 @dataclass(frozen=True)
@@ -90,6 +90,9 @@ STAGES: tuple[Stage, ...] = (
                        "x": "position", "y": "norm", "title": "||PE(pos)|| per position (sinusoidal: constant sqrt(d/2))"}),
                    Output("offset_distance_csv", cache=False, plot={
                        "x": "k", "y": "max_over_p", "title": "max over p of ||PE(p) - PE(p+k)||"}))),
+    Stage("relative", "RoPE's relative-position diagnostics and ALiBi's biases (data/relative/, relative.json)",
+          params=("relative", "encoding.device"), inputs=("params_check",),
+          outputs=(Output("relative_dir"), Output("relative_metrics", cache=False))),
     Stage("sweep", "W1 * embedding + W2 * PE for every weight pair, 2-D PCA, metrics (data/sweep/, metrics.json)",
           params=("sweep", "metrics", "encoding.device"), inputs=("tokens_dir", "encode_dir"),
           # the headline is the DVC metric (a narrow `dvc exp show`); metrics.json, every metric, is a plain output
@@ -104,10 +107,10 @@ STAGES: tuple[Stage, ...] = (
     Stage("figures", "every figure of the notebook and the tutorials, labelled (reports/figures/)",
           params=("figures", "metrics.groups", "tutorials", "encoding"),
           inputs=("tokens_dir", "encode_dir", "sweep_dir", "metrics", "pe_norms_csv", "offset_distance_csv",
-                  "ratio_sweep_dir"),
+                  "ratio_sweep_dir", "relative_dir", "relative_metrics"),
           outputs=(Output("figures_dir"),), plots=({"source": "figures_dir"},)),
     Stage("report", "reports/report.html: one self-contained page (narrative, figures, numbers, explorer)",
-          params=("metrics.groups", "encoding"), inputs=("sweep_dir", "metrics", "ratio_sweep_dir", "figures_dir"),
+          params=("metrics.groups", "encoding"), inputs=("sweep_dir", "metrics", "ratio_sweep_dir", "figures_dir", "relative_metrics"),
           outputs=(Output("report_html", cache=False),)),
     Stage("track", "one MLflow run: the config as params, the metrics, figures, report and inputs as artifacts",
           params=ALL_PARAMS,

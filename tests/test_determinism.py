@@ -123,7 +123,8 @@ def test_tokenize_encode_sweep_give_the_same_bytes_with_one_and_two_threads(tmp_
         run_with_threads(threads, tmp_path / f"threads{threads}", small_store, overrides)
     one, two = output_files(tmp_path / "threads1"), output_files(tmp_path / "threads2")
     for name in ("reports/metrics.json", "reports/plots/ratio_sweep/s0.csv", "reports/plots/ratio_sweep/s1.csv",
-                 "data/sweep/projections.npz", "data/sweep/projections.json", "data/encode/encode.json"):
+                 "data/sweep/projections.npz", "data/sweep/projections.json", "data/encode/encode.json",
+                 "data/relative/rope.npz", "data/relative/alibi.npz", "reports/relative.json"):
         assert name in one, f"{name} was not written"
     assert one.keys() == two.keys()
     differ = [name for name in one if one[name] != two[name]]

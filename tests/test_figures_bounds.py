@@ -16,8 +16,10 @@ import pytest
 
 from conftest import REPO, SEED_WORDS, params_for, run_stages
 
-# Figures of a default run: 5 encoding figures, per sentence 5 projections + panels + ratio sweep, 7 tutorials.
+# Figures of a default run: 5 encoding figures, 4 of RoPE and ALiBi, per sentence 5 projections + panels + ratio
+# sweep, 7 tutorials.
 ENCODING = ["pe_heatmap", "pe_dot_product", "pe_distance", "pe_norms", "pe_offset_distance"]
+RELATIVE = ["rope_relative_scores", "rope_decay", "alibi_bias", "alibi_penalty"]   # RoPE and ALiBi (issue 14)
 TUTORIALS = ["tutorial001_random_embedding", "tutorial001_fixed_embedding", "tutorial002_embedding_plus_pe",
              "tutorial004_padding_mask", "tutorial004_look_ahead_mask", "tutorial004_pe_columns",
              "tutorial004_pe_heatmap"]
@@ -27,7 +29,7 @@ PAIRS = ["w1_1-w2_0", "w1_1-w2_1", "w1_1-w2_10", "w1_10-w2_1", "w1_sqrt_d-w2_1"]
 def expected_figures(sentences: int) -> set[str]:
     per_sentence = {f"{kind}_s{s}" for s in range(sentences) for kind in ("panels", "ratio_sweep")}
     projections = {f"projection_s{s}_{pair}" for s in range(sentences) for pair in PAIRS}
-    return set(ENCODING) | set(TUTORIALS) | per_sentence | projections
+    return set(ENCODING) | set(RELATIVE) | set(TUTORIALS) | per_sentence | projections
 
 
 # Axis labels of integer quantities (positions, offsets, dimensions): their ticks must be whole numbers.

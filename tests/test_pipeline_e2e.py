@@ -47,7 +47,7 @@ def test_dvc_repro_end_to_end(checkout, private_mlflow_store):
     first = run([PY, "-m", "pipeline.repro"], checkout)
     # report.html is kept in git: when its inputs hash as in dvc.lock, the committed one is current
     assert [s for s in ran_stages(first.stdout) if s != "report"] == [
-        "check_params", "glove", "tokenize", "encode", "sweep", "figures", "track"]
+        "check_params", "glove", "tokenize", "encode", "relative", "sweep", "figures", "track"]
     assert git_status(checkout) == "", "the README's first command changed tracked files"
 
     manifest = json.loads((checkout / "data/glove/manifest.json").read_text())
@@ -66,7 +66,7 @@ def test_dvc_repro_end_to_end(checkout, private_mlflow_store):
 
     assert json.loads((checkout / "reports/headline.json").read_text()) == headline(metrics)
     figures = sorted(p.name for p in (checkout / "reports/figures").glob("*.png"))
-    assert len(figures) == 26
+    assert len(figures) == 30
 
     # a module only the figures stage imports: dvc status names exactly that stage
     from pipeline.dvcyaml import import_closure

@@ -57,7 +57,8 @@ def test_sweep_matches_sklearn_pca(tmp_path, small_store):
 def test_figures_stage_writes_every_figure(tmp_path, small_store):
     layout = run_stages(params_for(), tmp_path, small_store, upto="figures")
     names = sorted(p.name for p in layout.figures_dir.glob("*.png"))
-    assert len(names) == 5 + 2 * 5 + 2 * 2 + 7   # PE figures, 5 pairs x 2 sentences, panels + ratio curves, tutorials
+    # PE figures, RoPE and ALiBi, 5 pairs x 2 sentences, panels + ratio curves, tutorials
+    assert len(names) == 5 + 4 + 2 * 5 + 2 * 2 + 7
     assert {"pe_heatmap.png", "pe_dot_product.png", "pe_distance.png", "pe_norms.png",
             "pe_offset_distance.png", "projection_s1_w1_1-w2_10.png", "panels_s1.png", "ratio_sweep_s0.png"} <= set(names)
     assert all((layout.figures_dir / n).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for n in names)

@@ -160,6 +160,21 @@ class Layout:
         return self.encode_dir / "matrices.json"
 
     @property
+    def relative_dir(self) -> Path:
+        """RoPE's and ALiBi's diagnostics (stage relative)."""
+        return self.base / "data" / "relative"
+
+    @property
+    def rope_arrays(self) -> Path:
+        """RoPE: scores over (m, n), their spread per offset, decay bounds per base scaling (npz)."""
+        return self.relative_dir / "rope.npz"
+
+    @property
+    def alibi_arrays(self) -> Path:
+        """ALiBi: slopes, (heads, L, L) biases and penalties per head count (npz)."""
+        return self.relative_dir / "alibi.npz"
+
+    @property
     def sweep_dir(self) -> Path:
         return self.data_dir / "sweep"
 
@@ -185,6 +200,11 @@ class Layout:
     def headline_metrics(self) -> Path:
         """The few metrics DVC shows (`dvc exp show`, `dvc metrics show/diff`); metrics.json holds them all."""
         return self.reports / "headline.json"
+
+    @property
+    def relative_metrics(self) -> Path:
+        """RoPE's and ALiBi's numbers (stage relative); kept out of headline.json."""
+        return self.reports / "relative.json"
 
     @property
     def plots_dir(self) -> Path:

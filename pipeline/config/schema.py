@@ -34,6 +34,7 @@ ENCODINGS = ("sinusoidal", "learned")
 # importing pipeline.core.encoding costs torch, and pipeline.inputs.glove_sources would put the whole GloVe
 # ingestion code (downloads, parser) among every DVC stage's deps, since every stage imports this schema.
 LAYOUTS = ("interleaved", "concatenated")   # = pipeline.core.encoding.LAYOUTS
+ROPE_LAYOUTS = ("interleaved", "half_split")   # = pipeline.core.rope.LAYOUTS
 UNK_POLICIES = ("keep", "drop")             # = pipeline.inputs.glove_sources.UNK_POLICIES
 DTYPES = ("float32", "float64")             # of pipeline.core.device.DTYPES: fp16 / bf16 angles are badly wrong
 DEVICES = ("auto", "cpu", "cuda", "mps")    # and cuda:N
@@ -408,6 +409,46 @@ class StudyConfig(_Checked):
 
 
 @dataclass
+class RopeConfig(_Checked):
+    KEY = "relative.rope"
+    d_head: int = checked(Rule("an even integer >= 4 (RoPE rotates pairs; NTK scaling needs d > 2)",
+                               lambda v: v >= 4 and v % 2 == 0))
+    base: float = checked(above(1))
+    larger_base: float = checked(above(1))
+    scale: float = checked(not_below(1))
+    layout: str = checked(Rule("interleaved (RoFormer's pairs) or half_split (GPT-NeoX/LLaMA rotate_half)",
+                               lambda v: v in ROPE_LAYOUTS))
+    positions: int = checked(between(2, 2048))
+    max_distance: int = checked(between(1, 100_000))
+    report_distances: List[int] = MISSING
+    seed: int = checked(at_least(0))
+
+    def check(self) -> None:
+        self.require(self.larger_base > self.base, "larger_base", f"a number > relative.rope.base = {self.base:g}")
+        self.require(len(self.report_distances) > 0 and all(0 <= r <= self.max_distance for r in self.report_distances),
+                     "report_distances", f"a non-empty list of distances in [0, relative.rope.max_distance = "
+                                         f"{self.max_distance}]")
+
+
+@dataclass
+class AlibiConfig(_Checked):
+    KEY = "relative.alibi"
+    heads: List[int] = checked(Rule("a non-empty list of head counts in [1, 256]",
+                                    lambda v: len(v) > 0 and all(1 <= h <= 256 for h in v)))
+    length: int = checked(between(2, 512))
+    max_distance: int = checked(between(1, 100_000))
+    causal: bool = MISSING
+
+
+@dataclass
+class RelativeConfig(_Checked):
+    KEY = "relative"
+    name: str = MISSING
+    rope: RopeConfig = MISSING
+    alibi: AlibiConfig = MISSING
+
+
+@dataclass
 class Config(_Checked):
     """The whole config (params.yaml): one field per group of conf/, in pipeline order."""
 
@@ -421,6 +462,7 @@ class Config(_Checked):
     figures: FiguresConfig = MISSING
     tutorials: TutorialsConfig = MISSING
     tracking: TrackingConfig = MISSING
+    relative: RelativeConfig = MISSING
     study: StudyConfig = MISSING
 
     def check(self) -> None:

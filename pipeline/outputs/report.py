@@ -55,6 +55,9 @@ def shown_sentences(count: int, figures_dir: Path) -> int:
     return next((s for s in range(count) if f"panels_s{s}.png" not in drawn), count)
 
 
+# RoPE's and ALiBi's figures (pipeline.outputs.relative_figures.FIGURES; restated: that module imports matplotlib)
+RELATIVE_FIGURES = ("rope_relative_scores.png", "rope_decay.png", "alibi_bias.png", "alibi_penalty.png")
+
 # Embedded images (base64 bytes) stop here, so that the page stays under 5 MB for any number of sentences.
 IMAGE_BUDGET = 4_200_000
 
@@ -66,7 +69,7 @@ def embedded_figures(figures_dir: Path, shown: int, pair_labels: Sequence[str], 
     projections = [f"projection_s{s}_{label}.png" for s in range(shown) for label in pair_labels]
     order = ["pe_heatmap.png", "pe_norms.png", "pe_offset_distance.png", "pe_dot_product.png", "pe_distance.png",
              "crossover_all_sentences.png", *sorted(p.name for p in figures_dir.glob("tutorial*.png")),
-             *per_sentence, *projections]
+             *per_sentence, *RELATIVE_FIGURES, *projections]
     chosen, used = set(), 0
     for name in order:
         path = figures_dir / name
@@ -128,6 +131,11 @@ def shown_config(params: dict, meta: dict) -> str:
     return json.dumps(shown, indent=1)
 
 
+# How the report names RoPE's base-scaling variants (keys of relative.json's rope.decay_bound).
+RELATIVE_VARIANTS = {"base": "base", "larger_base": "a larger base", "ntk": "NTK-aware scaling",
+                     "pi": "position interpolation"}
+
+
 def _environment():
     import jinja2
 
@@ -148,12 +156,13 @@ def script_json(obj: Any, **kwargs: Any) -> str:
 
 
 def build_report(params: dict, metrics: dict, meta: dict, arrays, columns: Sequence[dict[str, np.ndarray]],
-                 figures_dir: Path) -> str:
+                 figures_dir: Path, relative: dict | None = None) -> str:
     """The report as one HTML string.
 
     params: reads encoding and metrics.groups only; metrics: reports/metrics.json; meta, arrays: data/sweep's
     projections.json and projections.npz; columns: the ratio-sweep tables of the sentences shown (the first
-    `shown_sentences`; the page stays small for any number of sentences); figures_dir: the PNGs.
+    `shown_sentences`; the page stays small for any number of sentences); figures_dir: the PNGs; relative:
+    reports/relative.json (RoPE and ALiBi; None leaves their section out).
     """
     from markupsafe import Markup
 
@@ -178,5 +187,6 @@ def build_report(params: dict, metrics: dict, meta: dict, arrays, columns: Seque
         metrics=metrics, meta=meta, sentences=sentences, total=len(meta["sentences"]), pair_keys=pair_keys, metric_doc=metric_doc,
         docs=METRIC_DOCS, figure=figure, tutorials=sorted(figures_dir.glob("tutorial*.png")),
         data=explorer_data(meta, arrays, params["metrics"]["groups"], columns),
-        config=shown_config(params, meta), last=len(meta["ratios"]) - 1,
+        config=shown_config(params, meta), last=len(meta["ratios"]) - 1, relative=relative,
+        variants=RELATIVE_VARIANTS,
     )

@@ -28,6 +28,7 @@ def run(params: dict, layout: Layout, root: Path) -> list[str]:
 def render(params: dict, layout: Layout, out: Path) -> list[str]:
     from pipeline.base.files import read_json
     from pipeline.outputs import figures as fig
+    from pipeline.outputs.relative_figures import queue_relative_figures
 
     written: list[str] = []
     batch = fig.Batch()
@@ -39,6 +40,7 @@ def render(params: dict, layout: Layout, out: Path) -> list[str]:
     meta = read_json(layout.projections_meta)
     shown = min(len(meta["sentences"]), params["figures"]["max_sentences"])
     render_encoding(params, layout, path, batch)
+    queue_relative_figures(layout, params["figures"], path, batch)
     render_projections(params, meta, shown, layout, path, batch)
     render_comparisons(params, layout, meta, shown, path, batch)
     if shown < len(meta["sentences"]):

@@ -24,7 +24,8 @@ def run(params: dict, layout: Layout, root: Path) -> Path:
     shown = shown_sentences(len(meta["sentences"]), layout.figures_dir)
     columns = [read_columns(layout.ratio_sweep_csv(s)) for s in range(shown)]
     with np.load(layout.projections) as arrays:
-        page = build_report(params, read_json(layout.metrics), meta, arrays, columns, layout.figures_dir)
+        page = build_report(params, read_json(layout.metrics), meta, arrays, columns, layout.figures_dir,
+                            relative=read_json(layout.relative_metrics))
     write_text(layout.report_html, page)
     log.info("report: %s (%d kB)", layout.report_html, len(page) // 1024)
     return layout.report_html

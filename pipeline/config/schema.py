@@ -39,6 +39,7 @@ UNK_POLICIES = ("keep", "drop")             # = pipeline.inputs.glove_sources.UN
 DTYPES = ("float32", "float64")             # of pipeline.core.device.DTYPES: fp16 / bf16 angles are badly wrong
 DEVICES = ("auto", "cpu", "cuda", "mps")    # and cuda:N
 PAD_SIDES = ("pre", "post")
+FIGURE_SET_NAMES = ("all", "summary", "none")   # figures.name; = the sets of pipeline.outputs.figure_plan.FIGURE_SETS
 SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
@@ -305,7 +306,8 @@ class MetricsConfig(_Checked):
 @dataclass
 class FiguresConfig(_Checked):
     KEY = "figures"
-    name: str = MISSING
+    name: str = checked(Rule(f"one of {', '.join(FIGURE_SET_NAMES)} (the figure set: every figure, what a sweep "
+                             "point needs, or none)", lambda v: v in FIGURE_SET_NAMES))
     dpi: int = checked(at_least(30))
     max_heatmap_size: int = checked(at_least(8))
     cmap: str = checked(NON_EMPTY)

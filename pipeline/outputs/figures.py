@@ -1,7 +1,6 @@
 """Plotting primitives: labelled heatmaps, 2-D word projections, PE property curves (matplotlib, Agg)."""
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 from typing import Sequence
 
@@ -12,49 +11,59 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from pipeline.base.files import atomic_path, round_significant  # noqa: E402
+from pipeline.outputs.figure_plan import clip_label, group_colours, short_text, wrap  # noqa: E402, F401 (re-exported)
 
 # Reproducible PNG bytes: no software/version stamp.
 PNG_METADATA = {"Software": None}
 
 
 class Batch:
-    """Figures queued while the data is read, then drawn in parallel worker processes.
+    """Figure jobs queued while the data is read, then drawn: in this process (workers=1), or also by forked workers.
 
-    Workers are forked, so they start with matplotlib already imported; they only draw (numpy and
-    matplotlib), which is safe to fork even when the parent has used torch. Output is the same
-    whatever the number of workers.
+    A job is a function and its arguments; it draws one figure (or several, and returns their names). Workers are
+    forked, so they start with matplotlib already imported; they only draw (numpy and matplotlib), which is safe to
+    fork even when the parent has used torch. Jobs that use torch themselves (`add_here`) run in this process while
+    the workers draw the rest, so `workers` processes draw on `workers` cores. Workers take jobs one at a time in the
+    order queued: queue the longest first. Output is the same whatever the number of workers.
     """
 
     def __init__(self) -> None:
         self.jobs: list[tuple] = []
+        self.here: list[int] = []   # indices of the jobs this process draws
 
     def add(self, draw, *args, **kwargs) -> None:
         self.jobs.append((draw, args, kwargs))
 
-    def run(self, workers: int, meanwhile=None):
-        """Draw every queued figure; `meanwhile()` runs in this process during the drawing. Returns its result."""
+    def add_here(self, draw, *args, **kwargs) -> None:
+        self.here.append(len(self.jobs))
+        self.add(draw, *args, **kwargs)
+
+    def run(self, workers: int) -> list:
+        """Draw every queued job; returns their results in the order queued."""
         import multiprocessing
         import os
 
-        workers = min(workers, len(self.jobs), os.cpu_count() or 1)
-        if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
-            for job in self.jobs:
-                _draw(job)
-            return meanwhile() if meanwhile else None
+        forked = [k for k in range(len(self.jobs)) if k not in self.here]
+        workers = min(workers - bool(self.here), len(forked), os.cpu_count() or 1)
+        if workers < 1 or "fork" not in multiprocessing.get_all_start_methods():
+            return [_draw(job) for job in self.jobs]
+        results = [None] * len(self.jobs)
         # Workers are ended by close() + join(), not by terminate(): a job runner that traps SIGTERM (submitit
         # logs "Bypassing signal SIGTERM") passes its handler on to forked workers, which would then never exit.
         pool = multiprocessing.get_context("fork").Pool(workers, initializer=_default_sigterm)
         try:
-            pending = pool.map_async(_draw, self.jobs, chunksize=1)
-            result = meanwhile() if meanwhile else None
-            pending.get()
+            pending = pool.map_async(_draw, [self.jobs[k] for k in forked], chunksize=1)
+            for k in self.here:
+                results[k] = _draw(self.jobs[k])
+            for k, result in zip(forked, pending.get()):
+                results[k] = result
             pool.close()
         except BaseException:
             pool.terminate()
             raise
         finally:
             pool.join()
-        return result
+        return results
 
 
 def _default_sigterm() -> None:
@@ -63,9 +72,9 @@ def _default_sigterm() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def _draw(job: tuple) -> None:
+def _draw(job: tuple):
     draw, args, kwargs = job
-    draw(*args, **kwargs)
+    return draw(*args, **kwargs)
 
 
 # Called with (figure, path) just before each figure is written (tests inspect the laid-out figures here).
@@ -76,13 +85,28 @@ MAX_INCHES = (20.0, 16.0)
 
 
 def save(fig, path: Path, dpi: int) -> None:
-    """Write the figure at its own size (no tight bbox: text never grows the image); figures lay themselves out."""
+    """Write the figure at its own size (no tight bbox: text never grows the image); figures lay themselves out.
+
+    Draws once, at `dpi`: the same pixels as `fig.savefig(path, dpi=dpi)` after a `fig.canvas.draw()` at the
+    figure's own dpi, without the two renderings that took. A layout engine (constrained layout) runs at the
+    figure's dpi, then at `dpi` (as that draw and savefig ran it; its result depends on where it starts), and is
+    then switched off for the one rendering, as savefig does.
+    """
+    from matplotlib.image import imsave
+
     fig.set_size_inches(np.minimum(fig.get_size_inches(), MAX_INCHES))
-    fig.canvas.draw()   # runs the layout engine, so that hooks see the final positions
-    for hook in BEFORE_SAVE:
+    engine = fig.get_layout_engine()
+    if engine is not None:
+        engine.execute(fig)
+    fig.set_dpi(dpi)
+    if engine is not None:
+        engine.execute(fig)
+        fig.set_layout_engine("none")
+    fig.canvas.draw()
+    for hook in BEFORE_SAVE:   # they see the laid-out figure as it is written
         hook(fig, path)
-    with atomic_path(path, suffix=".png") as tmp:
-        fig.savefig(tmp, dpi=dpi, format="png", metadata=PNG_METADATA)
+    with atomic_path(path, suffix=".png") as tmp:   # what savefig's print_png does with the drawn canvas
+        imsave(tmp, fig.canvas.buffer_rgba(), format="png", origin="upper", dpi=dpi, metadata=PNG_METADATA)
     plt.close(fig)
 
 
@@ -114,19 +138,6 @@ def integer_ticks(*axes) -> None:
 
     for axis in axes:
         axis.set_major_locator(MaxNLocator(integer=True))
-
-
-def short_text(words: Sequence[str], width: int = 80) -> str:
-    """The tokens a figure shows, quoted, on one line of at most `width` characters (cut at a word, with an ellipsis)."""
-    text = " ".join(words)
-    if len(text) + 2 > width:
-        text = text[:width - 3].rsplit(" ", 1)[0] + " \u2026"
-    return f"\"{text}\""
-
-
-def clip_label(word: str, width: int = 14) -> str:
-    """A word as a cell or tick label: at most `width` characters."""
-    return word if len(word) <= width else word[:width - 1] + "\u2026"
 
 
 # ---------------------------------------------------------------- word labels that never overlap
@@ -287,15 +298,6 @@ def offset_distance_plot(k: np.ndarray, lo: np.ndarray, hi: np.ndarray, closed: 
     save(fig, path, dpi)
 
 
-def wrap(text: str, width: int = 70) -> str:
-    """Each line of text wrapped at `width` characters (a title that fits its figure)."""
-    return "\n".join(part for line in text.splitlines() for part in textwrap.wrap(line, width) or [""])
-
-
-GROUP_COLOURS = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink",
-                 "tab:olive", "tab:cyan"]
-
-
 def shared_projection(xs: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Project several (n, d) point sets onto one 2-D PCA basis so that panels share axes and signs.
 
@@ -315,17 +317,6 @@ def shared_projection(xs: Sequence[np.ndarray]) -> list[np.ndarray]:
     basis *= np.sign(basis[np.arange(2), np.abs(basis).argmax(axis=1)])[:, None]
     panels = np.stack([x @ basis.T for x in normed])
     return list(round_significant(panels, floor=float(np.abs(panels).max())))
-
-
-def group_colours(words: Sequence[str], groups: Sequence[Sequence[str]]) -> tuple[list[str], dict[str, str]]:
-    """A colour per word by semantic group (grey outside every group), and the legend's group -> colour."""
-    legend, colour_of = {}, {}
-    for g, group in enumerate(groups):
-        colour = GROUP_COLOURS[g % len(GROUP_COLOURS)]
-        legend["/".join(group)] = colour
-        for word in group:
-            colour_of.setdefault(word, colour)
-    return [colour_of.get(w, "0.55") for w in words], legend
 
 
 def projection_panels(panels: Sequence[np.ndarray], titles: Sequence[str], words: Sequence[str],

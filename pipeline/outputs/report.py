@@ -48,13 +48,6 @@ def aligned_frames(frames: np.ndarray) -> np.ndarray:
     return out
 
 
-def shown_sentences(count: int, figures_dir: Path) -> int:
-    """How many sentences the report shows: those the figures stage drew figures for (the first
-    figures.max_sentences; their panels_s{i}.png exist). The rest are summarized."""
-    drawn = {path.name for path in figures_dir.glob("panels_s*.png")}
-    return next((s for s in range(count) if f"panels_s{s}.png" not in drawn), count)
-
-
 # RoPE's and ALiBi's figures (pipeline.outputs.relative_figures.FIGURES; restated: that module imports matplotlib)
 RELATIVE_FIGURES = ("rope_relative_scores.png", "rope_decay.png", "alibi_bias.png", "alibi_penalty.png")
 
@@ -84,9 +77,7 @@ def explorer_data(meta: dict, arrays, groups: Sequence[Sequence[str]], columns: 
     """What the slider needs: per shown sentence the aligned frames, words, positions, group colours and metrics.
 
     columns: per shown sentence its ratio-sweep table (reports/plots/ratio_sweep/s{i}.csv as {column: (m,)})."""
-    from matplotlib.colors import to_hex
-
-    from pipeline.outputs.figures import group_colours, short_text
+    from pipeline.outputs.figure_plan import group_colours, short_text
 
     sentences = []
     for s, (sentence, column) in enumerate(zip(meta["sentences"], columns)):
@@ -96,7 +87,7 @@ def explorer_data(meta: dict, arrays, groups: Sequence[Sequence[str]], columns: 
             "text": short_text(sentence["words"]),
             "words": sentence["words"],
             "positions": sentence["positions"],
-            "colours": [to_hex(c) for c in colours],
+            "colours": colours,
             "frames": np.round(frames, 4).tolist(),
             "knn_semantic": np.round(column["knn_semantic_hd"], 4).tolist(),
             "knn_positional": np.round(column["knn_positional_hd"], 4).tolist(),
@@ -159,21 +150,22 @@ def build_report(params: dict, metrics: dict, meta: dict, arrays, columns: Seque
                  figures_dir: Path, relative: dict | None = None) -> str:
     """The report as one HTML string.
 
-    params: reads encoding and metrics.groups only; metrics: reports/metrics.json; meta, arrays: data/sweep's
-    projections.json and projections.npz; columns: the ratio-sweep tables of the sentences shown (the first
-    `shown_sentences`; the page stays small for any number of sentences); figures_dir: the PNGs; relative:
+    params: reads encoding, metrics.groups and figures.name only; metrics: reports/metrics.json; meta, arrays:
+    data/sweep's projections.json and projections.npz; columns: the ratio-sweep tables of the sentences shown (the first
+    figures.max_sentences; the page stays small for any number of sentences); figures_dir: the PNGs; relative:
     reports/relative.json (RoPE and ALiBi; None leaves their section out).
     """
     from markupsafe import Markup
 
-    from pipeline.outputs.figures import short_text
+    from pipeline.outputs.figure_plan import short_text
 
     embedded = embedded_figures(figures_dir, len(columns), [pair["label"] for pair in meta["pairs"]])
 
     def figure(name: str, alt: str) -> Markup:
         path = figures_dir / name
-        if not path.exists():
-            return Markup("")
+        if not path.exists():   # not in this run's figure set (figures.name)
+            return Markup('<p><i>{}: reports/figures/{} not drawn (figures={})</i></p>').format(
+                alt, name, params["figures"]["name"])
         if name not in embedded:
             return Markup('<p><i>{}: reports/figures/{} (not embedded, to keep this page under 5 MB)</i></p>').format(
                 alt, name)

@@ -1,5 +1,5 @@
 """Stage figures: every figure of the notebook, labelled, plus the PE property plots, the panels and the ratio
-sweeps (reports/figures/), drawn by pipeline.outputs.figures.
+sweeps (reports/figures/), drawn by pipeline.outputs.figures; figures.name selects the set (all, summary, none).
 
 Reads params: figures, metrics.groups, encoding (base, or the learned table's seed, init, scale, for the titles),
 and through the tutorials' figures tutorials, tokenizer, texts; files: tokens.json, data/encode/, data/sweep/,
@@ -26,7 +26,15 @@ def run(params: dict, layout: Layout, root: Path) -> list[str]:
 
 
 def render(params: dict, layout: Layout, out: Path) -> list[str]:
+    """Queue a job per figure of the configured set (figures.name; kinds: pipeline.outputs.figure_plan.FIGURE_SETS),
+    the longest first, then draw them (figures.workers processes). Returns the PNG names written."""
     from pipeline.base.files import read_json
+    from pipeline.outputs.figure_plan import drawn_kinds, shown_sentences
+
+    cfg = params["figures"]
+    kinds = drawn_kinds(cfg["name"])
+    if not kinds:   # figures=none
+        return []
     from pipeline.outputs import figures as fig
     from pipeline.outputs.relative_figures import queue_relative_figures
 
@@ -38,21 +46,30 @@ def render(params: dict, layout: Layout, out: Path) -> list[str]:
         return out / name
 
     meta = read_json(layout.projections_meta)
-    shown = min(len(meta["sentences"]), params["figures"]["max_sentences"])
-    render_encoding(params, layout, path, batch)
-    queue_relative_figures(layout, params["figures"], path, batch)
-    render_projections(params, meta, shown, layout, path, batch)
-    render_comparisons(params, layout, meta, shown, path, batch)
-    if shown < len(meta["sentences"]):
-        render_summary(layout, meta, shown, path, batch, params["figures"]["dpi"])
-
-    def tutorials() -> list[str]:  # drawn here (they use torch) while the workers draw the rest
-        from pipeline.tutorials.figures import render_tutorial_figures
-
-        return render_tutorial_figures(params, out, root=layout.base, tokens=read_json(layout.tokens))
-
-    written += batch.run(params["figures"]["workers"], meanwhile=tutorials)
+    shown = shown_sentences(len(meta["sentences"]), cfg["max_sentences"])
+    if "tutorials" in kinds:   # they use torch: drawn in this process, while the workers draw the rest
+        batch.add_here(render_tutorials, params, layout, out)
+    if kinds & {"panels", "ratio_sweep"}:
+        render_comparisons(params, layout, meta, shown, kinds, path, batch)
+    if "encoding" in kinds:
+        render_encoding(params, layout, path, batch)
+    if "relative" in kinds:
+        queue_relative_figures(layout, cfg, path, batch)
+    if "projection" in kinds:
+        render_projections(params, meta, shown, layout, path, batch)
+    if "crossover" in kinds and shown < len(meta["sentences"]):
+        render_summary(layout, meta, shown, path, batch, cfg["dpi"])
+    for names in batch.run(cfg["workers"]):
+        written += names or []
     return written
+
+
+def render_tutorials(params: dict, layout: Layout, out: Path) -> list[str]:
+    """The tutorials' figures (pipeline.tutorials.figures); returns their names."""
+    from pipeline.base.files import read_json
+    from pipeline.tutorials.figures import render_tutorial_figures
+
+    return render_tutorial_figures(params, out, root=layout.base, tokens=read_json(layout.tokens))
 
 
 def render_encoding(params: dict, layout: Layout, path, batch) -> None:
@@ -109,10 +126,11 @@ def render_projections(params: dict, meta: dict, shown: int, layout: Layout, pat
                           dpi=params["figures"]["dpi"], cmap=params["figures"]["sequential_cmap"])
 
 
-def render_comparisons(params: dict, layout: Layout, meta: dict, shown: int, path, batch) -> None:
-    """For each of the first `shown` sentences: every weight pair side by side on a shared PCA basis, and the
-    metrics against r."""
+def render_comparisons(params: dict, layout: Layout, meta: dict, shown: int, kinds: set[str], path, batch) -> None:
+    """For each of the first `shown` sentences: every weight pair side by side on a shared PCA basis (kind panels),
+    and the metrics against r (kind ratio_sweep)."""
     import numpy as np
+    from threadpoolctl import threadpool_limits
 
     from pipeline.base.files import read_columns, read_json
     from pipeline.outputs import figures as fig
@@ -124,19 +142,23 @@ def render_comparisons(params: dict, layout: Layout, meta: dict, shown: int, pat
     metrics = read_json(layout.metrics)
     marks = fig.ratio_marks(meta["pairs"], d)
     for s, sentence in enumerate(meta["sentences"][:shown]):
-        e = embeddings[tokens["ids"][s]]
-        p = np.asarray(pe[sentence["positions"]], dtype=np.float64)
-        panels = fig.shared_projection([pair["w1"] * e + pair["w2"] * p for pair in meta["pairs"]])
-        titles = ["embeddings only" if pair["baseline"] else pair["title"] for pair in meta["pairs"]]
         quoted = fig.short_text(sentence["words"])
-        batch.add(fig.projection_panels, panels, titles, sentence["words"], sentence["positions"],
-                  params["metrics"]["groups"], path(f"panels_s{s}.png"), arrows=cfg["arrows"], dpi=cfg["dpi"],
-                  title=f"Sentence {s + 1}, d={d}: W1 * embedding + W2 * PE on one shared PCA basis\n{quoted}")
-        column = read_columns(layout.ratio_sweep_csv(s))
-        curves = {label: column[name] for label, name in fig.RATIO_CURVES.items()}
-        batch.add(fig.ratio_curves, column["r"], curves, path(f"ratio_sweep_s{s}.png"),
-                  r_star=metrics["crossover"][f"s{s}"]["r_star"], marks=marks, dpi=cfg["dpi"],
-                  title=f"Sentence {s + 1}, d={d}: when does position overtake meaning?\n{quoted}")
+        if "panels" in kinds:
+            e = embeddings[tokens["ids"][s]]
+            p = np.asarray(pe[sentence["positions"]], dtype=np.float64)
+            # a (pairs x words, d) SVD: waking BLAS threads costs far more than it takes (0.1-0.2 s on 2 busy cores)
+            with threadpool_limits(1, user_api="blas"):
+                panels = fig.shared_projection([pair["w1"] * e + pair["w2"] * p for pair in meta["pairs"]])
+            titles = ["embeddings only" if pair["baseline"] else pair["title"] for pair in meta["pairs"]]
+            batch.add(fig.projection_panels, panels, titles, sentence["words"], sentence["positions"],
+                      params["metrics"]["groups"], path(f"panels_s{s}.png"), arrows=cfg["arrows"], dpi=cfg["dpi"],
+                      title=f"Sentence {s + 1}, d={d}: W1 * embedding + W2 * PE on one shared PCA basis\n{quoted}")
+        if "ratio_sweep" in kinds:
+            column = read_columns(layout.ratio_sweep_csv(s))
+            curves = {label: column[name] for label, name in fig.RATIO_CURVES.items()}
+            batch.add(fig.ratio_curves, column["r"], curves, path(f"ratio_sweep_s{s}.png"),
+                      r_star=metrics["crossover"][f"s{s}"]["r_star"], marks=marks, dpi=cfg["dpi"],
+                      title=f"Sentence {s + 1}, d={d}: when does position overtake meaning?\n{quoted}")
 
 
 def render_summary(layout: Layout, meta: dict, shown: int, path, batch, dpi: int) -> None:

@@ -1,0 +1,95 @@
+"""Figure sets (figures=all|summary|none) and how figures are drawn: one rendering per figure, the same bytes as
+matplotlib's savefig, whatever the number of worker processes."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from conftest import REPO, params_for, run_stages
+
+
+def test_every_set_is_a_schema_choice_and_all_draws_every_kind():
+    from pipeline.config.schema import FIGURE_SET_NAMES
+    from pipeline.outputs.figure_plan import FIGURE_SETS
+
+    assert {s for sets in FIGURE_SETS.values() for s in sets} | {"none"} == set(FIGURE_SET_NAMES)
+    assert all("all" in sets for sets in FIGURE_SETS.values())   # the default run draws what it always drew
+    assert {kind for kind, sets in FIGURE_SETS.items() if "summary" in sets} == {"panels", "ratio_sweep", "crossover"}
+
+
+@pytest.mark.parametrize("option", ["all", "summary", "none"])
+def test_each_option_composes_to_its_set(option):
+    from pipeline import config
+
+    params = config.compose([f"figures={option}"], REPO)
+    config.validate(params)
+    assert params["figures"]["name"] == option
+    assert params["figures"]["dpi"] == 110   # the other settings are figures=all's
+
+
+def test_an_unknown_set_is_refused_naming_the_key():
+    from pipeline import config
+    from pipeline.base.errors import PipelineError
+
+    with pytest.raises(PipelineError, match=r"figures\.name = 'some'.*one of all, summary, none"):
+        config.validate(config.compose(["figures.name=some"], REPO))
+
+
+@pytest.fixture(scope="module")
+def summary_run(tmp_path_factory, small_store):
+    out = tmp_path_factory.mktemp("summary")
+    return run_stages(params_for("figures=summary"), out, small_store, upto="report")
+
+
+def test_summary_draws_the_panels_and_ratio_sweeps_and_the_report_names_the_rest(summary_run):
+    names = sorted(p.name for p in summary_run.figures_dir.iterdir())
+    assert names == ["panels_s0.png", "panels_s1.png", "ratio_sweep_s0.png", "ratio_sweep_s1.png"]
+    page = summary_run.report_html.read_text(encoding="utf-8")
+    assert len(re.findall(r'<img alt="[^"]*" src="data:image/png;base64,', page)) == 4
+    for missing in ("pe_heatmap.png", "pe_norms.png", "projection_s1_w1_1-w2_10.png", "tutorial*.png"):
+        assert f"reports/figures/{missing} not drawn (figures=summary)" in page
+
+
+def test_none_draws_nothing_and_the_report_keeps_its_sentences(tmp_path, small_store):
+    layout = run_stages(params_for("figures=none"), tmp_path, small_store, upto="report")
+    assert layout.figures_dir.is_dir() and not any(layout.figures_dir.iterdir())
+    page = layout.report_html.read_text(encoding="utf-8")
+    assert "<img" not in page and "reports/figures/panels_s1.png not drawn (figures=none)" in page
+    assert "metrics against r, sentence 2: reports/figures/ratio_sweep_s1.png not drawn" in page   # both sentences
+    assert '"king queen' in page   # the explorer still has the sentences
+
+
+def test_worker_processes_draw_the_same_bytes_as_this_process(summary_run, tmp_path):
+    from pipeline.stages.figures import render
+
+    params = params_for("figures=summary", "figures.workers=1")
+    names = render(params, summary_run, tmp_path)
+    assert sorted(names) == sorted(p.name for p in summary_run.figures_dir.iterdir())   # drawn with workers=2
+    for name in names:
+        assert (tmp_path / name).read_bytes() == (summary_run.figures_dir / name).read_bytes(), name
+
+
+@pytest.mark.parametrize("layout", [None, "constrained"])
+def test_save_writes_what_savefig_wrote_after_a_draw(tmp_path, layout):
+    """save() renders once at the output dpi; it must write the bytes of the former draw + savefig, for a figure
+    laid out by hand and for constrained layout (which runs at the figure's dpi, then at the output dpi)."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from pipeline.outputs import figures as fig
+
+    def draw():
+        figure, ax = plt.subplots(figsize=(6, 4), layout=layout)
+        image = ax.imshow(np.arange(48.0).reshape(6, 8), cmap="viridis")
+        figure.colorbar(image, ax=ax, label="value")
+        ax.set(title="a title long enough to matter for the layout", xlabel="position b", ylabel="position a")
+        return figure
+
+    figure = draw()
+    figure.canvas.draw()
+    figure.savefig(tmp_path / "savefig.png", dpi=110, format="png", metadata=fig.PNG_METADATA)
+    plt.close(figure)
+    fig.save(draw(), tmp_path / "save.png", 110)
+    assert (tmp_path / "save.png").read_bytes() == (tmp_path / "savefig.png").read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["save.png", "savefig.png"]   # no temp file left

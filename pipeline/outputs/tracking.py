@@ -52,6 +52,13 @@ def runs_page(server: str, experiment_id: str) -> str:
     return f"{server.rstrip('/')}/#/experiments/{experiment_id}/runs?workflowType=machine_learning"
 
 
+def without_credentials(uri: str) -> str:
+    """`uri` without its user info (`http://bob:pw@host:5000` -> `http://host:5000`): a link to print."""
+    import re
+
+    return re.sub(r"^([a-z][a-z0-9+.-]*://)[^/@]*@", r"\1", uri, flags=re.IGNORECASE)
+
+
 def tracking_uri(cfg: dict, root: Path | None = None) -> str:
     uri = cfg.get("uri") or os.environ.get("MLFLOW_TRACKING_URI")
     if uri:
@@ -79,9 +86,11 @@ def artifact_location(uri: str, root: Path | None = None) -> str | None:
 
 # A tracking server that stops answering fails the run within ~30 s (3 tries of at most 8 s, 2 s of backoff) instead
 # of MLflow's defaults (7 retries, exponential backoff, 120 s timeout: ~8 minutes). Set for this process only, and
-# only where the user has not set them.
+# only where the user has not set them. MLflow's own "View run at <URI>" lines (two per run, and a request each) are
+# left out: the stages print the runs table's link, without credentials.
 HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
-                 "MLFLOW_HTTP_REQUEST_BACKOFF_JITTER": "0.5", "MLFLOW_HTTP_REQUEST_TIMEOUT": "8"}
+                 "MLFLOW_HTTP_REQUEST_BACKOFF_JITTER": "0.5", "MLFLOW_HTTP_REQUEST_TIMEOUT": "8",
+                 "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true"}
 
 _CLIENTS: dict[tuple[str, str], tuple[Any, str]] = {}   # (uri, experiment) -> (client, experiment id), per process
 
@@ -102,6 +111,8 @@ def _client(cfg: dict, root: Path | None):
         if uri.startswith(("http://", "https://")):
             for name, value in HTTP_DEFAULTS.items():
                 os.environ.setdefault(name, value)
+            if without_credentials(uri) != uri:   # MLflow would print the URI, password included
+                os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
         _CLIENTS[key] = _open_experiment(uri, cfg["experiment"], root)
     client, experiment_id = _CLIENTS[key]
     return client, experiment_id, uri

@@ -44,7 +44,7 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
     import time
 
     from pipeline.base.files import write_json
-    from pipeline.outputs.tracking import check_reachable, log_result, runs_page
+    from pipeline.outputs.tracking import check_reachable, log_result, runs_page, without_credentials
 
     tracking = params["tracking"]
     if not tracking["enabled"]:
@@ -55,7 +55,8 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
         record = {"enabled": True, **log_result(params, layout, root, extra_tags={"runner": "dvc"},
                                                 start_time=int(start * 1000))}
         uri = record["tracking_uri"]
-        server = uri if uri.startswith(("http://", "https://")) else "http://127.0.0.1:5000"  # `mlflow ui` (README)
+        server = without_credentials(uri) if uri.startswith(("http://", "https://")) else "http://127.0.0.1:5000"
+        # the URI as logged is redacted (no password); the link has no user info; the local one is `mlflow ui`'s
         log.info("mlflow: run %s in %s; browse: %s", record["run_id"], uri, runs_page(server, record["experiment_id"]))
     write_json(layout.mlflow_last_run, record)
     write_json(layout.mlflow_run, {"logged": tracking["enabled"], "experiment": tracking["experiment"]})

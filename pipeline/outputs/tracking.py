@@ -262,14 +262,18 @@ _LOGGED_SHARED: set[tuple[str, str]] = set()   # (parent run, inputs/<digest>) l
 
 def log_result(params: dict, layout: "Layout", root: Path, *, run_name: str | None = None,
                parent_run_id: str | None = None, extra_tags: dict[str, str] | None = None,
-               start_time: int | None = None, share_inputs: bool = False) -> dict[str, Any]:
+               start_time: int | None = None, share_inputs: bool = False,
+               previous: dict | None = None) -> dict[str, Any]:
     """Log one pipeline result (the outputs of `layout`) as one MLflow run; returns its ids, URI, name and times.
 
     params: the composed config (flattened into params, with the metrics in one log_batch); datasets: the GloVe
     store and the texts (`_datasets`); artifacts: the figures, metrics, plot data, the report with its figures
     referenced (`linked_report`), and as `inputs/` the params, GloVe manifest (not the store), tokens and encoding
     summary. share_inputs (a sweep's child run): the inputs all jobs share are logged once, on the parent run
-    (`_shared_inputs`; tag `shared_inputs` names the folder), and only params.yaml on the child.
+    (`_shared_inputs`; tag `shared_inputs` names the folder), and only params.yaml on the child. previous: the
+    record of the previous run of this result (the DVC path's mlflow_last_run.json): an input file unchanged since
+    (same SHA-256, same store, that run still there) is not uploaded again; tag `inputs.<file>` names the run
+    holding it (`_reused_inputs`); the record returned lists where each input is (`inputs`).
     run_name: default `default_run_name(params, $DVC_EXP_NAME)`; start_time (ms): when the pipeline started
     (default now); the run ends when its logging does. A tracking server that stops answering raises one
     PipelineError (within ~30 s); the run is then ended FAILED, now or by the next run that reaches the server.
@@ -295,17 +299,22 @@ def log_result(params: dict, layout: "Layout", root: Path, *, run_name: str | No
 
             metrics = read_json(layout.metrics)
             now = int(time.time() * 1000)
-            inputs = [layout.params, layout.glove_manifest, layout.tokens, layout.encode_summary]
-            shared = []
+            inputs = [path for path in (layout.params, layout.glove_manifest, layout.tokens, layout.encode_summary)
+                      if path.exists()]
             if share_inputs and parent_run_id:
                 folder = _shared_inputs(client, layout, parent_run_id)
-                shared = [RunTag("shared_inputs", f"{folder}/ of the parent run {parent_run_id}")]
-                inputs = [layout.params]
-            client.log_batch(run_id, params=_params(params), tags=shared,
+                input_tags = [RunTag("shared_inputs", f"{folder}/ of the parent run {parent_run_id}")]
+                inputs, where = [layout.params], {}
+            else:
+                same_store = previous and (previous.get("tracking_uri"), previous.get("experiment_id")) == (
+                    redact(uri), experiment_id)
+                inputs, input_tags, where = _reused_inputs(client, run_id, inputs,
+                                                           previous.get("inputs") if same_store else None)
+            client.log_batch(run_id, params=_params(params), tags=input_tags,
                              metrics=[Metric(k, v, now, 0) for k, v in _numeric_metrics(metrics).items()])
             if layout.glove_manifest.exists() and layout.tokens.exists():
                 client.log_inputs(run_id, datasets=_datasets(params, layout))
-            _log_artifacts(client, run_id, layout, [path for path in inputs if path.exists()])
+            _log_artifacts(client, run_id, layout, inputs)
             end_time = int(time.time() * 1000)
             client.set_terminated(run_id, "FINISHED", end_time=end_time)
     except PipelineError:
@@ -318,7 +327,33 @@ def log_result(params: dict, layout: "Layout", root: Path, *, run_name: str | No
         raise
     pending.unlink(missing_ok=True)
     return {"run_id": run_id, "experiment_id": experiment_id, "tracking_uri": redact(uri), "run_name": name,
-            "start_time": run.info.start_time, "end_time": end_time}
+            "start_time": run.info.start_time, "end_time": end_time, "inputs": where}
+
+
+def _reused_inputs(client, run_id: str, files: list[Path], previous: dict | None) -> tuple[list[Path], list, dict]:
+    """Which input files `run_id` uploads: those not unchanged since the previous run of this result (`previous`:
+    {file name: {"sha256", "run_id" holding it}}, or None). Returns (files to upload, a tag `inputs.<name>` =
+    `runs:/<run>/inputs/<name>` per reused file, {file name: {"sha256", "run_id"}} for the next run)."""
+    from mlflow.entities import RunTag
+
+    from pipeline.base.files import sha256_file
+
+    upload, tags, where, active = [], [], {}, {}
+    for path in files:
+        digest, before = sha256_file(path), (previous or {}).get(path.name)
+        holder = before["run_id"] if before and before.get("sha256") == digest else None
+        if holder and holder not in active:
+            try:
+                active[holder] = client.get_run(holder).info.lifecycle_stage == "active"
+            except Exception:  # noqa: BLE001 - deleted for good, or never in this store: upload the file again
+                active[holder] = False
+        if holder and active[holder]:
+            tags.append(RunTag(f"inputs.{path.name}", f"runs:/{holder}/inputs/{path.name}"))
+        else:
+            upload.append(path)
+            holder = run_id
+        where[path.name] = {"sha256": digest, "run_id": holder}
+    return upload, tags, where
 
 
 def _log_artifacts(client, run_id: str, layout: "Layout", inputs: list[Path]) -> None:

@@ -8,7 +8,9 @@
 
 Each job writes its data/ and reports/ under its own Hydra output directory (the DVC workspace is
 left alone) and logs one MLflow run. GloVe stores are shared between jobs through
-data/cache/stores/, keyed by the glove config.
+data/cache/stores/, keyed by the glove config; the other stage outputs the jobs of a multirun share (tokens,
+encoding) are computed once per sweep and reused by content hash (pipeline.stage_cache, <sweep dir>/.stage_cache/).
+Sweeps should use figures=summary (README, "Sweeps").
 
 A job that fails (a bad override value, a bug) does not stop the sweep: it writes its error into
 <job dir>/job_result.json and a FAILED child run; the other jobs go on, and at the end

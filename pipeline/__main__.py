@@ -8,7 +8,9 @@
 
 Each job writes its data/ and reports/ under its own Hydra output directory (the DVC workspace is
 left alone) and logs one MLflow run. GloVe stores are shared between jobs through
-data/cache/stores/, keyed by the glove config.
+data/cache/stores/, keyed by the glove config; the other stage outputs the jobs of a multirun share (tokens,
+encoding) are computed once per sweep and reused by content hash (pipeline.stage_cache, <sweep dir>/.stage_cache/).
+Sweeps should use figures=summary (README, "Sweeps").
 
 A job that fails (a bad override value, a bug) does not stop the sweep: it writes its error into
 <job dir>/job_result.json and a FAILED child run; the other jobs go on, and at the end
@@ -50,13 +52,18 @@ def shared_glove_store(glove_cfg: dict, root: Path) -> Path:
 
 
 def run_job(params: dict, out: Path, root: Path, *, parent_run_id: str | None = None,
-            overrides: list[str] = ()) -> dict:
-    """The registry's in-process stages for one composed config into `out`; returns the MLflow record."""
+            overrides: list[str] = (), cache: Path | None = None) -> dict:
+    """The registry's in-process stages for one composed config into `out`; returns the MLflow record.
+
+    cache: the sweep's folder of shared stage outputs (pipeline.stage_cache): a stage whose inputs and params
+    an earlier job of the sweep had already (tokens and encoding, in a sweep over `sweep.*`) is not run again.
+    """
     from pipeline.base.files import write_text
     from pipeline.base.paths import Layout
     from pipeline.config import check, dump_params
     from pipeline.outputs.tracking import check_reachable, log_result
     from pipeline.registry import job_stages
+    from pipeline.stage_cache import run_stages
 
     check(params, root)
     tracking = params["tracking"]
@@ -64,12 +71,11 @@ def run_job(params: dict, out: Path, root: Path, *, parent_run_id: str | None = 
         check_reachable(tracking, root)
     layout = Layout(out, glove=shared_glove_store(params["glove"], root))
     write_text(layout.params, dump_params(params))
-    for stage in job_stages():
-        stage.run(params, layout, root)
+    run_stages(job_stages(), params, layout, root, cache)
     if not tracking["enabled"]:
         return {"enabled": False}
     overrides = " ".join(overrides)
-    record = log_result(params, layout, root, parent_run_id=parent_run_id,
+    record = log_result(params, layout, root, parent_run_id=parent_run_id, share_inputs=parent_run_id is not None,
                         run_name=overrides or None, extra_tags={"runner": "hydra", "overrides": overrides})
     log.info("mlflow: run %s (%s)", record["run_id"], overrides or "defaults")
     return record
@@ -98,6 +104,7 @@ def app(cfg: DictConfig) -> None:
     from pipeline.base.files import read_json
     from pipeline.base.paths import Layout
     from pipeline.outputs.multirun import read_sweep, summary_metrics, write_job
+    from pipeline.stage_cache import CACHE_DIR
 
     hydra_cfg = HydraConfig.get()
     out = Path(hydra_cfg.runtime.output_dir)
@@ -111,7 +118,8 @@ def app(cfg: DictConfig) -> None:
     params = None
     try:
         params = OmegaConf.to_container(cfg, resolve=True)
-        record = run_job(params, out, checkout_root(), parent_run_id=parent, overrides=overrides)
+        record = run_job(params, out, checkout_root(), parent_run_id=parent, overrides=overrides,
+                         cache=Path(hydra_cfg.sweep.dir).resolve() / CACHE_DIR if multirun else None)
     except Exception as exc:
         if isinstance(exc, PipelineError):
             error = str(exc)

@@ -32,11 +32,11 @@ def free_port() -> int:
 class Server:
     """`python -m pipeline.server` on a private store, started in its own process group, stopped by `stop`."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, port: int | None = None):
         folder.mkdir(parents=True, exist_ok=True)
         self.store = f"sqlite:///{folder / 'mlflow.db'}"
         self.artifacts = folder / "mlartifacts"
-        self.url = f"http://127.0.0.1:{free_port()}"
+        self.url = f"http://127.0.0.1:{port or free_port()}"
         self.log = folder / "server.log"
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(
@@ -188,3 +188,92 @@ def test_mlflow_ui_shows_the_run_and_a_figure_in_chromium(served_run, tmp_path):
     # the images the page loaded (the preview may hold two copies) are the PNG the run logged, served and decoded
     assert sizes and all(size == png_size for size in sizes), (sizes, png_size)
     print(f"screenshots: {shots / 'mlflow_ui_experiment.png'}, {shots / 'mlflow_ui_figure.png'}")
+
+
+# ---------------------------------------------------------------- a server killed mid-run, credentials in the URI
+
+LOGGER = """
+import sys, time
+from pathlib import Path
+from pipeline.base.errors import PipelineError
+from pipeline.base.paths import Layout
+from pipeline.config import compose
+from pipeline.outputs.tracking import log_result
+params = compose(["sweep.w2=3"])
+started = time.monotonic()
+try:
+    print(log_result(params, Layout(Path(sys.argv[1])), Path(sys.argv[2]), run_name="killed")["run_id"])
+except PipelineError as exc:
+    print(f"error after {time.monotonic() - started:.1f} s: {exc}", file=sys.stderr)
+    raise SystemExit(2)
+"""
+
+
+def logger(result: Path, project: Path, uri: str) -> subprocess.Popen:
+    return subprocess.Popen([PY, "-c", LOGGER, str(result), str(project)], cwd=REPO, text=True,
+                            env=dict(os.environ, MLFLOW_TRACKING_URI=uri, PE_PROJECT_ROOT=str(project)),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+@pytest.mark.slow
+def test_server_killed_mid_run_fails_fast_and_the_run_ends_failed(tmp_path):
+    """kill -9 of the tracking server while a run logs its artifacts: the logger stops within 30 s with one message
+    (no traceback, the URI's password redacted), and the next process that reaches the restarted server ends the
+    abandoned run as FAILED. Credentials in the URI work (a full run logged through them) and are never printed."""
+    from mlflow.tracking import MlflowClient
+
+    from test_sweeps import fake_result
+
+    project = copy_checkout(tmp_path / "project")   # PE_PROJECT_ROOT: its data/cache holds the pending records
+    result = tmp_path / "result"
+    fake_result(result, figures=3000)   # a run long enough to kill the server in the middle of it
+    server = Server(tmp_path / "server")
+    port = int(server.url.rsplit(":", 1)[1])
+    secret = "s3cretPW"
+    uri = f"http://bob:{secret}@127.0.0.1:{port}"
+    try:
+        proc = logger(result, project, uri)
+        client = MlflowClient(server.url)
+        deadline = time.monotonic() + 120
+        while not [r for r in client.search_runs([e.experiment_id for e in client.search_experiments()])
+                   if r.info.status == "RUNNING"]:
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.2)
+        time.sleep(1.0)   # artifacts on their way
+        os.killpg(server.proc.pid, signal.SIGKILL)
+        killed = time.monotonic()
+        out, err = proc.communicate(timeout=120)
+        took = time.monotonic() - killed
+    finally:
+        server.stop()
+    assert proc.returncode == 2, err
+    print(f"the logger stopped {took:.1f} s after the server was killed: {err.strip().splitlines()[-1]}")
+    assert took < 30, (took, err)
+    assert "stopped answering" in err and "bob:***@127.0.0.1" in err and "Traceback" not in err, err
+    assert secret not in out + err
+    [pending] = list((project / "data" / "cache" / "mlflow-pending").glob("*.json"))
+    assert secret not in pending.read_text()
+
+    server = Server(tmp_path / "server", port=port)   # the same store, at the same address
+    try:
+        small = tmp_path / "small"
+        fake_result(small, figures=2)
+        again = logger(small, project, uri)
+        out2, err2 = again.communicate(timeout=180)
+        assert again.returncode == 0, err2
+        client = MlflowClient(server.url)
+        runs = {r.info.run_id: r for r in client.search_runs([e.experiment_id for e in client.search_experiments()])}
+    finally:
+        server.stop()
+    killed_run = runs[pending.stem]
+    assert killed_run.info.status == "FAILED" and "killed" in killed_run.data.tags["error"]
+    assert runs[out2.strip().splitlines()[-1]].info.status == "FINISHED"   # logged through bob:***@ credentials
+    assert not pending.exists() and "ended 1 run(s)" in err2 and secret not in out2 + err2
+
+
+def test_credentials_in_the_tracking_uri_are_never_printed(checkout, tmp_path):
+    """A dead server at a URI with credentials: the early check names it with the password redacted."""
+    dead = {"MLFLOW_TRACKING_URI": f"http://bob:s3cretPW@127.0.0.1:{free_port()}"}
+    single = run([PY, "-m", "pipeline", f"hydra.run.dir={tmp_path / 'job'}"], checkout, check=False, **dead)
+    assert single.returncode == 2 and "does not answer" in single.stderr + single.stdout
+    assert "bob:***@127.0.0.1" in single.stderr + single.stdout and "s3cretPW" not in single.stderr + single.stdout

@@ -210,3 +210,36 @@ def test_mlflow_ui_opens_on_the_runs_table(result, tmp_path):
     assert f"/experiments/{record['experiment_id']}/runs" in landed_on and heading != "Overview", (landed_on, heading)
     assert loaded == figures  # every figure of the report, loaded from the server
     print(f"screenshots: {shots / 'mlflow_landing.png'}, {shots / 'mlflow_report.png'}")
+
+
+def test_unchanged_inputs_are_not_uploaded_again(result, private_mlflow_store, tmp_path):
+    """The DVC path's next run (given the previous run's record) references its unchanged input files instead of
+    storing them again; a changed file is uploaded; a deleted holder run means an upload."""
+    from mlflow.tracking import MlflowClient
+
+    from pipeline.base.paths import Layout
+    from pipeline.outputs.tracking import log_result
+
+    from pipeline.config import dump_params
+
+    params, layout = result
+    layout.params.write_text(dump_params(params))   # what the Hydra job and DVC path have beside the result
+    client = MlflowClient(private_mlflow_store)
+    first = log_result(params, layout, REPO)
+    inputs = ["encode.json", "manifest.json", "params.yaml", "tokens.json"]
+    assert sorted(a.path for a in client.list_artifacts(first["run_id"], "inputs")) == [f"inputs/{n}" for n in inputs]
+
+    second = log_result(params, layout, REPO, previous=first)
+    assert client.list_artifacts(second["run_id"], "inputs") == []
+    tags = client.get_run(second["run_id"]).data.tags
+    assert {n: tags[f"inputs.{n}"] for n in inputs} == {n: f"runs:/{first['run_id']}/inputs/{n}" for n in inputs}
+    assert {n: w["run_id"] for n, w in second["inputs"].items()} == dict.fromkeys(inputs, first["run_id"])
+
+    copy = Layout(tmp_path / "copy", glove=layout.glove_dir)   # the same result with another params.yaml
+    shutil.copytree(layout.base, copy.base, ignore=shutil.ignore_patterns("dl"))
+    copy.params.write_text(layout.params.read_text() + "# edited\n")
+    third = log_result(params, copy, REPO, previous=second)
+    assert [a.path for a in client.list_artifacts(third["run_id"], "inputs")] == ["inputs/params.yaml"]
+    client.delete_run(first["run_id"])
+    fourth = log_result(params, layout, REPO, previous=third)   # params.yaml differs from the third's too
+    assert sorted(a.path for a in client.list_artifacts(fourth["run_id"], "inputs")) == [f"inputs/{n}" for n in inputs]

@@ -223,7 +223,14 @@ def check_sweep(checkout: Path, sweep_dir: Path, uri: str, finished: list[str], 
     assert parent.info.status == ("FAILED" if failed else "FINISHED")
     assert parent.data.metrics["jobs"] == summary["jobs"] and parent.data.metrics["jobs_failed"] == len(failed)
     assert "best.sweep.pca_disparity_max" in parent.data.metrics and "worst.sweep.pca_disparity_max" in parent.data.metrics
-    assert artifact_files(client, parent.info.run_id) == ["sweep_summary.json"]
+    parent_files = artifact_files(client, parent.info.run_id)
+    shared = [f for f in parent_files if f.startswith("inputs/")]
+    assert [f for f in parent_files if f not in shared] == ["sweep_summary.json"]
+    if finished:   # the inputs every point shares, logged once, on the parent (the points differ in sweep.w2 only)
+        assert sorted(f.rsplit("/", 1)[1] for f in shared) == ["encode.json", "manifest.json", "tokens.json"]
+        # and computed once: one tokenize and one encode output in the sweep's stage cache
+        cached = sorted(e.name.split("-")[0] for e in (sweep_dir / ".stage_cache").iterdir() if e.name[0] != ".")
+        assert cached.count("tokenize") == cached.count("encode") == 1 and cached.count("sweep") == len(finished)
     assert {c.data.tags["mlflow.parentRunId"] for c in children} == {parent.info.run_id}
     by_name = {c.info.run_name: c for c in children}
     assert sorted(by_name) == sorted(finished + failed)
@@ -240,6 +247,8 @@ def check_sweep(checkout: Path, sweep_dir: Path, uri: str, finished: list[str], 
         assert run.info.status == "FINISHED"
         metrics = json.loads((out / "reports" / "metrics.json").read_text())
         assert len(run.data.metrics) == numeric_leaves(metrics)  # every metric of this job, none of another's
+        assert artifact_files(client, run.info.run_id, "inputs") == ["inputs/params.yaml"]
+        assert run.data.tags["shared_inputs"] == f"{shared[0].rsplit('/', 1)[0]}/ of the parent run {parent.info.run_id}"
         logged = artifact_files(client, run.info.run_id, "figures")
         assert logged == sorted(f"figures/{p.name}" for p in (out / "reports" / "figures").glob("*.png"))
         assert len(logged) > 5

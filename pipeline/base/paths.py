@@ -277,3 +277,9 @@ def mlflow_db(root: Path | None = None) -> Path:
 def mlflow_artifacts(root: Path | None = None) -> Path:
     """The default store's artifact root, beside it."""
     return project_root(root) / "mlartifacts"
+
+
+def mlflow_pending(root: Path | None = None) -> Path:
+    """Records of MLflow runs being logged (removed when each run ends): what a killed process or a tracking server
+    that stopped answering left RUNNING, for the next run to end as FAILED. Per project, not versioned."""
+    return download_cache(root) / "mlflow-pending"

@@ -19,6 +19,8 @@ GloVe store and the texts are logged as MLflow datasets (digests only, no copy o
 from __future__ import annotations
 
 import atexit
+import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -50,6 +52,13 @@ def runs_page(server: str, experiment_id: str) -> str:
     return f"{server.rstrip('/')}/#/experiments/{experiment_id}/runs?workflowType=machine_learning"
 
 
+def without_credentials(uri: str) -> str:
+    """`uri` without its user info (`http://bob:pw@host:5000` -> `http://host:5000`): a link to print."""
+    import re
+
+    return re.sub(r"^([a-z][a-z0-9+.-]*://)[^/@]*@", r"\1", uri, flags=re.IGNORECASE)
+
+
 def tracking_uri(cfg: dict, root: Path | None = None) -> str:
     uri = cfg.get("uri") or os.environ.get("MLFLOW_TRACKING_URI")
     if uri:
@@ -75,26 +84,57 @@ def artifact_location(uri: str, root: Path | None = None) -> str | None:
     return None
 
 
+# A tracking server that stops answering fails the run within ~30 s (3 tries of at most 8 s, 2 s of backoff) instead
+# of MLflow's defaults (7 retries, exponential backoff, 120 s timeout: ~8 minutes). Set for this process only, and
+# only where the user has not set them. MLflow's own "View run at <URI>" lines (two per run, and a request each) are
+# left out: the stages print the runs table's link, without credentials.
+HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+                 "MLFLOW_HTTP_REQUEST_BACKOFF_JITTER": "0.5", "MLFLOW_HTTP_REQUEST_TIMEOUT": "8",
+                 "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true"}
+
+_CLIENTS: dict[tuple[str, str], tuple[Any, str]] = {}   # (uri, experiment) -> (client, experiment id), per process
+
+
+def redact(text: str) -> str:
+    """`text` with the password of every URL's user info replaced (`http://bob:***@host`)."""
+    import re
+
+    return re.sub(r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]*):[^/\s@]*@", r"\1:***@", str(text))
+
+
 def _client(cfg: dict, root: Path | None):
-    """(client, experiment id, uri); creates the store and the experiment on first use, once per machine."""
-    import mlflow
+    """(client, experiment id, uri); creates the store and the experiment on first use, once per machine, and
+    keeps both for the rest of the process (a sweep's jobs in one process share them)."""
+    uri = tracking_uri(cfg, root)
+    key = (uri, cfg["experiment"])
+    if key not in _CLIENTS:
+        if uri.startswith(("http://", "https://")):
+            for name, value in HTTP_DEFAULTS.items():
+                os.environ.setdefault(name, value)
+            if without_credentials(uri) != uri:   # MLflow would print the URI, password included
+                os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
+        _CLIENTS[key] = _open_experiment(uri, cfg["experiment"], root)
+    client, experiment_id = _CLIENTS[key]
+    return client, experiment_id, uri
+
+
+def _open_experiment(uri: str, name: str, root: Path | None) -> tuple[Any, str]:
     from mlflow.tracking import MlflowClient
 
     from pipeline.base.locks import machine_lock
 
-    uri = tracking_uri(cfg, root)
-    mlflow.set_tracking_uri(uri)
-    with machine_lock(f"mlflow-store:{uri}", f"the MLflow store {uri} to be set up"):
+    with machine_lock(f"mlflow-store:{uri}", f"the MLflow store {redact(uri)} to be set up"):
         client = MlflowClient(uri)  # opens the store, creating a fresh one's tables
-        experiment = client.get_experiment_by_name(cfg["experiment"])
+        experiment = client.get_experiment_by_name(name)
         if experiment is None:
-            experiment_id = client.create_experiment(cfg["experiment"], artifact_location=artifact_location(uri, root),
+            experiment_id = client.create_experiment(name, artifact_location=artifact_location(uri, root),
                                                      tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND})
         else:
             experiment_id = experiment.experiment_id
             if EXPERIMENT_KIND_TAG not in experiment.tags:  # made before the tag was set (or by someone else)
                 client.set_experiment_tag(experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
-    return client, experiment_id, uri
+    close_abandoned_runs(client, uri, root)
+    return client, experiment_id
 
 
 def prepare_store(uri: str, experiment: str, root: Path | None = None) -> str:
@@ -102,7 +142,9 @@ def prepare_store(uri: str, experiment: str, root: Path | None = None) -> str:
     return _client({"uri": uri, "experiment": experiment}, root)[1]
 
 
+@functools.lru_cache(maxsize=8)
 def git_commit(root: Path) -> str | None:
+    """HEAD's hash (`-dirty` with uncommitted changes to tracked files); once per process (a sweep's jobs)."""
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
@@ -161,10 +203,17 @@ def linked_report(html: str, figures_dir: Path, run_id: str) -> str:
     """The report as logged beside its figures: each embedded figure (a data URI of a PNG of figures_dir)
     becomes a reference to the `figures/` artifact, so the run stores every figure once. The report on disk
     stays self-contained."""
+    import re
+
     from pipeline.base.files import png_data_uri   # how the report embeds a figure
 
-    for png in sorted(figures_dir.glob("*.png")):
-        html = html.replace(f'src="{png_data_uri(png)}"', f'src="figures/{png.name}"')
+    names = {png_data_uri(png): png.name for png in sorted(figures_dir.glob("*.png"))}
+
+    def link(match: re.Match) -> str:
+        name = names.get(match.group(1))
+        return f'src="figures/{name}"' if name else match.group(0)
+
+    html = re.sub(r'src="(data:image/png;base64,[^"]*)"', link, html)   # one pass over the page
     return html.replace("</body>", _FIGURES_FROM_SERVER.format(run_id=run_id) + "</body>", 1)
 
 
@@ -192,19 +241,43 @@ def _datasets(params: dict, layout: "Layout") -> list:
             DatasetInput(texts_ds, [InputTag("mlflow.data.context", "texts")])]
 
 
+def _shared_inputs(client, layout: "Layout", shared_with: str) -> str:
+    """Log the inputs every job of a sweep shares (GloVe manifest, tokens, encoding summary) once, on the sweep's
+    parent run `shared_with`, under inputs/<digest>/; returns that artifact folder. Digest: of the files' bytes."""
+    from pipeline.base.files import sha256_file
+
+    files = [path for path in (layout.glove_manifest, layout.tokens, layout.encode_summary) if path.exists()]
+    digest = hashlib.sha256("".join(f"{p.name}:{sha256_file(p)}" for p in files).encode()).hexdigest()[:12]
+    folder = f"inputs/{digest}"
+    if (shared_with, folder) not in _LOGGED_SHARED:
+        if not client.list_artifacts(shared_with, folder):  # another process of the sweep may have logged them
+            for path in files:
+                client.log_artifact(shared_with, str(path), folder)
+        _LOGGED_SHARED.add((shared_with, folder))
+    return folder
+
+
+_LOGGED_SHARED: set[tuple[str, str]] = set()   # (parent run, inputs/<digest>) logged by this process
+
+
 def log_result(params: dict, layout: "Layout", root: Path, *, run_name: str | None = None,
                parent_run_id: str | None = None, extra_tags: dict[str, str] | None = None,
-               start_time: int | None = None) -> dict[str, Any]:
+               start_time: int | None = None, share_inputs: bool = False,
+               previous: dict | None = None) -> dict[str, Any]:
     """Log one pipeline result (the outputs of `layout`) as one MLflow run; returns its ids, URI, name and times.
 
-    params: the composed config (flattened into params); metrics: the metrics file; datasets: the GloVe store
-    and the texts (`_datasets`); artifacts: the figures, metrics, plot data, the report with its figures
-    referenced (`linked_report`), and as `inputs/` the params, GloVe manifest (not the store), tokens and
-    encoding summary. run_name: default `default_run_name(params, $DVC_EXP_NAME)`; start_time (ms): when the
-    pipeline started (default now); the run ends when its logging does.
+    params: the composed config (flattened into params, with the metrics in one log_batch); datasets: the GloVe
+    store and the texts (`_datasets`); artifacts: the figures, metrics, plot data, the report with its figures
+    referenced (`linked_report`), and as `inputs/` the params, GloVe manifest (not the store), tokens and encoding
+    summary. share_inputs (a sweep's child run): the inputs all jobs share are logged once, on the parent run
+    (`_shared_inputs`; tag `shared_inputs` names the folder), and only params.yaml on the child. previous: the
+    record of the previous run of this result (the DVC path's mlflow_last_run.json): an input file unchanged since
+    (same SHA-256, same store, that run still there) is not uploaded again; tag `inputs.<file>` names the run
+    holding it (`_reused_inputs`); the record returned lists where each input is (`inputs`).
+    run_name: default `default_run_name(params, $DVC_EXP_NAME)`; start_time (ms): when the pipeline started
+    (default now); the run ends when its logging does. A tracking server that stops answering raises one
+    PipelineError (within ~30 s); the run is then ended FAILED, now or by the next run that reaches the server.
     """
-    import tempfile
-
     from pipeline.base.files import read_json
 
     cfg = params["tracking"]
@@ -216,68 +289,229 @@ def log_result(params: dict, layout: "Layout", root: Path, *, run_name: str | No
     if parent_run_id:
         tags["mlflow.parentRunId"] = parent_run_id
     name = run_name or default_run_name(params, os.environ.get("DVC_EXP_NAME"))
-    run = client.create_run(experiment_id, run_name=name, tags=tags, start_time=start_time)
+    with _server_errors(uri, "create a run"):
+        run = client.create_run(experiment_id, run_name=name, tags=tags, start_time=start_time)
     run_id = run.info.run_id
+    pending = _pending(root, uri, run_id)
     try:
-        from mlflow.entities import Metric
+        with _server_errors(uri, f"log run {run_id}"):
+            from mlflow.entities import Metric, RunTag
 
-        metrics = read_json(layout.metrics)
-        now = int(time.time() * 1000)
-        client.log_batch(run_id, params=_params(params),
-                         metrics=[Metric(k, v, now, 0) for k, v in _numeric_metrics(metrics).items()])
-        if layout.glove_manifest.exists() and layout.tokens.exists():
-            client.log_inputs(run_id, datasets=_datasets(params, layout))
-        client.log_artifacts(run_id, str(layout.figures_dir), "figures")
-        for plot in (layout.pe_norms_csv, layout.offset_distance_csv):
-            client.log_artifact(run_id, str(plot), "plots")
-        client.log_artifacts(run_id, str(layout.ratio_sweep_dir), "plots/ratio_sweep")
-        client.log_artifact(run_id, str(layout.metrics))
-        if layout.report_html.exists():
-            with tempfile.TemporaryDirectory() as tmp:
-                report = Path(tmp) / layout.report_html.name
-                report.write_text(linked_report(layout.report_html.read_text(encoding="utf-8"), layout.figures_dir,
-                                                run_id), encoding="utf-8")
-                client.log_artifact(run_id, str(report))
-        for extra in (layout.params, layout.glove_manifest, layout.tokens, layout.encode_summary):
-            if extra.exists():
-                client.log_artifact(run_id, str(extra), "inputs")
-        end_time = int(time.time() * 1000)
-        client.set_terminated(run_id, "FINISHED", end_time=end_time)
-    except BaseException:
-        client.set_terminated(run_id, "FAILED")
+            metrics = read_json(layout.metrics)
+            now = int(time.time() * 1000)
+            inputs = [path for path in (layout.params, layout.glove_manifest, layout.tokens, layout.encode_summary)
+                      if path.exists()]
+            if share_inputs and parent_run_id:
+                folder = _shared_inputs(client, layout, parent_run_id)
+                input_tags = [RunTag("shared_inputs", f"{folder}/ of the parent run {parent_run_id}")]
+                inputs, where = [layout.params], {}
+            else:
+                same_store = previous and (previous.get("tracking_uri"), previous.get("experiment_id")) == (
+                    redact(uri), experiment_id)
+                inputs, input_tags, where = _reused_inputs(client, run_id, inputs,
+                                                           previous.get("inputs") if same_store else None)
+            client.log_batch(run_id, params=_params(params), tags=input_tags,
+                             metrics=[Metric(k, v, now, 0) for k, v in _numeric_metrics(metrics).items()])
+            if layout.glove_manifest.exists() and layout.tokens.exists():
+                client.log_inputs(run_id, datasets=_datasets(params, layout))
+            _log_artifacts(client, run_id, layout, inputs)
+            end_time = int(time.time() * 1000)
+            client.set_terminated(run_id, "FINISHED", end_time=end_time)
+    except PipelineError:
+        raise   # the server stopped answering: the run stays pending, ended FAILED by the next run that reaches it
+    except BaseException as exc:
+        with _server_errors(uri, f"end run {run_id} as FAILED"):
+            client.set_terminated(run_id, "FAILED")
+            client.set_tag(run_id, "error", redact(f"{type(exc).__name__}: {exc}")[:5000])
+        pending.unlink(missing_ok=True)
         raise
-    return {"run_id": run_id, "experiment_id": experiment_id, "tracking_uri": uri, "run_name": name,
-            "start_time": run.info.start_time, "end_time": end_time}
+    pending.unlink(missing_ok=True)
+    return {"run_id": run_id, "experiment_id": experiment_id, "tracking_uri": redact(uri), "run_name": name,
+            "start_time": run.info.start_time, "end_time": end_time, "inputs": where}
+
+
+def _reused_inputs(client, run_id: str, files: list[Path], previous: dict | None) -> tuple[list[Path], list, dict]:
+    """Which input files `run_id` uploads: those not unchanged since the previous run of this result (`previous`:
+    {file name: {"sha256", "run_id" holding it}}, or None). Returns (files to upload, a tag `inputs.<name>` =
+    `runs:/<run>/inputs/<name>` per reused file, {file name: {"sha256", "run_id"}} for the next run)."""
+    from mlflow.entities import RunTag
+
+    from pipeline.base.files import sha256_file
+
+    upload, tags, where, active = [], [], {}, {}
+    for path in files:
+        digest, before = sha256_file(path), (previous or {}).get(path.name)
+        holder = before["run_id"] if before and before.get("sha256") == digest else None
+        if holder and holder not in active:
+            try:
+                active[holder] = client.get_run(holder).info.lifecycle_stage == "active"
+            except Exception:  # noqa: BLE001 - deleted for good, or never in this store: upload the file again
+                active[holder] = False
+        if holder and active[holder]:
+            tags.append(RunTag(f"inputs.{path.name}", f"runs:/{holder}/inputs/{path.name}"))
+        else:
+            upload.append(path)
+            holder = run_id
+        where[path.name] = {"sha256": digest, "run_id": holder}
+    return upload, tags, where
+
+
+def _log_artifacts(client, run_id: str, layout: "Layout", inputs: list[Path]) -> None:
+    """The figures, plot data, metrics, the report (figures linked) and `inputs` of one result, each once."""
+    import tempfile
+
+    client.log_artifacts(run_id, str(layout.figures_dir), "figures")
+    for plot in (layout.pe_norms_csv, layout.offset_distance_csv):
+        client.log_artifact(run_id, str(plot), "plots")
+    client.log_artifacts(run_id, str(layout.ratio_sweep_dir), "plots/ratio_sweep")
+    client.log_artifact(run_id, str(layout.metrics))
+    if layout.report_html.exists():
+        with tempfile.TemporaryDirectory() as tmp:
+            report = Path(tmp) / layout.report_html.name
+            report.write_text(linked_report(layout.report_html.read_text(encoding="utf-8"), layout.figures_dir,
+                                            run_id), encoding="utf-8")
+            client.log_artifact(run_id, str(report))
+    for path in inputs:
+        client.log_artifact(run_id, str(path), "inputs")
+
+
+# ---------------------------------------------------------------- a tracking server that stops answering
+
+def _unreachable(exc: BaseException) -> bool:
+    """Whether `exc` says an HTTP tracking server did not answer (refused, reset, timed out, retries exhausted)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if type(exc).__module__.startswith(("requests", "urllib3")) or isinstance(exc, (ConnectionError, TimeoutError)):
+            return True
+        text = str(exc)
+        if "API request to" in text and any(word in text for word in (
+                "Max retries exceeded", "timed out", "timeout", "Connection", "RemoteDisconnected")):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+@contextlib.contextmanager
+def _server_errors(uri: str, doing: str):
+    """A server that stops answering while we `doing`: one PipelineError, URI credentials redacted."""
+    try:
+        yield
+    except Exception as exc:
+        if not uri.startswith(("http://", "https://")) or not _unreachable(exc):
+            raise
+        reason = redact(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)[:300]
+        raise PipelineError(
+            f"MLflow server {redact(uri)} stopped answering while trying to {doing} ({reason}). The run is ended "
+            "as FAILED by the next run that reaches the server. Fix: restart the server (`python -m pipeline.server`"
+            ", see README) and re-run; or log locally (unset MLFLOW_TRACKING_URI) or use tracking=disabled.") from None
+
+
+def _pending(root: Path | None, uri: str, run_id: str) -> Path:
+    """Record that this process is logging `run_id` (removed when the run is ended). A record left behind (the
+    process was killed, or the server stopped answering) lets the next process that reaches the store end the
+    run as FAILED (`close_abandoned_runs`). Holds no URI, only its hash."""
+    import socket
+
+    from pipeline.base.files import write_json
+    from pipeline.base.paths import mlflow_pending
+
+    path = mlflow_pending(root) / f"{run_id}.json"
+    write_json(path, {"run_id": run_id, "store": _store_key(uri), "pid": os.getpid(), "host": socket.gethostname(),
+                      "created": time.time()})
+    return path
+
+
+def _store_key(uri: str) -> str:
+    return hashlib.sha256(uri.encode()).hexdigest()[:16]
+
+
+def _alive(record: dict) -> bool:
+    """Whether the process that wrote a pending record may still be logging (same host and pid alive, or another
+    host and less than a day old)."""
+    import socket
+
+    if record.get("host") != socket.gethostname():
+        return time.time() - record.get("created", 0) < 86400
+    try:
+        os.kill(record["pid"], 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def close_abandoned_runs(client, uri: str, root: Path | None) -> list[str]:
+    """End as FAILED the runs of this store that a killed process, or a server that stopped answering, left
+    RUNNING (their pending records); returns their ids."""
+    from pipeline.base.files import read_json
+    from pipeline.base.paths import mlflow_pending
+
+    closed = []
+    folder = mlflow_pending(root)
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            record = read_json(path)
+        except (OSError, ValueError):
+            continue
+        if record.get("store") != _store_key(uri) or _alive(record):
+            continue
+        run_id = record["run_id"]
+        try:
+            if client.get_run(run_id).info.status == "RUNNING":
+                client.set_tag(run_id, "error", "the process logging this run was killed, or the tracking server "
+                                                "stopped answering: the run is incomplete")
+                client.set_terminated(run_id, "FAILED")
+                closed.append(run_id)
+        except Exception as exc:  # noqa: BLE001 - deleted run, or a store that no longer knows it: nothing to end
+            log.debug("pending run %s: %s", run_id, redact(str(exc)))
+        path.unlink(missing_ok=True)
+    if closed:
+        log.warning("mlflow: ended %d run(s) left RUNNING by a killed process or a lost server as FAILED: %s",
+                    len(closed), ", ".join(closed))
+    return closed
 
 
 def log_failed_run(params: dict, root: Path, *, run_name: str, error: str, parent_run_id: str | None = None,
                    extra_tags: dict[str, str] | None = None) -> str:
     """Record a job that failed as a FAILED run (its config as params, the error as tag `error`); returns its id."""
-    client, experiment_id, _ = _client(params["tracking"], root)
-    tags = {"error": error[:5000], "git_commit": git_commit(root) or "unknown", **(extra_tags or {})}
+    client, experiment_id, uri = _client(params["tracking"], root)
+    tags = {"error": redact(error)[:5000], "git_commit": git_commit(root) or "unknown", **(extra_tags or {})}
     if parent_run_id:
         tags["mlflow.parentRunId"] = parent_run_id
-    run_id = client.create_run(experiment_id, run_name=run_name, tags=tags).info.run_id
-    try:
-        client.log_batch(run_id, params=_params(params))
-    finally:
-        client.set_terminated(run_id, "FAILED")
+    with _server_errors(uri, "record a failed job"):
+        run_id = client.create_run(experiment_id, run_name=run_name, tags=tags).info.run_id
+        try:
+            client.log_batch(run_id, params=_params(params))
+        finally:
+            client.set_terminated(run_id, "FAILED")
     return run_id
 
 
 def check_reachable(cfg: dict, root: Path | None = None) -> None:
-    """Fail early, before any computing, when an HTTP tracking server does not answer."""
+    """Fail early, before any computing, when an HTTP tracking server does not answer. Credentials in the URI
+    (`http://user:password@host`) are sent as HTTP Basic auth, as MLflow sends them, and never printed."""
     uri = tracking_uri(cfg, root)
     if not uri.startswith(("http://", "https://")):
         return
+    import base64
+    import urllib.parse
     import urllib.request
 
+    parts = urllib.parse.urlsplit(uri)
+    request = urllib.request.Request(urllib.parse.urlunsplit(
+        parts._replace(netloc=parts.hostname + (f":{parts.port}" if parts.port else ""))).rstrip("/") + "/health")
+    if parts.username is not None:
+        user = urllib.parse.unquote(parts.username) + ":" + urllib.parse.unquote(parts.password or "")
+        request.add_header("Authorization", "Basic " + base64.b64encode(user.encode()).decode())
     try:
-        with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=10) as response:
+        with urllib.request.urlopen(request, timeout=10) as response:
             response.read()
-    except OSError as exc:
-        raise PipelineError(f"MLflow server {uri} does not answer ({exc}): start it (`python -m pipeline.server`, "
-                            "see README), fix tracking.uri / MLFLOW_TRACKING_URI, or use tracking=disabled.") from None
+    except (OSError, ValueError) as exc:
+        raise PipelineError(f"MLflow server {redact(uri)} does not answer ({redact(str(exc))}): start it (`python -m "
+                            "pipeline.server`, see README), fix tracking.uri / MLFLOW_TRACKING_URI, or use "
+                            "tracking=disabled.") from None
 
 
 # ---------------------------------------------------------------- Hydra multirun: one parent run per sweep
@@ -329,7 +563,7 @@ class MultirunParentRun(Callback):
             self._open = (uri, parent)
             atexit.register(self._close_if_open)
             log.info("mlflow: parent run %s for sweep %s", parent, " ".join(overrides))
-        start_sweep(sweep_dir, overrides, parent, uri)
+        start_sweep(sweep_dir, overrides, parent, redact(uri) if uri else None)
 
     def on_multirun_end(self, config, **kwargs) -> None:
         from pipeline.base.files import write_json
@@ -347,8 +581,12 @@ class MultirunParentRun(Callback):
         if summary["jobs"] == 0:
             log.error("sweep: no job wrote its result (job_result.json) under %s", sweep_dir)
         if sweep["parent_run_id"]:
+            from omegaconf import OmegaConf
+
+            # sweep.json holds the URI redacted: the live one comes from this process (or the config)
+            uri = self._open[0] if self._open else tracking_uri(OmegaConf.to_container(config.tracking, resolve=True))
             try:
-                _log_summary(sweep["tracking_uri"], sweep["parent_run_id"], summary, sweep_dir / SUMMARY_FILE,
+                _log_summary(uri, sweep["parent_run_id"], summary, sweep_dir / SUMMARY_FILE,
                              "FAILED" if failed else "FINISHED")
             finally:
                 self._open = None

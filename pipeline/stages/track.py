@@ -1,6 +1,7 @@
 """Stage track: log the pipeline result (params, metrics, figures) as one MLflow run.
 
-Writes reports/mlflow_last_run.json (run id, store URI; not versioned: it differs per machine) and
+Writes reports/mlflow_last_run.json (run id, store URI without password, where each input file is stored: the next
+run references the unchanged ones instead of uploading them again; not versioned: it differs per machine) and
 the DVC output reports/mlflow_run.json, which holds only what is the same everywhere (whether and
 where to the result was logged by experiment name), so that logging a run does not change dvc.lock.
 
@@ -43,8 +44,8 @@ def pipeline_start(layout: Layout, now: float) -> float:
 def run(params: dict, layout: Layout, root: Path) -> dict:
     import time
 
-    from pipeline.base.files import write_json
-    from pipeline.outputs.tracking import check_reachable, log_result, runs_page
+    from pipeline.base.files import read_json, write_json
+    from pipeline.outputs.tracking import check_reachable, log_result, runs_page, without_credentials
 
     tracking = params["tracking"]
     if not tracking["enabled"]:
@@ -52,10 +53,13 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
     else:
         check_reachable(tracking, root)
         start = pipeline_start(layout, time.time())
+        # the previous run's record: its unchanged input files are referenced, not uploaded again
+        previous = read_json(layout.mlflow_last_run) if layout.mlflow_last_run.exists() else None
         record = {"enabled": True, **log_result(params, layout, root, extra_tags={"runner": "dvc"},
-                                                start_time=int(start * 1000))}
+                                                start_time=int(start * 1000), previous=previous)}
         uri = record["tracking_uri"]
-        server = uri if uri.startswith(("http://", "https://")) else "http://127.0.0.1:5000"  # `mlflow ui` (README)
+        server = without_credentials(uri) if uri.startswith(("http://", "https://")) else "http://127.0.0.1:5000"
+        # the URI as logged is redacted (no password); the link has no user info; the local one is `mlflow ui`'s
         log.info("mlflow: run %s in %s; browse: %s", record["run_id"], uri, runs_page(server, record["experiment_id"]))
     write_json(layout.mlflow_last_run, record)
     write_json(layout.mlflow_run, {"logged": tracking["enabled"], "experiment": tracking["experiment"]})

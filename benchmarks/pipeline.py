@@ -6,7 +6,8 @@
 
 What is measured, in a throw-away `git clone` of this checkout in a temporary folder (plus the checkout's
 uncommitted changes to tracked files and its untracked, not ignored files), so that the workspace, its DVC
-cache and its MLflow store are never touched; every pipeline command gets the same `--override`s:
+cache and its MLflow store are never touched (MLFLOW_TRACKING_URI and PE_PROJECT_ROOT are dropped: the clone
+logs to its own store); every pipeline command gets the same `--override`s:
 
   first run      `python -m pipeline.repro`: the clone's first run (builds data/, creates the MLflow store);
                  a warm-up, reported but not compared
@@ -26,10 +27,11 @@ Method. Every command runs as a child process that the benchmark reaps with os.w
 (ru_maxrss: the largest single process, not a sum over processes running at the same time). DVC runs
 each stage as `$SHELL -c "python -m pipeline.stages.X"`: the benchmark sets SHELL to a small Python
 script that runs the command with /bin/sh, reaps it with os.wait4 and appends the stage's (DVC_STAGE)
-wall, CPU and peak RSS to a log; this costs one extra interpreter start (about 20 ms) per stage, which the
-stage's numbers do not include and the command's total does. What is left of the total after the
-stages is DVC itself (hashing, lock files) and, for `pipeline.repro`, composing params.yaml. The
-multirun runs its stages in one process: a hook put in front of `python -m pipeline` wraps
+wall, CPU and peak RSS to a log; this costs one extra interpreter start (`python -IS`, about 20 ms on an
+idle machine) per stage, which the stage's numbers do not include and the command's total does. What is
+left of the total after the stages is DVC itself (hashing, lock files) and, for `pipeline.repro`, composing
+params.yaml; its CPU time also counts the wrappers. The multirun runs its stages in one process: a hook
+put in front of `python -m pipeline` wraps
 `pipeline.registry.Stage.run` and logs each call's wall and CPU time (getrusage of the process and its
 reaped children) and the process's peak RSS so far; the rest is Hydra, MLflow logging and start-up.
 

@@ -1,0 +1,58 @@
+"""`python -m benchmarks.pipeline --quick` on a tiny config: every section measured, the checkout left alone."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from benchmarks.notebook_script import FIGURE_COUNT, TEXTS
+from benchmarks.pipeline import TARGETS
+from pipeline.registry import STAGES
+from conftest import REPO, run
+
+pytestmark = pytest.mark.slow   # four pipeline runs, the notebook script and a 2-point multirun: minutes
+
+SECTIONS = ("first_run", "notebook", "fresh_repro", "noop_repro", "sweep_edit", "multirun")
+
+
+def tiny_glove_text(path) -> None:
+    """The notebook's words (and a few more) with random 50-d vectors, as GloVe text."""
+    rng = np.random.default_rng(0)
+    words = sorted({w for text in TEXTS for w in text.split()}) + ["the", "a", "of"]
+    path.write_text("".join(w + "".join(f" {v:.5f}" for v in rng.normal(size=50)) + "\n" for w in words),
+                    encoding="utf-8")
+
+
+def test_quick_benchmark_measures_every_section(checkout, tmp_path):
+    glove, out = tmp_path / "glove.txt", tmp_path / "pipeline.json"
+    tiny_glove_text(glove)
+    result = run([sys.executable, "-m", "benchmarks.pipeline", "--quick", "--points", "2", "--silent",
+                  "--source", str(checkout), "--glove-text", str(glove), "--out", str(out),
+                  "-o", "texts=queen_king", "-o", "sweep.ratios.points=5"], cwd=REPO, timeout=1800)
+    assert "fresh dvc repro -f / notebook, wall" in result.stdout
+    data = json.loads(out.read_text(encoding="utf-8"))
+
+    for section in SECTIONS:
+        for key in ("wall_s", "cpu_s", "peak_rss_mb"):
+            assert data[section][key] > 0, (section, key, data[section][key])
+    assert data["notebook"]["figures"] == FIGURE_COUNT
+    # a forced repro runs every stage, each measured in its own process
+    assert list(data["fresh_repro"]["stages"]) == [stage.name for stage in STAGES]
+    for name, stage in data["fresh_repro"]["stages"].items():
+        assert stage["wall_s"] > 0 and stage["cpu_s"] > 0 and stage["peak_rss_mb"] > 0, name
+    # nothing to do: no stage; a sweep value: the sweep and what depends on it, never the GloVe store
+    assert data["noop_repro"]["stages"] == {}
+    assert "sweep" in data["sweep_edit"]["stages"] and "glove" not in data["sweep_edit"]["stages"]
+    multirun = data["multirun"]
+    assert multirun["points"] == 2 and multirun["jobs"] == 2 and multirun["failed_jobs"] == 0
+    assert multirun["per_point_wall_s"] > 0 and multirun["stages"]["sweep"]["calls"] == 2
+    assert set(data["checks"]) == set(TARGETS)
+    assert all(value > 0 for value in data["ratios"].values())
+
+    # measured in a clone: the checkout has no new run, data or config change
+    status = subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=checkout, capture_output=True,
+                            text=True, check=True).stdout
+    assert status == "", status

@@ -4,9 +4,9 @@
 # (default 55432) only, with a password role `pe` (password `pe`) that may create databases. Idempotent:
 # installs only what is missing, initialises the cluster once, starts it only when it is not running. It never
 # touches the system's own clusters. Prints the URI the tests take as PE_TEST_POSTGRES_URI; the server's PID
-# is appended to $1 (default .ci/.daemons) for .ci/run to stop at its end.
+# is appended to the file $1 (none by default: it keeps running) for .ci/run to stop at its end.
 set -euo pipefail
-pids=${1:-"$(dirname "$0")/.daemons"}
+pids=${1:-/dev/null}
 data=${PE_CI_PGDATA:-/var/tmp/pe-ci-postgres}
 port=${PE_CI_PGPORT:-55432}
 

@@ -2,10 +2,10 @@
 # A single-node SLURM cluster on this machine (Debian's slurm-wlm + munge; root, no systemd), for the SLURM
 # launcher test (tests/test_cluster.py). Idempotent: installs only what is missing, writes slurm.conf only when
 # there is none, starts only the daemons that are not running. It never stops anything: the PIDs of the daemons
-# it started are appended to $1 (default .ci/.daemons) for .ci/run to stop at its end.
+# it started are appended to the file $1 (none by default: they keep running) for .ci/run to stop at its end.
 # Partition `cpu` holds this host with all its cores. Accounting is off (no slurmdbd): `sacct` does not answer.
 set -euo pipefail
-pids=${1:-"$(dirname "$0")/.daemons"}
+pids=${1:-/dev/null}
 
 if [ "$(id -u)" != 0 ]; then echo "slurm-up: needs root; SLURM tests will be skipped" >&2; exit 1; fi
 if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then

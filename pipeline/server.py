@@ -11,26 +11,54 @@ place (same store, same artifact folder), so both views agree. Stop the server w
 
     python -m pipeline.server --port 5001 --workers 1
     python -m pipeline.server --backend-store-uri sqlite:////data/team/mlflow.db   # another store
+    python -m pipeline.server --backend-store-uri postgresql://USER:PASSWORD@HOST:5432/mlflow   # a team's
+      database (pip install -e ".[postgres]"); the password is never printed
 """
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from pathlib import Path
 
 from pipeline.base.errors import PipelineError
 
 
-def server_command(store_uri: str, artifact_root: Path, host: str, port: int, workers: int) -> list[str]:
-    """The `mlflow server` command line (argv) for a store and its artifact folder."""
+def server_command(artifact_root: Path, host: str, port: int, workers: int) -> list[str]:
+    """The `mlflow server` command line (argv) for an artifact folder; the store goes in the environment
+    (MLFLOW_BACKEND_STORE_URI), so that a database password stays out of `ps`."""
     return [sys.executable, "-m", "mlflow", "server",
-            "--backend-store-uri", store_uri,
             # new experiments keep artifacts in the same folder a local-store run would use, and the
             # server proxies mlflow-artifacts:/ URIs there too (nothing lands in the server's cwd)
             "--default-artifact-root", artifact_root.as_uri(),
             "--artifacts-destination", artifact_root.as_uri(),
             "--host", host, "--port", str(port), "--workers", str(workers)]
+
+
+DATABASES = ("sqlite:////", "postgresql://", "postgresql+")
+
+
+def redacted(uri: str) -> str:
+    """The URI with the password of its user:password@ part replaced by ***."""
+    return re.sub(r"^([a-z0-9+]+://[^:/@]*):[^@/]*@", r"\1:***@", uri)
+
+
+def with_driver(store_uri: str) -> str:
+    """postgresql://... -> postgresql+psycopg2://... (SQLAlchemy 2.1 would take psycopg 3, which the `postgres`
+    extra does not install); a URI naming its driver is kept."""
+    return "postgresql+psycopg2://" + store_uri[len("postgresql://"):] if store_uri.startswith("postgresql://") \
+        else store_uri
+
+
+def check_driver(store_uri: str) -> None:
+    """A PostgreSQL store needs psycopg2 (the `postgres` extra): say so before mlflow's traceback would."""
+    if store_uri.startswith("postgresql+psycopg2://"):
+        try:
+            import psycopg2  # noqa: F401
+        except ImportError:
+            raise PipelineError(f"{redacted(store_uri)}: a PostgreSQL store needs psycopg2: "
+                                'pip install -c constraints.txt -e ".[postgres]"') from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,15 +71,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=5000)
     parser.add_argument("--workers", type=int, default=2, help="server processes (default 2)")
     parser.add_argument("--backend-store-uri", default=None,
-                        help="an absolute sqlite://// URI (default: the project's mlflow.db; "
+                        help="an absolute sqlite://// URI or a postgresql:// one (default: the project's mlflow.db; "
                              "$MLFLOW_TRACKING_URI is ignored here, it is what clients use)")
     parser.add_argument("--experiment", default="positional-encoding", help="created now if missing")
     args = parser.parse_args(argv)
     try:
         root = project_root()
         store = args.backend_store_uri or f"sqlite:///{mlflow_db(root)}"
-        if not store.startswith("sqlite:////"):
-            raise PipelineError(f"--backend-store-uri {store!r}: expected an absolute sqlite:////path/to/mlflow.db URI")
+        if not store.startswith(DATABASES):
+            raise PipelineError(f"--backend-store-uri {redacted(store)!r}: expected an absolute "
+                                "sqlite:////path/to/mlflow.db URI or postgresql://user:password@host:port/database")
+        store = with_driver(store)
+        check_driver(store)
         artifact_uri = artifact_location(store, root)
         # create the tables and the experiment once, before several server workers race to do it
         experiment_id = prepare_store(store, args.experiment, root)
@@ -59,12 +90,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     artifact_root = Path(artifact_uri[len("file://"):])
-    cmd = server_command(store, artifact_root, args.host, args.port, args.workers)
+    cmd = server_command(artifact_root, args.host, args.port, args.workers)
     url = f"http://{args.host}:{args.port}"
-    print(f"MLflow server for {store} (artifacts in {artifact_root}) on {url}\n"
+    print(f"MLflow server for {redacted(store)} (artifacts in {artifact_root}) on {url}\n"
           f"  use it: export MLFLOW_TRACKING_URI={url}\n"
           f"  browse the runs of {args.experiment}: {runs_page(url, experiment_id)}", flush=True)
-    os.execv(cmd[0], cmd)  # the server replaces this process: signals reach it directly
+    os.execve(cmd[0], cmd, dict(os.environ, MLFLOW_BACKEND_STORE_URI=store))  # replaces this process: signals reach it
     return 0  # not reached
 
 

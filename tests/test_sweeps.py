@@ -93,7 +93,7 @@ def test_summary_metrics_of_a_real_result():
 @pytest.mark.parametrize("launcher, target, expect", [
     ("parallel", "joblib_launcher.JoblibLauncher", {"n_jobs": 2}),
     ("submitit_local", "submitit_launcher.LocalLauncher", {"timeout_min": 60}),
-    ("slurm", "submitit_launcher.SlurmLauncher", {"partition": "cpu", "cpus_per_task": 2, "mem_gb": 8,
+    ("slurm", "pe_pipeline_slurm.SlurmLauncher", {"partition": "cpu", "cpus_per_task": 2, "mem_gb": 8,
                                                   "setup": ["source .venv/bin/activate"]}),
 ])
 def test_launcher_configs_compose(launcher, target, expect):

@@ -99,7 +99,7 @@ def test_dvc_repro_end_to_end(checkout, private_mlflow_store):
     assert "sweep.s1.w1_1-w2_10.pca_disparity" in logged.data.metrics
     assert len(logged.data.tags["git_commit"]) >= 40
     artifacts = {a.path for a in client.list_artifacts(logged.info.run_id, "figures")}
-    assert "figures/projection_s1_w1_1-w2_10.png" in artifacts and len(artifacts) == 26
+    assert "figures/projection_s1_w1_1-w2_10.png" in artifacts and len(artifacts) == 30
     assert "report.html" in {a.path for a in client.list_artifacts(logged.info.run_id)}
     assert exp.artifact_location.startswith("file://") or private_mlflow_store.startswith("http")
 
@@ -215,11 +215,11 @@ def test_checkout_and_exp_apply_leave_exact_output_folders(checkout, private_mlf
     run(["git", "commit", "-qm", "baseline"], checkout, **GIT_ID)
     figures = checkout / "reports/figures"
     baseline = sorted(p.name for p in figures.iterdir())
-    assert len(baseline) == 26
+    assert len(baseline) == 30                                            # 26 + RoPE's and ALiBi's 4
 
     run(["dvc", "exp", "run", "-n", "fewer", "-S", "sweep.w1=[1]", "-S", "sweep.w2=[1]"], checkout)
     fewer = sorted(p.name for p in figures.iterdir())
-    assert len(fewer) == 26 - 2 * 3 and set(fewer) < set(baseline)      # 2 sentences x 3 pairs fewer
+    assert len(fewer) == 30 - 2 * 3 and set(fewer) < set(baseline)      # 2 sentences x 3 pairs fewer
 
     run(["git", "checkout", "--", "."], checkout)
     run(["dvc", "checkout"], checkout)

@@ -160,12 +160,13 @@ def build_report(params: dict, metrics: dict, meta: dict, arrays, columns: Seque
     from pipeline.outputs.figure_plan import short_text
 
     embedded = embedded_figures(figures_dir, len(columns), [pair["label"] for pair in meta["pairs"]])
+    figure_set = params["figures"]["name"]
 
     def figure(name: str, alt: str) -> Markup:
         path = figures_dir / name
         if not path.exists():   # not in this run's figure set (figures.name)
             return Markup('<p><i>{}: reports/figures/{} not drawn (figures={})</i></p>').format(
-                alt, name, params["figures"]["name"])
+                alt, name, figure_set)
         if name not in embedded:
             return Markup('<p><i>{}: reports/figures/{} (not embedded, to keep this page under 5 MB)</i></p>').format(
                 alt, name)

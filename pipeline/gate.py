@@ -1,8 +1,11 @@
 """`python -m pipeline.gate`: fail when a metric drifts from its committed baseline beyond its tolerance.
 
-    python -m pipeline.gate                       # reports/metrics.json vs the version committed at HEAD
+    python -m pipeline.gate                       # every gated file vs the version committed at HEAD
     python -m pipeline.gate --baseline main~1     # vs another git revision
-    python -m pipeline.gate --baseline old.json   # vs a file
+    python -m pipeline.gate --baseline old.json   # reports/metrics.json (or --current) vs a file
+
+The gated files are GATED below: reports/metrics.json (names as they are), reports/relative.json (RoPE and ALiBi,
+names prefixed `relative.`) and reports/study/crossover.json (the crossover study, prefixed `study.`).
 
 Tolerances live in .ci/tolerances.yaml: rules of fnmatch patterns over the flattened metric names
 (as `dvc metrics show` prints them), each with `abs` and/or `rel` and a one-line reason; the first
@@ -27,6 +30,18 @@ from pipeline.base.errors import PipelineError
 from pipeline.base.paths import Layout
 
 METRICS = Layout(Path(".")).metrics.as_posix()   # as git and DVC name it
+# The gated files: name prefix -> Layout attribute (paths as git names them). "" keeps metrics.json's names unprefixed.
+GATED = {"": "metrics", "relative": "relative_metrics", "study": "study_summary"}
+
+
+def gated_files() -> dict[str, str]:
+    """Name prefix -> path of each gated file, relative to the checkout root, as git names it."""
+    layout = Layout(Path("."))
+    return {prefix: getattr(layout, attr).as_posix() for prefix, attr in GATED.items()}
+
+
+def prefixed(prefix: str, tree: dict) -> dict:
+    return {prefix: tree} if prefix else tree
 TOLERANCES = ".ci/tolerances.yaml"
 
 
@@ -84,29 +99,44 @@ def compare(baseline: dict, current: dict, rules: list[Rule]) -> list[str]:
     return problems
 
 
-def read_baseline(spec: str, root: Path) -> dict:
-    path = Path(spec)
-    if path.suffix == ".json" and (root / path).exists():
-        return json.loads((root / path).read_text(encoding="utf-8"))
-    shown = subprocess.run(["git", "show", f"{spec}:{METRICS}"], cwd=root, capture_output=True, text=True)
+def read_revision(rev: str, path: str, root: Path) -> dict:
+    shown = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=root, capture_output=True, text=True)
     if shown.returncode != 0:
-        raise PipelineError(f"no baseline {METRICS} at git revision {spec!r} ({shown.stderr.strip()}): "
+        raise PipelineError(f"no baseline {path} at git revision {rev!r} ({shown.stderr.strip()}): "
                             "pass --baseline REV or a .json file.")
     return json.loads(shown.stdout)
+
+
+def read_sides(baseline: str, current: str | None, root: Path) -> tuple[dict, dict]:
+    """(baseline, current) metric trees. A .json baseline or an explicit --current compares one file (metrics.json
+    by default); otherwise every gated file is compared with its version at the git revision `baseline`."""
+    if current is not None or (Path(baseline).suffix == ".json" and (root / baseline).exists()):
+        current_path = root / (current or METRICS)
+        base_path = Path(baseline)
+        if base_path.suffix == ".json" and (root / base_path).exists():
+            old = json.loads((root / base_path).read_text(encoding="utf-8"))
+        else:
+            old = read_revision(baseline, METRICS, root)
+        return old, json.loads(current_path.read_text(encoding="utf-8"))
+    old, new = {}, {}
+    for prefix, path in gated_files().items():
+        old.update(prefixed(prefix, read_revision(baseline, path, root)))
+        new.update(prefixed(prefix, json.loads((root / path).read_text(encoding="utf-8"))))
+    return old, new
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--baseline", default="HEAD", help="git revision or .json file (default: HEAD)")
-    parser.add_argument("--current", default=METRICS)
+    parser.add_argument("--current", default=None, help=f"a metrics file to compare instead of the gated files "
+                                                             f"(with a .json --baseline: default {METRICS})")
     parser.add_argument("--tolerances", default=TOLERANCES)
     args = parser.parse_args(argv)
     from pipeline.base.paths import checkout_root
 
     root = checkout_root()
     try:
-        baseline = read_baseline(args.baseline, root)
-        current = json.loads((root / args.current).read_text(encoding="utf-8"))
+        baseline, current = read_sides(args.baseline, args.current, root)
         problems = compare(baseline, current, load_rules(root / args.tolerances))
     except (PipelineError, OSError, ValueError) as exc:
         print(f"gate: error: {exc}", file=sys.stderr)

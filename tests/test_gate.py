@@ -73,9 +73,16 @@ def test_first_matching_rule_applies_and_unmatched_is_exact():
 
 
 def test_every_committed_metric_has_a_rule():
+    """Every name of every gated file (metrics.json, relative.json, study/crossover.json) has its tolerance rule."""
     from pipeline.base.trees import flatten
+    from pipeline.gate import gated_files, prefixed
 
-    unmatched = [name for name in flatten(BASELINE) if rule_for(name, RULES) is EXACT]
+    names = {}
+    for prefix, path in gated_files().items():
+        names.update(flatten(prefixed(prefix, json.loads((REPO / path).read_text()))))
+    assert {"", "relative", "study"} <= set(gated_files())
+    assert len(names) > len(flatten(BASELINE))
+    unmatched = [name for name in names if rule_for(name, RULES) is EXACT]
     assert unmatched == []
 
 
@@ -84,12 +91,21 @@ def test_gate_command_against_git_baseline(checkout):
     ok = run([sys.executable, "-m", "pipeline.gate"], checkout)
     assert "within tolerance" in ok.stdout
     path = checkout / "reports/metrics.json"
-    metrics = json.loads(path.read_text())
+    original = path.read_text()
+    metrics = json.loads(original)
     metrics["encoding"]["norm_max_abs_dev"] = 0.5
     path.write_text(json.dumps(metrics))
     failed = run([sys.executable, "-m", "pipeline.gate"], checkout, check=False)
     assert failed.returncode == 1
     assert "FAIL encoding.norm_max_abs_dev:" in failed.stdout and "-> 0.5" in failed.stdout
+    path.write_text(original)     # metrics.json as committed; relative.json (gated too) drifts
+    relative = checkout / "reports/relative.json"
+    rel = json.loads(relative.read_text())
+    rel["rope"]["decay_bound"]["base"]["d100"] *= 1.001
+    relative.write_text(json.dumps(rel))
+    drifted = run([sys.executable, "-m", "pipeline.gate"], checkout, check=False)
+    assert drifted.returncode == 1
+    assert "FAIL relative.rope.decay_bound.base.d100:" in drifted.stdout
     missing = run([sys.executable, "-m", "pipeline.gate", "--baseline", "no-such-rev"], checkout, check=False)
     assert missing.returncode == 2 and "no baseline" in missing.stderr
 

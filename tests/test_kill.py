@@ -27,10 +27,11 @@ import pytest
 import yaml
 
 from conftest import run
+from pipeline.registry import STAGES as REGISTRY
 
 pytestmark = pytest.mark.slow
 PY = sys.executable
-STAGES = ["check_params", "glove", "tokenize", "encode", "sweep", "figures", "report", "track"]
+STAGES = [stage.name for stage in REGISTRY]   # every stage of the registry, in DAG order
 SKIP_DIRS = {".git", ".dvc/cache", ".dvc/tmp", "mlartifacts", "__pycache__"}
 
 

@@ -27,6 +27,8 @@ HOSTILE = [
     "ctrl\x01\x07\x1b[31m",
     "\u202eevil\u202c",
     "&amp;&lt;",
+    "$x^2$",          # mathtext in a figure title or label would render it, or (next word) refuse it
+    "$\\frac{1}{$",
 ]
 
 
@@ -47,6 +49,23 @@ def test_hostile_words_reach_the_page_only_as_escaped_data(hostile_report):
     assert "\\u003c/script\\u003e\\u003cscript\\u003edocument.title=1337" in scripts[0]
     assert "<img\u00a0src=x" not in page and "\u2028" not in scripts[0]
     assert page.count("<script>") == 1
+
+
+def test_hostile_words_survive_as_text_in_json_and_figures(hostile_report):
+    """tokens.json and projections.json hold every word literally; the figures were drawn (mathtext off: "$x^2$"
+    is text) and their PNG metadata carries no sentence text."""
+    import json
+
+    from pipeline.base.paths import Layout
+
+    layout = Layout(hostile_report.parent.parent)
+    tokens = json.loads(layout.tokens.read_text(encoding="utf-8"))
+    words = set(tokens["word_index"])
+    assert {word.lower() for word in HOSTILE} <= words
+    meta = json.loads(layout.projections_meta.read_text(encoding="utf-8"))
+    assert any(word.lower() in meta["sentences"][0]["words"] for word in HOSTILE)
+    pngs = sorted(layout.figures_dir.glob("panels_s0.png")) + sorted(layout.figures_dir.glob("projection_s0_*.png"))
+    assert pngs and all(path.stat().st_size > 1000 for path in pngs)
 
 
 def test_content_security_policy_forbids_network_fetches(hostile_report):

@@ -11,7 +11,24 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from pipeline.base.files import atomic_path, round_significant  # noqa: E402
-from pipeline.outputs.figure_plan import clip_label, group_colours, short_text, wrap  # noqa: E402, F401 (re-exported)
+from pipeline.outputs import figure_plan  # noqa: E402
+from pipeline.outputs.figure_plan import group_colours, wrap  # noqa: E402, F401 (re-exported)
+
+
+def literal(text: str) -> str:
+    """Words as typed: a `$` in a sentence is a dollar sign, not mathtext (which would render "$x^2$" as math or
+    refuse "$\\frac{"). Every word that reaches a figure passes here; log-axis ticks keep their mathtext."""
+    return text.replace("$", r"\$")
+
+
+def short_text(words: Sequence[str], width: int = 80) -> str:
+    """figure_plan.short_text, literal for matplotlib."""
+    return literal(figure_plan.short_text(words, width))
+
+
+def clip_label(word: str, width: int = 14) -> str:
+    """figure_plan.clip_label, literal for matplotlib."""
+    return literal(figure_plan.clip_label(word, width))
 
 # Reproducible PNG bytes: no software/version stamp.
 PNG_METADATA = {"Software": None}
@@ -261,7 +278,7 @@ def projection(coords: np.ndarray, words: Sequence[str], positions: Sequence[int
     ax.grid(True, alpha=0.3)
     bar = fig.colorbar(points, cax=fig.add_axes((0.87, 0.15, 0.025, 0.63)), label="position in the padded sequence")
     integer_ticks(bar.ax.yaxis)
-    left_out = place_labels(ax, coords, [f"{word} ({pos})" for word, pos in zip(words, positions)], marker_pt=4,
+    left_out = place_labels(ax, coords, [f"{literal(word)} ({pos})" for word, pos in zip(words, positions)], marker_pt=4,
                             fontsize=11, bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.7})
     ax.set_title(title + left_out_note(left_out, len(words)))
     save(fig, path, dpi)
@@ -357,7 +374,7 @@ def projection_panels(panels: Sequence[np.ndarray], titles: Sequence[str], words
         ax.set_title(panel_title, fontsize=10)
         ax.set_aspect("equal", adjustable="box")
         ax.grid(True, alpha=0.3)
-        left_out = max(left_out, place_labels(ax, coords, words, marker_pt=4.5, fontsize=8))
+        left_out = max(left_out, place_labels(ax, coords, [literal(w) for w in words], marker_pt=4.5, fontsize=8))
     handles = [plt.Line2D([], [], marker="o", linestyle="", color=c, label=g) for g, c in legend.items()]
     fig.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 0.1 / height), ncol=min(5, len(handles)),
                frameon=False, fontsize=9, title="semantic group (number in the dot = position in the sentence)",

@@ -86,7 +86,7 @@ def compare(baseline: dict, current: dict, rules: list[Rule]) -> list[str]:
             continue
         if name not in old:
             problems.append(f"{name}: new metric ({new[name]!r}) missing from the baseline: commit the new "
-                            f"{METRICS} if it is intended")
+                            "metrics file (reports/) if it is intended")
             continue
         a, b = old[name], new[name]
         if a == b:

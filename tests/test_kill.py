@@ -148,7 +148,10 @@ def test_kill_9_at_random_points_of_every_stage_loses_nothing(checkout, monkeypa
     print(f"\nPE_KILL_SEED={seed}")
 
     durations = timed_clean_run(checkout)
-    assert set(durations) >= set(STAGES) - {"report"}, durations  # report runs when its inputs changed
+    # a stage whose outputs are all git-tracked (report, study) is up to date in a fresh checkout: it runs when its
+    # inputs change; every stage with a DVC-cached output runs in the clean run
+    cached = {stage.name for stage in REGISTRY if any(output.cache for output in stage.outputs)}
+    assert set(durations) >= cached, durations
     clean_lock = yaml.safe_load((checkout / "dvc.lock").read_text())
     clean_files = workspace_files(checkout)
     db = checkout / "mlflow.db"

@@ -66,12 +66,18 @@ def test_sentence_crossover_is_the_sweeps(tmp_path, small_store, monkeypatch):
     assert layout.study_figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_study_refuses_dimensions_without_any_store(tmp_path, small_store):
-    from pipeline.base.errors import PipelineError
+def test_study_always_covers_the_configured_store_and_skips_lengths_it_cannot_fill(tmp_path, small_store):
+    """Dimensions without a store are listed as missing, never an error: the configured store (here 8-d) is studied
+    whatever study.dims says; lengths longer than the store's vocabulary are skipped and recorded, the others run."""
+    from pipeline.base.paths import Layout
+    from pipeline.inputs.glove_store import GloveStore
     from pipeline.registry import BY_NAME
 
-    params = params_for("study.dims=[7]", "study.texts_file=null")
-    from pipeline.base.paths import Layout
-
-    with pytest.raises(PipelineError, match="study.dims"):
-        BY_NAME["study"].run(params, Layout(tmp_path, glove=small_store), tmp_path)
+    words = len([w for w in GloveStore.open(small_store).words if w.isalpha()])
+    too_long = words + 1
+    params = params_for("study.dims=[7]", "study.texts_file=null", "study.sentences=2",
+                        f"study.lengths=[3,{too_long}]", f"study.vocabulary={too_long}")
+    summary = BY_NAME["study"].run(params, Layout(tmp_path, glove=small_store), tmp_path)
+    assert list(summary["stores"]) == ["d8"] and "glove=6B-7d" in summary["missing_dims"]["d7"]
+    assert summary["skipped_lengths"] == [too_long]
+    assert set(summary["dims"]["d8"]["by_length"]) == {"L3"} and summary["dims"]["d8"]["random"]["sentences"] == 2

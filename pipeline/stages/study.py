@@ -25,8 +25,8 @@ log = logging.getLogger("pipeline")
 
 
 def find_stores(dims: list[int], layout: Layout, root: Path) -> tuple[dict, dict, list[int]]:
-    """{d: GloveStore} for the dimensions of `dims` that have one (the configured store first), {d: why missing},
-    and every dimension with a store here."""
+    """{d: GloveStore} for the configured store's dimension and those of `dims` that have a store here, {d: why
+    missing}, and every dimension with a store here."""
     from pipeline.base.paths import download_cache
     from pipeline.inputs.glove_store import MANIFEST, GloveStore
 
@@ -36,7 +36,8 @@ def find_stores(dims: list[int], layout: Layout, root: Path) -> tuple[dict, dict
     for manifest in sorted(cache.glob(f"*/{MANIFEST}")) if cache.is_dir() else []:
         store = GloveStore.open(manifest.parent)
         found.setdefault(store.dim, store)
-    stores = {d: found[d] for d in dims if d in found}
+    # the configured store is always studied: a run of any GloVe source has its own dimension's distribution
+    stores = {d: found[d] for d in sorted(set(dims) | {configured.dim}) if d in found}
     missing = {d: (f"no {d}-d GloVe store here: build one with `python -m pipeline glove=6B-{d}d` (downloads the "
                    "official zip into data/cache/), then `dvc repro -f study`") for d in dims if d not in found}
     return stores, missing, sorted(found)
@@ -59,15 +60,15 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
     stores, missing, available = find_stores(list(cfg["dims"]), layout, root)
     ratios = ratio_grid(params["sweep"]["ratios"])
     neighbours = params["metrics"]["neighbours"]
-    if not stores:
-        raise PipelineError(f"study.dims = {list(cfg['dims'])} names no dimension with a GloVe store here (stores "
-                            f"here: d = {', '.join(map(str, available))}): add one of those to study.dims.")
     first = stores[min(stores)]
     vocabulary = study_lib.study_vocabulary(first.words, cfg["vocabulary"])
-    if len(vocabulary) < max(cfg["lengths"]):
-        raise PipelineError(f"study.vocabulary = {cfg['vocabulary']} leaves {len(vocabulary)} words, fewer than the "
-                            f"longest of study.lengths ({max(cfg['lengths'])}): raise study.vocabulary.")
-    sentences = study_lib.random_sentences(vocabulary, cfg["sentences"], list(cfg["lengths"]), cfg["seed"])
+    # a small store (a test's or a custom one) cannot fill the longest sentences: those lengths are skipped, and said
+    lengths = [n for n in cfg["lengths"] if n <= len(vocabulary)]
+    skipped = [n for n in cfg["lengths"] if n > len(vocabulary)]
+    if skipped:
+        log.warning("study: lengths %s skipped: the %d-d store has %d alphabetic words (study.vocabulary = %d)",
+                    skipped, first.dim, len(vocabulary), cfg["vocabulary"])
+    sentences = study_lib.random_sentences(vocabulary, cfg["sentences"], lengths, cfg["seed"])
     file_words, file_positions, texts = [], [], []
     if cfg["texts_file"] is not None:
         if not (root / cfg["texts_file"]).is_file():
@@ -76,7 +77,7 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
         texts = read_sentences(cfg["texts_file"], root)
         tokens = tokenize(texts, params["tokenizer"])
         file_words, file_positions = tokens["words"], tokens["positions"]
-    longest = max([max(cfg["lengths"])] + [max(p) + 1 for p in file_positions])
+    longest = max([*lengths, 1] + [max(p) + 1 for p in file_positions if p])
 
     rows = []
     for d, store in sorted(stores.items()):
@@ -98,6 +99,7 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
                              "origin": store.manifest.get("origin", {}).get("name"),
                              "vectors_sha256": store.manifest["vectors_sha256"]} for d, store in sorted(stores.items())},
         "missing_dims": {f"d{d}": why for d, why in sorted(missing.items())},
+        "skipped_lengths": skipped,
         "texts_file": {"file": cfg["texts_file"], "sentences": texts},
         "neighbours": neighbours,
     }

@@ -32,13 +32,17 @@ HOSTILE = [
 ]
 
 
-@pytest.fixture(scope="module")
-def hostile_report(tmp_path_factory, small_store) -> Path:
+def hostile_params() -> dict:
     params = params_for("figures.workers=1")
     params["tokenizer"]["filters"] = ""
     params["texts"]["sentences"] = ["king queen " + " ".join(HOSTILE) + " man woman", "dog wolf red green"]
+    return params
+
+
+@pytest.fixture(scope="module")
+def hostile_report(tmp_path_factory, small_store) -> Path:
     out = tmp_path_factory.mktemp("hostile")
-    layout = run_stages(params, out, small_store, upto="report")
+    layout = run_stages(hostile_params(), out, small_store, upto="report")
     return layout.report_html
 
 
@@ -66,6 +70,29 @@ def test_hostile_words_survive_as_text_in_json_and_figures(hostile_report):
     assert any(word.lower() in meta["sentences"][0]["words"] for word in HOSTILE)
     pngs = sorted(layout.figures_dir.glob("panels_s0.png")) + sorted(layout.figures_dir.glob("projection_s0_*.png"))
     assert pngs and all(path.stat().st_size > 1000 for path in pngs)
+
+
+def test_hostile_words_survive_as_text_in_mlflow(hostile_report, private_mlflow_store):
+    """Logged to a real MLflow store, the sentences come back from the run's params exactly as written, and the
+    logged report keeps them as escaped data (one script block)."""
+    import json
+
+    from mlflow.tracking import MlflowClient
+
+    from conftest import REPO
+    from pipeline.base.paths import Layout
+    from pipeline.outputs.tracking import log_result
+
+    layout = Layout(hostile_report.parent.parent)
+    params = hostile_params()
+    record = log_result(params, layout, REPO)
+    client = MlflowClient(private_mlflow_store)
+    logged = client.get_run(record["run_id"]).data.params
+    assert json.loads(logged["texts.sentences"]) == params["texts"]["sentences"]   # every character, as written
+    page = Path(client.download_artifacts(record["run_id"], "report.html", str(layout.base / "dl"))).read_text()
+    # MLflow's copy adds one script of ours (figure links); the hostile words stay escaped data, never markup
+    assert "</script><script>document.title=1337" not in page and "<img\u00a0src=x" not in page
+    assert "\\u003c/script\\u003e\\u003cscript\\u003edocument.title=1337" in page
 
 
 def test_content_security_policy_forbids_network_fetches(hostile_report):

@@ -20,6 +20,7 @@ from typing import Sequence
 import numpy as np
 
 from pipeline.base.files import round_significant
+from pipeline.base.progress import Progress
 from pipeline.core.metrics import (Reference, batch_metrics, crossover, knn_scores, pairwise_distances,
                                    positional_wins, procrustes_disparities, switch_points, valid_neighbours)
 from pipeline.core.weights import WeightPair, weight_pairs
@@ -166,11 +167,13 @@ def run_sweep(tokens: dict, embeddings: np.ndarray, pe: np.ndarray, d_model: int
     pairs = weight_pairs(sweep_cfg["w1"], sweep_cfg["w2"], d_model=d_model)
     ratios = ratio_grid(sweep_cfg["ratios"])
     sentences = []
+    progress = Progress("sweep: sentences", len(tokens["ids"]))
     for ids, positions, words in zip(tokens["ids"], tokens["positions"], tokens["words"]):
         e = np.asarray(embeddings[ids], dtype=np.float64)
         p = np.asarray(pe[positions], dtype=np.float64)
         sentences.append(sweep_sentence(e, p, words, pairs, ratios, d_model, metrics_cfg["groups"],
                                         metrics_cfg["neighbours"], sweep_cfg["n_components"], device))
+        progress.update(len(sentences))
     return Sweep(d_model, pairs, ratios, sentences)
 
 

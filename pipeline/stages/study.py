@@ -48,6 +48,7 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
 
     from pipeline.base.errors import PipelineError
     from pipeline.base.files import replace_dir, write_columns, write_json
+    from pipeline.base.progress import Progress
     from pipeline.core import study as study_lib
     from pipeline.core.device import resolve_dtype
     from pipeline.core.encoding import sinusoidal_encoding
@@ -87,10 +88,12 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
                  for length, group in sentences.items() for s, words in enumerate(group)]
         cases += [(len(words), True, s, words, positions)
                   for s, (words, positions) in enumerate(zip(file_words, file_positions))]
-        for length, from_file, s, words, positions in cases:
+        progress = Progress(f"study: d={d}, sentences", len(cases))
+        for done, (length, from_file, s, words, positions) in enumerate(cases, 1):
             e = np.asarray(store.lookup(words)[0], dtype=np.float64)
             result = study_lib.sentence_crossover(e, pe[positions], neighbours, ratios)
             rows.append({"d": d, "length": length, "from_file": from_file, "sentence": s, **result})
+            progress.update(done)
         log.info("study: d=%d, %d sentences", d, len(cases))
     summary = {
         "dims": study_lib.summarize(rows),

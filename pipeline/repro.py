@@ -43,6 +43,46 @@ def guarded_paths(root: Path) -> list[Path]:
     return [layout.params, layout.dvc_yaml, layout.dvc_lock, *outputs]
 
 
+def _is_dvc_process(pid: int) -> bool:
+    """Whether process `pid` is alive and runs DVC (a killed run's pid may since belong to another program)."""
+    try:
+        args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        return any(Path(a.decode(errors="replace")).name == "dvc" or a.endswith(b"dvc/__main__.py") for a in args)
+    except OSError:
+        if not Path("/proc/self").exists():   # no procfs (macOS): alive is all we can tell
+            try:
+                os.kill(pid, 0)
+                return True
+            except OSError:
+                return False
+        return False
+
+
+def heal_dvc_rwlock(path: Path) -> None:
+    """DVC's lock of the outputs in use (.dvc/tmp/rwlock) after a `kill -9`: DVC writes it in place, so a kill
+    can leave it truncated ("JSON structure is corrupted"), or holding the pid of a dead run that another process
+    now has ("is busy, it is being blocked by"). Drop what no live DVC process holds; remove a truncated file."""
+    import json
+
+    from pipeline.base.files import write_text
+
+    if not path.exists():
+        return
+    try:
+        info = json.loads(path.read_text(encoding="utf-8") or "{}")
+    except (ValueError, UnicodeDecodeError):
+        path.unlink(missing_ok=True)
+        print(f"repro: removed DVC's lock file {path}, left truncated by a killed run", file=sys.stderr)
+        return
+    read = {out: [e for e in entries if _is_dvc_process(e.get("pid", -1))]
+            for out, entries in info.get("read", {}).items()}
+    write = {out: e for out, e in info.get("write", {}).items() if _is_dvc_process(e.get("pid", -1))}
+    healed = {"read": {out: entries for out, entries in read.items() if entries}, "write": write}
+    if healed != {"read": info.get("read", {}), "write": info.get("write", {})}:
+        write_text(path, json.dumps(healed))
+        print(f"repro: dropped the locks of killed DVC runs from {path}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     from pipeline.base.errors import PipelineError
     from pipeline.base.paths import checkout_root
@@ -63,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     from pipeline.base.paths import Layout, download_cache
 
     clean_stale_temporaries([*Layout(root).work_dirs, download_cache(root)])   # what a killed run left
+    heal_dvc_rwlock(root / ".dvc" / "tmp" / "rwlock")
     with tempfile.TemporaryDirectory(prefix="pe-repro-") as tmp:
         error_file = Path(tmp) / "error.txt"
         # the stage commands say `python`: make it this interpreter even when its venv is not activated

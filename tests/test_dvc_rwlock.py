@@ -1,0 +1,46 @@
+"""pipeline.repro heals DVC's output lock after a kill -9: a truncated .dvc/tmp/rwlock is removed, entries of
+dead (or reused, non-DVC) pids are dropped, and a live DVC process's entries are kept."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+from pipeline.repro import _is_dvc_process, heal_dvc_rwlock
+
+
+def test_truncated_lock_file_is_removed(tmp_path):
+    lock = tmp_path / "rwlock"
+    lock.write_text('{"read": {"data/glove": [{"pid": 1, "cmd": "dvc repro"}], "wri')
+    heal_dvc_rwlock(lock)
+    assert not lock.exists()
+
+
+def test_entries_of_dead_or_foreign_pids_are_dropped_live_dvc_kept(tmp_path):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    # a live process whose command line names dvc stands for a running DVC; this test's own pid is not DVC's
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "dvc"])
+    try:
+        deadline = time.monotonic() + 10
+        while not _is_dvc_process(live.pid):   # until the child has exec'd (before, /proc shows our own command)
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        lock = tmp_path / "rwlock"
+        info = {"read": {"data/tokens": [{"pid": dead.pid, "cmd": "dvc repro"}, {"pid": live.pid, "cmd": "dvc repro"}],
+                         "data/glove": [{"pid": os.getpid(), "cmd": "dvc repro"}]},
+                "write": {"data/encode": {"pid": dead.pid, "cmd": "dvc repro"},
+                          "data/sweep": {"pid": live.pid, "cmd": "dvc repro"}}}
+        lock.write_text(json.dumps(info))
+        heal_dvc_rwlock(lock)
+        assert json.loads(lock.read_text()) == {
+            "read": {"data/tokens": [{"pid": live.pid, "cmd": "dvc repro"}]},
+            "write": {"data/sweep": {"pid": live.pid, "cmd": "dvc repro"}}}
+        before = lock.read_bytes()
+        heal_dvc_rwlock(lock)            # nothing to heal: left as it is
+        assert lock.read_bytes() == before
+    finally:
+        live.kill()
+        live.wait()

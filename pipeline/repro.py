@@ -83,6 +83,43 @@ def heal_dvc_rwlock(path: Path) -> None:
         print(f"repro: dropped the locks of killed DVC runs from {path}", file=sys.stderr)
 
 
+def heal_dvc_lock(root: Path) -> None:
+    """dvc.lock after a `kill -9` while DVC wrote it (in place): a truncated file fails DVC's validation
+    ("'./dvc.lock' validation failed") on every later run, or cut between stages (DVC would re-append them in
+    another order). Put back the committed one (or none): DVC then re-runs
+    the stages whose recorded hashes no longer match, which ends in the same dvc.lock."""
+    import yaml
+
+    path = root / "dvc.lock"
+    if not path.exists():
+        return
+    from dvc.schema import COMPILED_LOCKFILE_SCHEMA   # DVC's own check of the file
+    from voluptuous import Invalid
+
+    try:
+        lock = yaml.safe_load(path.read_text(encoding="utf-8"))
+        COMPILED_LOCKFILE_SCHEMA(lock)
+        stages = lock["stages"]
+        declared = yaml.safe_load((root / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
+        # a cut can leave valid YAML: every declared stage must be there, whole (its cmd, a hash on every item)
+        valid = set(declared) <= set(stages) and all(
+            "cmd" in entry and all("md5" in item for key in ("deps", "outs") for item in entry.get(key, []))
+            for entry in stages.values())
+    except (yaml.YAMLError, UnicodeDecodeError, Invalid, KeyError, TypeError, AttributeError):
+        valid = False
+    if valid:
+        return
+    shown = subprocess.run(["git", "show", "HEAD:dvc.lock"], cwd=root, capture_output=True)
+    if shown.returncode == 0:
+        from pipeline.base.files import write_bytes
+
+        write_bytes(path, shown.stdout)
+    else:
+        path.unlink()
+    print("repro: dvc.lock was left truncated by a killed run: put back the committed one; DVC re-runs what it "
+          "must", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     from pipeline.base.errors import PipelineError
     from pipeline.base.paths import checkout_root
@@ -104,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
 
     clean_stale_temporaries([*Layout(root).work_dirs, download_cache(root)])   # what a killed run left
     heal_dvc_rwlock(root / ".dvc" / "tmp" / "rwlock")
+    heal_dvc_lock(root)
     with tempfile.TemporaryDirectory(prefix="pe-repro-") as tmp:
         error_file = Path(tmp) / "error.txt"
         # the stage commands say `python`: make it this interpreter even when its venv is not activated

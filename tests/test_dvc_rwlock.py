@@ -44,3 +44,22 @@ def test_entries_of_dead_or_foreign_pids_are_dropped_live_dvc_kept(tmp_path):
     finally:
         live.kill()
         live.wait()
+
+
+def test_truncated_dvc_lock_is_put_back_from_git(tmp_path):
+    from pipeline.repro import heal_dvc_lock
+
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    (tmp_path / "dvc.yaml").write_text("stages:\n  a:\n    cmd: python -m x\n  b:\n    cmd: python -m y\n")
+    good = "schema: '2.0'\nstages:\n  a:\n    cmd: python -m x\n  b:\n    cmd: python -m y\n"
+    (tmp_path / "dvc.lock").write_text(good)
+    subprocess.run(["git", "add", "dvc.lock"], cwd=tmp_path, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"], cwd=tmp_path, check=True)
+    (tmp_path / "dvc.lock").write_text(good.split("  b:")[0])   # cut between stages: still valid YAML
+    heal_dvc_lock(tmp_path)
+    assert (tmp_path / "dvc.lock").read_text() == good
+    (tmp_path / "dvc.lock").write_text(good + "    deps:\n    - path: data/x\n")   # cut before the hash
+    heal_dvc_lock(tmp_path)
+    assert (tmp_path / "dvc.lock").read_text() == good
+    heal_dvc_lock(tmp_path)                       # a valid file is left alone
+    assert (tmp_path / "dvc.lock").read_text() == good

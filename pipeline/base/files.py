@@ -45,7 +45,18 @@ def temp_prefix(name: str) -> str:
     return f"{TEMP_MARK}{_host()}.{os.getpid()}.{name}."
 
 
-def _alive(pid: int) -> bool:
+def _alive(pid: int, made: Path | None = None) -> bool:
+    """Whether the process `pid` that made the temporary `made` still runs. pids are reused (pid_max is often
+    32768): a process that started after the temporary was written is not its maker."""
+    if made is not None:
+        try:   # the process's start (Linux: /proc/<pid>/stat field 22, clock ticks after boot) against the write
+            ticks = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+            boot = next(int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
+                        if line.startswith("btime "))
+            if boot + ticks / os.sysconf("SC_CLK_TCK") > os.lstat(made).st_mtime + 2.0:
+                return False
+        except (OSError, ValueError, IndexError, StopIteration):
+            pass   # no such process, or no procfs: os.kill below decides
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -67,9 +78,9 @@ def clean_stale_temporaries(folders: Iterable[Path]) -> list[Path]:
                 if not name.startswith(TEMP_MARK):
                     continue
                 parts = name[len(TEMP_MARK):].split(".", 2)
-                if len(parts) < 3 or parts[0] != host or not parts[1].isdigit() or _alive(int(parts[1])):
-                    continue
                 path = Path(current) / name
+                if len(parts) < 3 or parts[0] != host or not parts[1].isdigit() or _alive(int(parts[1]), path):
+                    continue
                 if path.is_dir() and not path.is_symlink():
                     shutil.rmtree(path, ignore_errors=True)
                 else:

@@ -43,21 +43,6 @@ def guarded_paths(root: Path) -> list[Path]:
     return [layout.params, layout.dvc_yaml, layout.dvc_lock, *outputs]
 
 
-def _is_dvc_process(pid: int) -> bool:
-    """Whether process `pid` is alive and runs DVC (a killed run's pid may since belong to another program)."""
-    try:
-        args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        return any(Path(a.decode(errors="replace")).name == "dvc" or a.endswith(b"dvc/__main__.py") for a in args)
-    except OSError:
-        if not Path("/proc/self").exists():   # no procfs (macOS): alive is all we can tell
-            try:
-                os.kill(pid, 0)
-                return True
-            except OSError:
-                return False
-        return False
-
-
 def heal_dvc_rwlock(path: Path) -> None:
     """DVC's lock of the outputs in use (.dvc/tmp/rwlock) after a `kill -9`: DVC writes it in place, so a kill
     can leave it truncated ("JSON structure is corrupted"), or holding the pid of a dead run that another process
@@ -65,6 +50,7 @@ def heal_dvc_rwlock(path: Path) -> None:
     import json
 
     from pipeline.base.files import write_text
+    from pipeline.base.processes import running
 
     if not path.exists():
         return
@@ -74,9 +60,9 @@ def heal_dvc_rwlock(path: Path) -> None:
         path.unlink(missing_ok=True)
         print(f"repro: removed DVC's lock file {path}, left truncated by a killed run", file=sys.stderr)
         return
-    read = {out: [e for e in entries if _is_dvc_process(e.get("pid", -1))]
+    read = {out: [e for e in entries if running(e.get("pid", -1), program="dvc")]
             for out, entries in info.get("read", {}).items()}
-    write = {out: e for out, e in info.get("write", {}).items() if _is_dvc_process(e.get("pid", -1))}
+    write = {out: e for out, e in info.get("write", {}).items() if running(e.get("pid", -1), program="dvc")}
     healed = {"read": {out: entries for out, entries in read.items() if entries}, "write": write}
     if healed != {"read": info.get("read", {}), "write": info.get("write", {})}:
         write_text(path, json.dumps(healed))

@@ -8,7 +8,8 @@ import subprocess
 import sys
 import time
 
-from pipeline.repro import _is_dvc_process, heal_dvc_rwlock
+from pipeline.base.processes import running
+from pipeline.repro import heal_dvc_rwlock
 
 
 def test_truncated_lock_file_is_removed(tmp_path):
@@ -25,7 +26,7 @@ def test_entries_of_dead_or_foreign_pids_are_dropped_live_dvc_kept(tmp_path):
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "dvc"])
     try:
         deadline = time.monotonic() + 10
-        while not _is_dvc_process(live.pid):   # until the child has exec'd (before, /proc shows our own command)
+        while not running(live.pid, program="dvc"):   # until the child has exec'd (before, /proc shows our own command)
             assert time.monotonic() < deadline
             time.sleep(0.01)
         lock = tmp_path / "rwlock"

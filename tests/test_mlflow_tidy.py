@@ -243,3 +243,36 @@ def test_unchanged_inputs_are_not_uploaded_again(result, private_mlflow_store, t
     client.delete_run(first["run_id"])
     fourth = log_result(params, layout, REPO, previous=third)   # params.yaml differs from the third's too
     assert sorted(a.path for a in client.list_artifacts(fourth["run_id"], "inputs")) == [f"inputs/{n}" for n in inputs]
+
+
+def test_two_jobs_logging_one_new_dataset_at_once_both_link_it(private_mlflow_store):
+    """The race a parallel sweep hits: MLflow's store looks a dataset up, then inserts it. Another job inserting
+    the same dataset in between (injected here at the first flush) fails the first job's insert on the datasets
+    table's UNIQUE constraint; the retry finds the other job's row and both runs link the one dataset."""
+    from mlflow.entities import Dataset, DatasetInput
+    from mlflow.tracking import MlflowClient
+    from sqlalchemy import event
+    from sqlalchemy.orm import Session
+
+    from pipeline.outputs.tracking import _log_inputs
+
+    first, other = MlflowClient(private_mlflow_store), MlflowClient(private_mlflow_store)
+    experiment = first.create_experiment("race")
+    run, other_run = (client.create_run(experiment).info.run_id for client in (first, other))
+    datasets = [DatasetInput(Dataset(name="glove 6B-50d", digest="5cee3016e3af", source_type="local", source="{}"))]
+    injected = []
+
+    def other_job_inserts_first(session, context, instances):
+        if not injected:
+            injected.append(True)
+            other.log_inputs(other_run, datasets=datasets)
+
+    event.listen(Session, "before_flush", other_job_inserts_first)
+    try:
+        _log_inputs(first, run, datasets)
+    finally:
+        event.remove(Session, "before_flush", other_job_inserts_first)
+    assert injected
+    linked = [first.get_run(r).inputs.dataset_inputs for r in (run, other_run)]
+    assert [[(d.dataset.name, d.dataset.digest) for d in inputs] for inputs in linked] == [
+        [("glove 6B-50d", "5cee3016e3af")]] * 2

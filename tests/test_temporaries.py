@@ -5,8 +5,10 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from pipeline.base.files import TEMP_MARK, atomic_path, clean_stale_temporaries, replace_dir, temp_prefix
@@ -32,21 +34,30 @@ else:
 """
 
 
-def killed_writer(kind: str, target: Path) -> int:
-    """Start a process writing `target` atomically, kill -9 it mid-write; return its pid."""
+def killed_writer(kind: str, target: Path, reaped: bool = True) -> subprocess.Popen:
+    """Start a process writing `target` atomically, kill -9 it mid-write. reaped=False: left a zombie, as under
+    a container init that does not reap orphans (its /proc entry and pid stay)."""
     proc = subprocess.Popen([sys.executable, "-c", WRITER, kind, str(target)], cwd=REPO, stdout=subprocess.PIPE,
                             text=True)
     assert proc.stdout.readline().strip() == "ready"
     proc.send_signal(signal.SIGKILL)
-    proc.wait(10)
-    return proc.pid
+    if reaped:
+        proc.wait(10)
+    else:
+        deadline = time.monotonic() + 10
+        while psutil.Process(proc.pid).status() != psutil.STATUS_ZOMBIE:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    return proc
 
 
+@pytest.mark.parametrize("reaped", [True, False], ids=["reaped", "zombie"])
 @pytest.mark.parametrize("kind", ["file", "dir"])
-def test_killed_writer_leaves_a_marked_temporary_that_the_next_run_removes(tmp_path, kind):
+def test_killed_writer_leaves_a_marked_temporary_that_the_next_run_removes(tmp_path, kind, reaped):
     data = tmp_path / "data"
     target = data / ("tokens.json" if kind == "file" else "glove")
-    pid = killed_writer(kind, target)
+    proc = killed_writer(kind, target, reaped)
+    pid = proc.pid
     [left] = [p for p in data.iterdir()]
     assert left.name.startswith(temp_prefix(target.name).replace(str(os.getpid()), str(pid)))
     assert not target.exists()                       # the killed write never reached the target
@@ -54,6 +65,7 @@ def test_killed_writer_leaves_a_marked_temporary_that_the_next_run_removes(tmp_p
     mine.write_bytes(b"in progress")
     removed = clean_stale_temporaries([data])
     assert removed == [left] and sorted(p.name for p in data.iterdir()) == [mine.name]
+    proc.wait(10)
 
 
 def test_other_hosts_and_foreign_names_are_left_alone(tmp_path):
@@ -93,7 +105,7 @@ def test_a_stage_run_cleans_a_killed_runs_leftovers(tmp_path):
 
     project = copy_checkout(tmp_path / "project")
     run([sys.executable, "-m", "pipeline.compose"], project)
-    pid = killed_writer("dir", project / "reports" / "figures")
+    pid = killed_writer("dir", project / "reports" / "figures").pid
     stale = [p for p in (project / "reports").iterdir() if p.name.startswith(TEMP_MARK)]
     assert len(stale) == 1 and f".{pid}." in stale[0].name
     status = subprocess.run(["git", "status", "--porcelain"], cwd=project, capture_output=True, text=True).stdout

@@ -45,32 +45,11 @@ def temp_prefix(name: str) -> str:
     return f"{TEMP_MARK}{_host()}.{os.getpid()}.{name}."
 
 
-def _alive(pid: int, made: Path | None = None) -> bool:
-    """Whether the process `pid` that made the temporary `made` still runs. pids are reused (pid_max is often
-    32768): a process that started after the temporary was written is not its maker."""
-    if made is not None:
-        try:   # the process's start (Linux: /proc/<pid>/stat field 22, clock ticks after boot) against the write
-            ticks = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
-            boot = next(int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
-                        if line.startswith("btime "))
-            if boot + ticks / os.sysconf("SC_CLK_TCK") > os.lstat(made).st_mtime + 2.0:
-                return False
-        except (OSError, ValueError, IndexError, StopIteration):
-            pass   # no such process, or no procfs: os.kill below decides
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:   # another user's process
-        return True
-    except OSError:
-        return True
-    return True
-
-
 def clean_stale_temporaries(folders: Iterable[Path]) -> list[Path]:
     """Remove the temporaries (TEMP_MARK names) that processes of this host no longer alive left in `folders`
     (searched recursively; not followed into the temporaries themselves). Returns what was removed."""
+    from pipeline.base.processes import running
+
     host, removed = _host(), []
     for folder in folders:
         for current, dirs, files in os.walk(folder):
@@ -79,7 +58,13 @@ def clean_stale_temporaries(folders: Iterable[Path]) -> list[Path]:
                     continue
                 parts = name[len(TEMP_MARK):].split(".", 2)
                 path = Path(current) / name
-                if len(parts) < 3 or parts[0] != host or not parts[1].isdigit() or _alive(int(parts[1]), path):
+                if len(parts) < 3 or parts[0] != host or not parts[1].isdigit():
+                    continue
+                try:
+                    made = os.lstat(path).st_mtime
+                except FileNotFoundError:   # removed meanwhile (its process finished)
+                    continue
+                if running(int(parts[1]), started_by=made):
                     continue
                 if path.is_dir() and not path.is_symlink():
                     shutil.rmtree(path, ignore_errors=True)

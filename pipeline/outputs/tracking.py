@@ -241,6 +241,24 @@ def _datasets(params: dict, layout: "Layout") -> list:
             DatasetInput(texts_ds, [InputTag("mlflow.data.context", "texts")])]
 
 
+# What a store says when two writers insert the same row at once (SQLite, PostgreSQL, MySQL)
+_DUPLICATE_ROW = ("UNIQUE constraint failed", "duplicate key value violates unique constraint", "Duplicate entry")
+
+
+def _log_inputs(client, run_id: str, datasets: list, tries: int = 5) -> None:
+    """client.log_inputs, retried when a concurrent run inserted the same dataset first: MLflow's store looks the
+    dataset up, then inserts it, so two jobs of a parallel sweep logging one new dataset at once both insert and
+    one fails the datasets table's UNIQUE constraint (its transaction rolled back). The retry finds the row."""
+    for attempt in range(tries):
+        try:
+            client.log_inputs(run_id, datasets=datasets)
+            return
+        except Exception as exc:
+            if attempt == tries - 1 or not any(text in str(exc) for text in _DUPLICATE_ROW):
+                raise
+            time.sleep(0.1 * (attempt + 1))
+
+
 def _shared_inputs(client, layout: "Layout", shared_with: str) -> str:
     """Log the inputs every job of a sweep shares (GloVe manifest, tokens, encoding summary) once, on the sweep's
     parent run `shared_with`, under inputs/<digest>/; returns that artifact folder. Digest: of the files' bytes."""
@@ -313,7 +331,7 @@ def log_result(params: dict, layout: "Layout", root: Path, *, run_name: str | No
             client.log_batch(run_id, params=_params(params), tags=input_tags,
                              metrics=[Metric(k, v, now, 0) for k, v in _numeric_metrics(metrics).items()])
             if layout.glove_manifest.exists() and layout.tokens.exists():
-                client.log_inputs(run_id, datasets=_datasets(params, layout))
+                _log_inputs(client, run_id, _datasets(params, layout))
             _log_artifacts(client, run_id, layout, inputs)
             end_time = int(time.time() * 1000)
             client.set_terminated(run_id, "FINISHED", end_time=end_time)
@@ -433,13 +451,9 @@ def _alive(record: dict) -> bool:
 
     if record.get("host") != socket.gethostname():
         return time.time() - record.get("created", 0) < 86400
-    try:
-        os.kill(record["pid"], 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    from pipeline.base.processes import running
+
+    return running(record["pid"], started_by=record.get("created"))
 
 
 def close_abandoned_runs(client, uri: str, root: Path | None) -> list[str]:

@@ -27,3 +27,12 @@ def test_compose_help_lists_the_same_groups(capsys):
     assert compose.main(["-h"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("`python -m pipeline.compose [overrides]") and compose.groups_help(REPO) in out
+
+
+def test_experiments_help_is_its_own_and_runs_nothing(capsys, monkeypatch):
+    from pipeline import experiments
+
+    monkeypatch.setattr(subprocess, "call", lambda *a, **k: pytest.fail("--help ran `dvc exp show`"))
+    assert experiments.main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("`python -m pipeline.experiments [dvc exp show options]`") and "160 columns" in out

@@ -548,3 +548,24 @@ def test_stale_params_are_refused_naming_the_file_and_key(tmp_path):
 
 def test_flatten():
     assert flatten({"a": {"b": 1, "c": [1, 2]}, "d": None}) == {"a.b": 1, "a.c": [1, 2], "d": None}
+
+
+def test_varied_keys_are_keys_of_the_config():
+    """schema.VARIED (the columns `python -m pipeline.experiments` shows when they differ) names real keys."""
+    keys = set(flatten(yaml.safe_load((Path(__file__).parents[1] / "params.yaml").read_text())))
+    assert set(schema.VARIED) <= keys, set(schema.VARIED) - keys
+    assert len(set(schema.VARIED)) == len(schema.VARIED)
+
+
+def test_experiments_view_columns():
+    """The view's regexes, as DVC applies them (re.match at the start of each column name)."""
+    from pipeline.experiments import columns
+
+    keep, drop = map(re.compile, columns())
+    for shown in ("Experiment", "Created", "r_star.s0", "r_star.s12", "sqrt_d_semantic.s1"):
+        assert keep.match(shown), shown      # protected: survives --only-changed and --drop
+    assert not keep.match("r_star.s0x") and not keep.match("pe_norm_dev")
+    for if_changed in ("pe_norm_dev", "oov_count", "sweep.w2", "texts.name", "encoding.d_model"):
+        assert not keep.match(if_changed) and not drop.match(if_changed), if_changed
+    for hidden in ("encoding.base", "sweep.w2x", "tutorials.seed", "pipeline/core/sweep.py", "params.yaml", "conf"):
+        assert not keep.match(hidden) and drop.match(hidden), hidden

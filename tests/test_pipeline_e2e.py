@@ -144,6 +144,20 @@ def test_dvc_exp_run_with_set_param(checkout, private_mlflow_store):
     _, _, runs = mlflow_runs(private_mlflow_store)
     assert runs[-1].data.params["texts.name"] == "file" and runs[-1].data.tags.get("dvc_exp_name")
 
+    # the project's view of the table: two experiments side by side fit 160 columns, every cell readable
+    run(["dvc", "exp", "run", "-S", "sweep.w2=3"], checkout)
+    wide = run([PY, "-m", "pipeline.experiments"], checkout, COLUMNS="1000").stdout
+    lines = [line.rstrip() for line in wide.splitlines() if line.strip()]
+    header = lines[1].split()
+    assert header[:2] == ["Experiment", "Created"] and {"r_star.s0", "r_star.s1", "texts.name", "sweep.w2"} <= set(
+        header), wide
+    assert not any(name.startswith(("pipeline/", "conf", "data/", "encoding.", "tutorials.")) for name in header)
+    assert sum(line.lstrip().startswith(("├──", "└──")) for line in lines) == 2, wide   # the two experiments
+    assert max(map(len, lines)) <= 160, wide
+    assert "…" not in run([PY, "-m", "pipeline.experiments"], checkout, COLUMNS="160").stdout
+    plain = run(["dvc", "exp", "show", "--no-pager"], checkout, COLUMNS="160").stdout
+    assert "…" in plain                                     # what the view spares the user
+
 
 # ---------------------------------------------------------------- a failed run changes nothing
 

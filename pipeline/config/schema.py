@@ -41,6 +41,10 @@ DEVICES = ("auto", "cpu", "cuda", "mps")    # and cuda:N
 PAD_SIDES = ("pre", "post")
 FIGURE_SET_NAMES = ("all", "summary", "none")   # figures.name; = the sets of pipeline.outputs.figure_plan.FIGURE_SETS
 SHA256 = re.compile(r"[0-9a-f]{64}")
+# The keys users vary between experiments: `python -m pipeline.experiments` shows them where they differ between
+# the rows of its table (`dvc exp show` lists every key; tests/test_config.py checks these are keys of Config)
+VARIED = ("glove.name", "texts.name", "tokenizer.name", "encoding.name", "encoding.d_model", "sweep.name",
+          "sweep.w1", "sweep.w2", "metrics.name", "metrics.neighbours", "figures.name", "study.name")
 
 
 # ---------------------------------------------------------------- rules

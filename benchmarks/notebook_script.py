@@ -22,6 +22,7 @@ NumPy equivalent and every `plt.show()` by saving the figure as a PNG (matplotli
 13 figures in all (3 encoding heatmaps + 5 weightings x 2 sentences), the count the notebook shows.
 Dependencies: numpy, matplotlib, scikit-learn. It imports nothing from the project.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,8 +35,10 @@ from pathlib import Path
 import numpy as np
 
 FILTERS = '!"#$%&()*+,-./:;<=>?@[\\]^_`{|}~\t\n'
-TEXTS = ['king queen man woman dog wolf football basketball red green yellow',
-         'man queen yellow basketball green dog woman football king red wolf']
+TEXTS = [
+    "king queen man woman dog wolf football basketball red green yellow",
+    "man queen yellow basketball green dog woman football king red wolf",
+]
 MAX_SEQUENCE_LENGTH = 100
 MAX_NB_WORDS = 64
 FIGURE_COUNT = 13
@@ -43,8 +46,9 @@ FIGURE_COUNT = 13
 
 def positional_encoding(positions: int, d: int) -> np.ndarray:
     """The notebook's function: (1, positions, d) float32 (its `tf.cast(..., tf.float32)`)."""
-    angle_rads = np.arange(positions)[:, np.newaxis] / np.power(10000, (2 * (np.arange(d)[np.newaxis, :] // 2))
-                                                                / np.float32(d))
+    angle_rads = np.arange(positions)[:, np.newaxis] / np.power(
+        10000, (2 * (np.arange(d)[np.newaxis, :] // 2)) / np.float32(d)
+    )
     angle_rads[:, 0::2] = np.sin(angle_rads[:, 0::2])
     angle_rads[:, 1::2] = np.cos(angle_rads[:, 1::2])
     pos_encoding = angle_rads[np.newaxis, ...]
@@ -77,13 +81,16 @@ def pad_sequences(sequences: list[list[int]], maxlen: int) -> np.ndarray:
     out = np.zeros((len(sequences), maxlen), dtype=np.int32)
     for i, seq in enumerate(sequences):
         seq = seq[-maxlen:]
-        out[i, :len(seq)] = seq
+        out[i, : len(seq)] = seq
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python benchmarks/notebook_script.py", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python benchmarks/notebook_script.py",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--glove", required=True, help="GloVe text file (word and d numbers per line)")
     parser.add_argument("--out", required=True, help="folder for the 13 PNG figures")
     args = parser.parse_args(argv)
@@ -92,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
 
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from sklearn.decomposition import PCA
@@ -105,15 +113,15 @@ def main(argv: list[str] | None = None) -> int:
         plt.close("all")
         figures.append(path)
 
-    with open(args.glove, encoding="utf-8") as f:   # the dimension the embedding will have (the notebook: 100)
+    with open(args.glove, encoding="utf-8") as f:  # the dimension the embedding will have (the notebook: 100)
         EMBEDDING_DIM = len(f.readline().split()) - 1
 
     # ---- the positional encoding and its three heatmaps
     pos_encoding = positional_encoding(MAX_SEQUENCE_LENGTH, EMBEDDING_DIM)
-    plt.pcolormesh(pos_encoding[0], cmap='RdBu')
-    plt.xlabel('d')
+    plt.pcolormesh(pos_encoding[0], cmap="RdBu")
+    plt.xlabel("d")
     plt.xlim((0, EMBEDDING_DIM))
-    plt.ylabel('Position')
+    plt.ylabel("Position")
     plt.colorbar()
     show("pe")
 
@@ -123,10 +131,10 @@ def main(argv: list[str] | None = None) -> int:
     print("norm PE(70) - PE(72):", np.linalg.norm(pos_encoding[0, pos, :] - pos_encoding[0, pos + k, :]))
 
     corr = np.matmul(pos_encoding, np.swapaxes(pos_encoding, 1, 2))[0]
-    plt.pcolormesh(corr, cmap='RdBu')
-    plt.xlabel('Position')
+    plt.pcolormesh(corr, cmap="RdBu")
+    plt.xlabel("Position")
     plt.xlim((0, MAX_SEQUENCE_LENGTH))
-    plt.ylabel('Position')
+    plt.ylabel("Position")
     plt.colorbar()
     show("pe_correlation")
 
@@ -135,10 +143,10 @@ def main(argv: list[str] | None = None) -> int:
         for b in range(a + 1, MAX_SEQUENCE_LENGTH):
             eu[a, b] = np.linalg.norm(np.subtract(pos_encoding[0, a], pos_encoding[0, b]))
             eu[b, a] = eu[a, b]
-    plt.pcolormesh(eu, cmap='RdBu')
-    plt.xlabel('Position')
+    plt.pcolormesh(eu, cmap="RdBu")
+    plt.xlabel("Position")
     plt.xlim((0, MAX_SEQUENCE_LENGTH))
-    plt.ylabel('Position')
+    plt.ylabel("Position")
     plt.colorbar()
     show("pe_distance")
 
@@ -148,15 +156,15 @@ def main(argv: list[str] | None = None) -> int:
     for line in f:
         values = line.split()
         word = values[0]
-        coefs = np.asarray(values[1:], dtype='float32')
+        coefs = np.asarray(values[1:], dtype="float32")
         embeddings_index[word] = coefs
     f.close()
-    print('Found %s word vectors.' % len(embeddings_index))
+    print("Found %s word vectors." % len(embeddings_index))
 
     # ---- tokenize, pad, embedding matrix, Embedding lookup
     word_index = fit_tokenizer(TEXTS)
     sequences = texts_to_sequences(TEXTS, word_index, MAX_NB_WORDS)
-    print('Found %s unique tokens.' % len(word_index))
+    print("Found %s unique tokens." % len(word_index))
     data = pad_sequences(sequences, MAX_SEQUENCE_LENGTH)
     print(data.shape)
     embedding_matrix = np.zeros((len(word_index) + 1, EMBEDDING_DIM))
@@ -164,14 +172,14 @@ def main(argv: list[str] | None = None) -> int:
         embedding_vector = embeddings_index.get(word)
         if embedding_vector is not None:
             embedding_matrix[i] = embedding_vector
-    embedding = embedding_matrix.astype(np.float32)[data]   # Embedding(weights=Constant(matrix)): float32
+    embedding = embedding_matrix.astype(np.float32)[data]  # Embedding(weights=Constant(matrix)): float32
     print(embedding.shape)
 
     def plot_words(embedding, sequences, sentence, name):
         pca = PCA(n_components=2)
-        X_pca_train = pca.fit_transform(embedding[sentence, 0:len(sequences[sentence]), :])
+        X_pca_train = pca.fit_transform(embedding[sentence, 0 : len(sequences[sentence]), :])
         fig, ax = plt.subplots(figsize=(12, 6))
-        plt.rcParams['font.size'] = '12'
+        plt.rcParams["font.size"] = "12"
         ax.scatter(X_pca_train[:, 0], X_pca_train[:, 1])
         words = list(word_index.keys())
         for i, index in enumerate(sequences[sentence]):

@@ -40,6 +40,7 @@ interleaved so that load from other users of the machine hits them alike; each k
 The multirun runs once. The results are printed with the ratios next to issue 12's targets and written
 to --out (JSON; reports/benchmarks/ is ignored by git: the numbers are this machine's).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -75,7 +76,7 @@ TARGET_LABELS = {
 }
 
 # SHELL for DVC's stage commands: run the command with /bin/sh and log the stage's resource use.
-STAGE_SHELL = '''\
+STAGE_SHELL = """\
 #!{python} -IS
 import json, os, signal, sys, time
 args = sys.argv[1:]
@@ -91,10 +92,10 @@ with open(os.environ["PE_BENCH_STAGE_LOG"], "a") as log:
     log.write(json.dumps(record) + "\\n")
 code = os.waitstatus_to_exitcode(status)
 sys.exit(code if code >= 0 else 128 - code)
-'''
+"""
 
 # `python -c MULTIRUN_HOOK <hydra args>` = `python -m pipeline <hydra args>` with each in-process stage timed.
-MULTIRUN_HOOK = '''\
+MULTIRUN_HOOK = """\
 import json, os, resource, runpy, sys, time
 from pipeline.registry import Stage
 
@@ -116,7 +117,7 @@ def _timed_run(self, params, layout, root, _run=Stage.run):
 
 Stage.run = _timed_run
 runpy.run_module("pipeline", run_name="__main__", alter_sys=True)
-'''
+"""
 
 
 class BenchError(Exception):
@@ -142,7 +143,7 @@ class Runner:
         # stage commands say `python`: this interpreter, as pipeline.repro makes it
         path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
         self.env = {**os.environ, "PATH": path, "SHELL": str(shell)}
-        for name in ("MLFLOW_TRACKING_URI", "PE_PROJECT_ROOT"):   # the clone's own store and root
+        for name in ("MLFLOW_TRACKING_URI", "PE_PROJECT_ROOT"):  # the clone's own store and root
             self.env.pop(name, None)
 
     def measure(self, label: str, args: list[str], cwd: Path | None = None) -> dict:
@@ -157,8 +158,13 @@ class Runner:
             out.write(f"\n$ {shown}\n".encode())
             out.flush()
             start = time.perf_counter()
-            proc = subprocess.Popen(cmd, cwd=cwd or self.clone, stdout=out, stderr=subprocess.STDOUT,
-                                    env={**self.env, "PE_BENCH_STAGE_LOG": str(stage_log)})
+            proc = subprocess.Popen(
+                cmd,
+                cwd=cwd or self.clone,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env={**self.env, "PE_BENCH_STAGE_LOG": str(stage_log)},
+            )
             _, status, usage = os.wait4(proc.pid, 0)
             wall = time.perf_counter() - start
             proc.returncode = os.waitstatus_to_exitcode(status)
@@ -169,8 +175,10 @@ class Runner:
         if stage_log.exists():
             for line in stage_log.read_text(encoding="utf-8").splitlines():
                 rec = json.loads(line)
-                s = stages.setdefault(rec["stage"], {"wall_s": 0.0, "cpu_s": 0.0, "user_s": 0.0, "sys_s": 0.0,
-                                                     "peak_rss_mb": 0.0, "calls": 0})
+                s = stages.setdefault(
+                    rec["stage"],
+                    {"wall_s": 0.0, "cpu_s": 0.0, "user_s": 0.0, "sys_s": 0.0, "peak_rss_mb": 0.0, "calls": 0},
+                )
                 s["wall_s"] += rec["wall_s"]
                 s["user_s"] += rec["user_s"]
                 s["sys_s"] += rec["sys_s"]
@@ -178,10 +186,19 @@ class Runner:
                 s["peak_rss_mb"] = max(s["peak_rss_mb"], rss_mb(rec["maxrss"]))
                 s["calls"] += 1
         cpu = usage.ru_utime + usage.ru_stime
-        return {"command": shown, "wall_s": wall, "cpu_s": cpu, "user_s": usage.ru_utime, "sys_s": usage.ru_stime,
-                "peak_rss_mb": rss_mb(usage.ru_maxrss), "stages": stages,
-                "outside_stages": {"wall_s": wall - sum(s["wall_s"] for s in stages.values()),
-                                   "cpu_s": cpu - sum(s["cpu_s"] for s in stages.values())}}
+        return {
+            "command": shown,
+            "wall_s": wall,
+            "cpu_s": cpu,
+            "user_s": usage.ru_utime,
+            "sys_s": usage.ru_stime,
+            "peak_rss_mb": rss_mb(usage.ru_maxrss),
+            "stages": stages,
+            "outside_stages": {
+                "wall_s": wall - sum(s["wall_s"] for s in stages.values()),
+                "cpu_s": cpu - sum(s["cpu_s"] for s in stages.values()),
+            },
+        }
 
 
 def best(runs: list[dict]) -> dict:
@@ -191,6 +208,7 @@ def best(runs: list[dict]) -> dict:
 
 
 # ---------------------------------------------------------------- the clone
+
 
 def git(*args: str, cwd: Path) -> str:
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
@@ -206,8 +224,11 @@ def make_clone(source: Path, dest: Path) -> dict:
     for rel in untracked:
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(source / rel, dest / rel)
-    return {"commit": git("rev-parse", "HEAD", cwd=source).strip(), "uncommitted_changes": bool(diff),
-            "untracked_files_copied": len(untracked)}
+    return {
+        "commit": git("rev-parse", "HEAD", cwd=source).strip(),
+        "uncommitted_changes": bool(diff),
+        "untracked_files_copied": len(untracked),
+    }
 
 
 def glove_text(path: Path | None) -> Path:
@@ -233,6 +254,7 @@ def multirun_values(points: int) -> list[str]:
 
 # ---------------------------------------------------------------- the run
 
+
 def run_benchmark(args: argparse.Namespace, work: Path) -> dict:
     source = Path(args.source).resolve()
     glove = glove_text(args.glove_text)
@@ -241,8 +263,10 @@ def run_benchmark(args: argparse.Namespace, work: Path) -> dict:
     overrides = list(args.override)
     runner = Runner(work, clone, verbose=not args.silent)
     note = " + uncommitted changes" if measured["uncommitted_changes"] or measured["untracked_files_copied"] else ""
-    print(f"benchmarking {measured['commit'][:10]}{note} in {clone}; overrides: {' '.join(overrides) or 'none'}",
-          flush=True)
+    print(
+        f"benchmarking {measured['commit'][:10]}{note} in {clone}; overrides: {' '.join(overrides) or 'none'}",
+        flush=True,
+    )
 
     results: dict = {"what": measured, "overrides": overrides, "rounds": args.repeat}
     results["first_run"] = runner.measure("first run", ["-m", "pipeline.repro", *overrides])
@@ -259,7 +283,7 @@ def run_benchmark(args: argparse.Namespace, work: Path) -> dict:
         run["figures"] = len(list(figures_dir.glob("*.png")))
         runs["fresh_repro"].append(run)
         runs["noop_repro"].append(runner.measure("no-op repro", ["-m", "dvc", "repro"]))
-        value = f"{2.5 + 0.5 * i:g}"       # never the default's, never an earlier round's: no run-cache hit
+        value = f"{2.5 + 0.5 * i:g}"  # never the default's, never an earlier round's: no run-cache hit
         run = runner.measure("sweep edit", ["-m", "pipeline.repro", *overrides, f"sweep.w2={value}"])
         run["override"] = f"sweep.w2={value}"
         runs["sweep_edit"].append(run)
@@ -272,15 +296,30 @@ def run_benchmark(args: argparse.Namespace, work: Path) -> dict:
         has_summary = (clone / "conf" / "figures" / "summary.yaml").exists()
         figures = ["figures=summary"] if has_summary else []
         sweep_dir = "outputs/multirun/benchmark"
-        run = runner.measure(f"multirun ({args.points} points)",
-                             ["-c", MULTIRUN_HOOK, "-m", "hydra/launcher=basic", f"hydra.sweep.dir={sweep_dir}",
-                              *figures, *overrides, "sweep.w2=" + ",".join(values)])
+        run = runner.measure(
+            f"multirun ({args.points} points)",
+            [
+                "-c",
+                MULTIRUN_HOOK,
+                "-m",
+                "hydra/launcher=basic",
+                f"hydra.sweep.dir={sweep_dir}",
+                *figures,
+                *overrides,
+                "sweep.w2=" + ",".join(values),
+            ],
+        )
         summary_file = clone / sweep_dir / "sweep_summary.json"
         summary = json.loads(summary_file.read_text()) if summary_file.exists() else {}
-        run.update(points=args.points, w2_range=list(MULTIRUN_RANGE),
-                   figures="summary" if has_summary else "default (the checkout has no figures=summary option)",
-                   per_point_wall_s=run["wall_s"] / args.points, per_point_cpu_s=run["cpu_s"] / args.points,
-                   jobs=summary.get("jobs"), failed_jobs=len(summary.get("failed", [])))
+        run.update(
+            points=args.points,
+            w2_range=list(MULTIRUN_RANGE),
+            figures="summary" if has_summary else "default (the checkout has no figures=summary option)",
+            per_point_wall_s=run["wall_s"] / args.points,
+            per_point_cpu_s=run["cpu_s"] / args.points,
+            jobs=summary.get("jobs"),
+            failed_jobs=len(summary.get("failed", [])),
+        )
         results["multirun"] = run
     results["ratios"], results["checks"] = ratios_and_checks(results)
     return results
@@ -294,24 +333,31 @@ def ratios_and_checks(results: dict) -> tuple[dict, dict]:
         "sweep_edit_wall_vs_notebook": edit["wall_s"] / nb["wall_s"],
         "sweep_edit_cpu_vs_notebook": edit["cpu_s"] / nb["cpu_s"],
         "noop_wall_s": results["noop_repro"]["wall_s"],
-        "max_stage_peak_rss_mb": max(s["peak_rss_mb"] for key in ("first_run", "fresh_repro", "sweep_edit")
-                                     for s in results[key]["stages"].values()),
+        "max_stage_peak_rss_mb": max(
+            s["peak_rss_mb"]
+            for key in ("first_run", "fresh_repro", "sweep_edit")
+            for s in results[key]["stages"].values()
+        ),
     }
     if "multirun" in results:
         m = results["multirun"]
         ratios["multirun_wall_s"] = m["wall_s"]
         ratios["multirun_per_point_wall_s"] = m["per_point_wall_s"]
-        ratios["multirun_100_points_wall_s"] = m["per_point_wall_s"] * 100   # measured when points == 100
+        ratios["multirun_100_points_wall_s"] = m["per_point_wall_s"] * 100  # measured when points == 100
     checks = {}
     for key, (op, target) in TARGETS.items():
         if key in ratios:
             value = ratios[key]
-            checks[key] = {"value": value, "target": f"{op} {target:g}",
-                           "met": value <= target if op == "<=" else value < target}
+            checks[key] = {
+                "value": value,
+                "target": f"{op} {target:g}",
+                "met": value <= target if op == "<=" else value < target,
+            }
     return ratios, checks
 
 
 # ---------------------------------------------------------------- printing
+
 
 def print_results(results: dict) -> None:
     def row(label: str, m: dict, rss: bool = True) -> None:
@@ -329,10 +375,16 @@ def print_results(results: dict) -> None:
     print(f"\n  {'':<52} {'wall s':>9} {'CPU s':>9} {'peak RSS MB':>10}")
     nb = results["notebook"]
     row(f"notebook script ({nb['figures']} figures)", nb)
-    with_stages(f"first run in the clone: pipeline.repro ({results['first_run']['figures']} figures)",
-                results["first_run"], "DVC + compose, outside stages")
-    with_stages(f"fresh dvc repro -f ({results['fresh_repro']['figures']} figures)", results["fresh_repro"],
-                "DVC, outside stages")
+    with_stages(
+        f"first run in the clone: pipeline.repro ({results['first_run']['figures']} figures)",
+        results["first_run"],
+        "DVC + compose, outside stages",
+    )
+    with_stages(
+        f"fresh dvc repro -f ({results['fresh_repro']['figures']} figures)",
+        results["fresh_repro"],
+        "DVC, outside stages",
+    )
     with_stages("no-op dvc repro", results["noop_repro"], "DVC, outside stages")
     edit = results["sweep_edit"]
     with_stages(f"sweep edit: pipeline.repro {edit['override']}", edit, "DVC + compose, outside stages")
@@ -352,26 +404,41 @@ def print_results(results: dict) -> None:
             label += f" (from {results['multirun']['points']} points)"
         value = check["value"]
         unit = "x" if "vs_notebook" in key else ""
-        print(f"  {label:<52} {value:>8.3g}{unit or ' '} {check['target'] + unit:>9}  "
-              f"{'met' if check['met'] else 'MISSED'}")
+        print(
+            f"  {label:<52} {value:>8.3g}{unit or ' '} {check['target'] + unit:>9}  "
+            f"{'met' if check['met'] else 'MISSED'}"
+        )
     print(f"  {'sweep edit / notebook, CPU (no target)':<52} {results['ratios']['sweep_edit_cpu_vs_notebook']:>8.3g}x")
     rounds = results["rounds"]
-    print(f"\n  best of {rounds} round{'s' if rounds > 1 else ''} each (multirun: one run); load average "
-          f"{results['machine']['load_average_start']:.2f} at the start, {results['machine']['load_average_end']:.2f}"
-          " at the end")
+    print(
+        f"\n  best of {rounds} round{'s' if rounds > 1 else ''} each (multirun: one run); load average "
+        f"{results['machine']['load_average_start']:.2f} at the start, {results['machine']['load_average_end']:.2f}"
+        " at the end"
+    )
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.pipeline", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.pipeline", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="a 5-point multirun (unless --points says otherwise)")
     parser.add_argument("--points", type=int, default=None, help="multirun points (default 100, --quick 5; 0: none)")
     parser.add_argument("--repeat", type=int, default=1, help="rounds of the other measurements (the best is kept)")
-    parser.add_argument("--override", "-o", action="append", default=[], metavar="KEY=VALUE",
-                        help="config override for every pipeline command (repeatable), e.g. texts=queen_king")
-    parser.add_argument("--glove-text", type=Path, default=None,
-                        help="GloVe text file the notebook script reads (default: the 50-d package as text, "
-                             "data/cache/benchmarks/glove.6B.50d.txt, written on first use)")
+    parser.add_argument(
+        "--override",
+        "-o",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="config override for every pipeline command (repeatable), e.g. texts=queen_king",
+    )
+    parser.add_argument(
+        "--glove-text",
+        type=Path,
+        default=None,
+        help="GloVe text file the notebook script reads (default: the 50-d package as text, "
+        "data/cache/benchmarks/glove.6B.50d.txt, written on first use)",
+    )
     parser.add_argument("--source", default=str(ROOT), help="checkout to clone and measure (default: this one)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON results (default: %(default)s)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary clone and its logs")
@@ -382,8 +449,12 @@ def main(argv: list[str] | None = None) -> dict:
     if args.points < 0 or args.repeat < 1:
         parser.error("--points must be >= 0 and --repeat >= 1")
 
-    machine = {"cpus": os.cpu_count(), "processor": platform.processor() or platform.machine(),
-               "python": platform.python_version(), "load_average_start": os.getloadavg()[0]}
+    machine = {
+        "cpus": os.cpu_count(),
+        "processor": platform.processor() or platform.machine(),
+        "python": platform.python_version(),
+        "load_average_start": os.getloadavg()[0],
+    }
     work = Path(tempfile.mkdtemp(prefix="pe-bench-"))
     try:
         results = run_benchmark(args, work)

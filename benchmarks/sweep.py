@@ -18,6 +18,7 @@ weight-pair validation of --pairs pairs (pipeline.core.weights.weight_pairs, lin
 de-duplication it replaced (each label compared with all earlier ones), extrapolated from a sample.
 Results are printed and written to --out (JSON). Times are the best of --repeat runs after a warm-up.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,11 +32,11 @@ import numpy as np
 
 from pipeline.base.files import write_json
 
-TARGET_SECONDS = 10.0   # issue 12: the metrics of 10,000 pairs x 2 sentences in at most 10 s
+TARGET_SECONDS = 10.0  # issue 12: the metrics of 10,000 pairs x 2 sentences in at most 10 s
 
 
 def best_of(fn, repeat: int) -> tuple[float, object]:
-    result = fn()                                   # warm-up
+    result = fn()  # warm-up
     best = math.inf
     for _ in range(repeat):
         start = time.perf_counter()
@@ -66,8 +67,13 @@ def bench_metrics(d: int, args) -> dict:
     rng = np.random.default_rng(d)
     n, sentences, count = 11, 2, args.pairs
     words = "king queen man woman dog wolf football basketball red green yellow".split()
-    groups = [["king", "queen"], ["man", "woman"], ["dog", "wolf"], ["football", "basketball"],
-              ["red", "green", "yellow"]]
+    groups = [
+        ["king", "queen"],
+        ["man", "woman"],
+        ["dog", "wolf"],
+        ["football", "basketball"],
+        ["red", "green", "yellow"],
+    ]
     pe = sinusoidal_encoding(100, d, dtype=torch.float32).double().numpy()
     es = rng.normal(scale=0.4, size=(sentences, n, d))
     ps = np.stack([pe[:n], pe[rng.permutation(n)]])
@@ -79,8 +85,9 @@ def bench_metrics(d: int, args) -> dict:
     refs = [Reference(es[s], ps[s], words, groups, k) for s in range(sentences)]
 
     def batched():
-        return [measure(pairs, coords, explained, coords[0], refs[s])
-                for s, (coords, explained) in enumerate(projected)]
+        return [
+            measure(pairs, coords, explained, coords[0], refs[s]) for s, (coords, explained) in enumerate(projected)
+        ]
 
     t_batched, values = best_of(batched, args.repeat)
     sample = rng.choice(count, min(args.loop_pairs, count), replace=False)
@@ -90,19 +97,35 @@ def bench_metrics(d: int, args) -> dict:
         for s, (coords, explained) in enumerate(projected):
             for j in chunk:
                 row = loop_measure(pairs[j], coords[j], explained[j], coords[0], es[s], ps[s], words, groups, k)
-                err = max(err, max(abs(v - values[s][key][j]) for key, v in row.items()
-                                   if not (math.isnan(v) and math.isnan(values[s][key][j]))))
+                err = max(
+                    err,
+                    max(
+                        abs(v - values[s][key][j])
+                        for key, v in row.items()
+                        if not (math.isnan(v) and math.isnan(values[s][key][j]))
+                    ),
+                )
         t_pair = min(t_pair, (time.perf_counter() - start) / max(1, len(chunk) * sentences))
         start = time.perf_counter()
         batched()
         t_batched = min(t_batched, time.perf_counter() - start)
     t_loop = t_pair * count * sentences
-    return {"d": d, "n_words": n, "sentences": sentences, "pairs": count,
-            "seconds": {"project (weighted_pca, unchanged)": t_project, "metrics: batched": t_batched,
-                        "metrics: per-pair loop (extrapolated)": t_loop},
-            "loop_sampled_pairs": int(len(sample) * sentences), "max_abs_difference": err,
-            "speedup_batched_vs_loop": t_loop / t_batched, "target_seconds": TARGET_SECONDS,
-            "meets_target": t_batched + t_project <= TARGET_SECONDS}
+    return {
+        "d": d,
+        "n_words": n,
+        "sentences": sentences,
+        "pairs": count,
+        "seconds": {
+            "project (weighted_pca, unchanged)": t_project,
+            "metrics: batched": t_batched,
+            "metrics: per-pair loop (extrapolated)": t_loop,
+        },
+        "loop_sampled_pairs": int(len(sample) * sentences),
+        "max_abs_difference": err,
+        "speedup_batched_vs_loop": t_loop / t_batched,
+        "target_seconds": TARGET_SECONDS,
+        "meets_target": t_batched + t_project <= TARGET_SECONDS,
+    }
 
 
 def quadratic_weight_pairs(w2: list[float], d_model: int) -> int:
@@ -128,14 +151,20 @@ def bench_validation(args) -> dict:
     start = time.perf_counter()
     quadratic_weight_pairs(w2[:m], 50)
     t_quadratic = (time.perf_counter() - start) * (args.pairs / m) ** 2
-    return {"pairs": len(pairs) - 1, "seconds": {"weight_pairs (set of labels)": t_linear,
-                                                  f"quadratic de-duplication (from {m} pairs, extrapolated)": t_quadratic},
-            "speedup": t_quadratic / t_linear}
+    return {
+        "pairs": len(pairs) - 1,
+        "seconds": {
+            "weight_pairs (set of labels)": t_linear,
+            f"quadratic de-duplication (from {m} pairs, extrapolated)": t_quadratic,
+        },
+        "speedup": t_quadratic / t_linear,
+    }
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.sweep", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.sweep", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--pairs", type=int, default=10_000, help="weight pairs per sentence (default: %(default)s)")
     parser.add_argument("--dims", default="50", help="embedding dimensions (default: %(default)s)")
     parser.add_argument("--loop-pairs", type=int, default=300, help="pairs per sentence timed in the per-pair loop")
@@ -144,19 +173,25 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     import torch
 
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs "
-          f"({platform.processor() or platform.machine()}), load average {os.getloadavg()[0]:.2f}")
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs "
+        f"({platform.processor() or platform.machine()}), load average {os.getloadavg()[0]:.2f}"
+    )
     results = {"cpus": os.cpu_count(), "load_average_start": os.getloadavg()[0], "metrics": []}
     for d in (int(v) for v in args.dims.split(",") if v):
         result = bench_metrics(d, args)
         results["metrics"].append(result)
-        print(f"\n== sweep metrics: {result['pairs']} pairs x {result['sentences']} sentences of "
-              f"{result['n_words']} words, d={d}")
+        print(
+            f"\n== sweep metrics: {result['pairs']} pairs x {result['sentences']} sentences of "
+            f"{result['n_words']} words, d={d}"
+        )
         for name, seconds in result["seconds"].items():
             print(f"  {name:<42} {seconds:9.3f} s")
-        print(f"  batched vs per-pair loop: {result['speedup_batched_vs_loop']:.0f}x faster; max |difference| "
-              f"{result['max_abs_difference']:.1e} over {result['loop_sampled_pairs']} pairs; project + metrics "
-              f"{'within' if result['meets_target'] else 'ABOVE'} the {TARGET_SECONDS:g} s target")
+        print(
+            f"  batched vs per-pair loop: {result['speedup_batched_vs_loop']:.0f}x faster; max |difference| "
+            f"{result['max_abs_difference']:.1e} over {result['loop_sampled_pairs']} pairs; project + metrics "
+            f"{'within' if result['meets_target'] else 'ABOVE'} the {TARGET_SECONDS:g} s target"
+        )
     validation = bench_validation(args)
     results["validation"] = validation
     print(f"\n== weight-pair validation, {validation['pairs']} pairs")

@@ -16,6 +16,7 @@ A job that fails (a bad override value, a bug) does not stop the sweep: it write
 <job dir>/job_result.json and a FAILED child run; the other jobs go on, and at the end
 pipeline.outputs.tracking.MultirunParentRun reports which jobs failed and why, and exits 1.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -51,8 +52,15 @@ def shared_glove_store(glove_cfg: dict, root: Path) -> Path:
     return store
 
 
-def run_job(params: dict, out: Path, root: Path, *, parent_run_id: str | None = None,
-            overrides: list[str] = (), cache: Path | None = None) -> dict:
+def run_job(
+    params: dict,
+    out: Path,
+    root: Path,
+    *,
+    parent_run_id: str | None = None,
+    overrides: list[str] = (),
+    cache: Path | None = None,
+) -> dict:
     """The registry's in-process stages for one composed config into `out`; returns the MLflow record.
 
     cache: the sweep's folder of shared stage outputs (pipeline.stage_cache): a stage whose inputs and params
@@ -75,8 +83,15 @@ def run_job(params: dict, out: Path, root: Path, *, parent_run_id: str | None = 
     if not tracking["enabled"]:
         return {"enabled": False}
     overrides = " ".join(overrides)
-    record = log_result(params, layout, root, parent_run_id=parent_run_id, share_inputs=parent_run_id is not None,
-                        run_name=overrides or None, extra_tags={"runner": "hydra", "overrides": overrides})
+    record = log_result(
+        params,
+        layout,
+        root,
+        parent_run_id=parent_run_id,
+        share_inputs=parent_run_id is not None,
+        run_name=overrides or None,
+        extra_tags={"runner": "hydra", "overrides": overrides},
+    )
     log.info("mlflow: run %s (%s)", record["run_id"], overrides or "defaults")
     return record
 
@@ -89,8 +104,14 @@ def record_failed_run(params: dict | None, parent_run_id: str | None, overrides:
         return
     try:
         check_reachable(params["tracking"])  # a dead server: say so now, not after MLflow's minutes of retries
-        log_failed_run(params, checkout_root(), run_name=" ".join(overrides) or "defaults", error=error,
-                       parent_run_id=parent_run_id, extra_tags={"runner": "hydra", "overrides": " ".join(overrides)})
+        log_failed_run(
+            params,
+            checkout_root(),
+            run_name=" ".join(overrides) or "defaults",
+            error=error,
+            parent_run_id=parent_run_id,
+            extra_tags={"runner": "hydra", "overrides": " ".join(overrides)},
+        )
     except Exception as exc:  # noqa: BLE001 - the job record and the sweep summary still hold the error
         log.warning("could not record the failed job in MLflow: %s", exc)
 
@@ -112,14 +133,25 @@ def app(cfg: DictConfig) -> None:
     sweep = read_sweep(Path(hydra_cfg.sweep.dir).resolve()) if multirun else None
     overrides = list(hydra_cfg.overrides.task)
     parent = sweep["parent_run_id"] if sweep else None
-    job = {"sweep_id": sweep["sweep_id"] if sweep else None, "num": OmegaConf.select(hydra_cfg, "job.num", default=0),
-           "overrides": overrides, "dir": str(out), "status": "running"}
+    job = {
+        "sweep_id": sweep["sweep_id"] if sweep else None,
+        "num": OmegaConf.select(hydra_cfg, "job.num", default=0),
+        "overrides": overrides,
+        "dir": str(out),
+        "status": "running",
+    }
     write_job(out, job)
     params = None
     try:
         params = OmegaConf.to_container(cfg, resolve=True)
-        record = run_job(params, out, checkout_root(), parent_run_id=parent, overrides=overrides,
-                         cache=Path(hydra_cfg.sweep.dir).resolve() / CACHE_DIR if multirun else None)
+        record = run_job(
+            params,
+            out,
+            checkout_root(),
+            parent_run_id=parent,
+            overrides=overrides,
+            cache=Path(hydra_cfg.sweep.dir).resolve() / CACHE_DIR if multirun else None,
+        )
     except Exception as exc:
         if isinstance(exc, PipelineError):
             error = str(exc)
@@ -134,8 +166,15 @@ def app(cfg: DictConfig) -> None:
             raise
         record_failed_run(params, parent, overrides, error)
         return None  # the sweep goes on; MultirunParentRun reports the failure at its end and exits 1
-    write_job(out, {**job, "status": "finished", "run_id": record.get("run_id"),
-                    "metrics": summary_metrics(read_json(Layout(out).metrics))})
+    write_job(
+        out,
+        {
+            **job,
+            "status": "finished",
+            "run_id": record.get("run_id"),
+            "metrics": summary_metrics(read_json(Layout(out).metrics)),
+        },
+    )
     return None
 
 

@@ -7,6 +7,7 @@ Examples:
     python -m pipeline.compose
     python -m pipeline.compose glove=6B-100d sweep.w2=10 'texts.sentences=[a b c, c b a]'
 """
+
 from __future__ import annotations
 
 import sys
@@ -37,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         path = write_params(params, root)
         from pipeline.dvcyaml import write_if_changed
 
-        if write_if_changed(root):   # the files the config names are deps of the stages that read them
+        if write_if_changed(root):  # the files the config names are deps of the stages that read them
             print(f"wrote {Layout(root).dvc_yaml} (the input files of this config are its deps)")
     except PipelineError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -6,6 +6,7 @@ inside pipeline/ (every import statement, also those inside functions, plus the 
 __init__ files that Python runs on the way). `--check` exits 1 when the committed dvc.yaml differs
 from the generated one (a test runs it too).
 """
+
 from __future__ import annotations
 
 import ast
@@ -59,7 +60,9 @@ def _imported_modules(path: Path, module: str) -> set[str]:
 def package_data(path: Path) -> list[Path]:
     """The files a module declares it reads from beside itself: `PACKAGE_DATA = ("templates/x.j2", ...)`."""
     for node in ast.parse(path.read_text(encoding="utf-8"), str(path)).body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "PACKAGE_DATA" for t in node.targets):
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "PACKAGE_DATA" for t in node.targets
+        ):
             return [path.parent / name for name in ast.literal_eval(node.value)]
     return []
 
@@ -76,7 +79,7 @@ def import_closure(module: str, root: Path) -> list[Path]:
             continue
         seen[name] = path
         parts = name.split(".")
-        todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))   # parent packages' __init__ run first
+        todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))  # parent packages' __init__ run first
         todo.extend(_imported_modules(path, name))
     files = set(seen.values()) | {data for path in seen.values() for data in package_data(path)}
     return sorted(path.relative_to(root) for path in files)
@@ -122,8 +125,10 @@ def render(root: Path) -> str:
 
     params_path = Layout(root).params
     params = read_params_file(params_path) if params_path.exists() else {}
-    document = {"stages": {stage.name: stage_entry(stage, root, params) for stage in STAGES},
-                "plots": top_level_plots()}
+    document = {
+        "stages": {stage.name: stage_entry(stage, root, params) for stage in STAGES},
+        "plots": top_level_plots(),
+    }
     return HEADER + yaml.safe_dump(document, sort_keys=False, width=120, default_flow_style=False)
 
 
@@ -145,8 +150,10 @@ def main(argv: list[str] | None = None) -> int:
     target = Layout(root).dvc_yaml
     if "--check" in argv:
         if target.read_text(encoding="utf-8") != text:
-            print(f"{target} differs from the stage registry: run `python -m pipeline.dvcyaml` and commit it.",
-                  file=sys.stderr)
+            print(
+                f"{target} differs from the stage registry: run `python -m pipeline.dvcyaml` and commit it.",
+                file=sys.stderr,
+            )
             return 1
         print(f"{target} matches the stage registry")
         return 0

@@ -11,6 +11,7 @@ At the default config after a few experiments it fits 160 columns. Other options
 are: `-A` (all commits), `-n 5`, `--sort-by r_star.s0`, `--md`, `--csv`, `--json`, `--keep REGEX` (one more
 column), `--no-pager`.
 """
+
 from __future__ import annotations
 
 import re

@@ -12,6 +12,7 @@ Tolerances live in .ci/tolerances.yaml: rules of fnmatch patterns over the flatt
 matching rule applies, and a metric that no rule matches must not change at all. A metric present
 on one side only is a failure too. (`dvc metrics diff` shows differences but always exits 0.)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,7 +30,7 @@ from pipeline.base.trees import flatten
 from pipeline.base.errors import PipelineError
 from pipeline.base.paths import Layout
 
-METRICS = Layout(Path(".")).metrics.as_posix()   # as git and DVC name it
+METRICS = Layout(Path(".")).metrics.as_posix()  # as git and DVC name it
 # The gated files: name prefix -> Layout attribute (paths as git names them). "" keeps metrics.json's names unprefixed.
 GATED = {"": "metrics", "relative": "relative_metrics", "study": "study_summary"}
 
@@ -42,6 +43,8 @@ def gated_files() -> dict[str, str]:
 
 def prefixed(prefix: str, tree: dict) -> dict:
     return {prefix: tree} if prefix else tree
+
+
 TOLERANCES = ".ci/tolerances.yaml"
 
 
@@ -85,8 +88,10 @@ def compare(baseline: dict, current: dict, rules: list[Rule]) -> list[str]:
             problems.append(f"{name}: in the baseline ({old[name]!r}) but no longer computed")
             continue
         if name not in old:
-            problems.append(f"{name}: new metric ({new[name]!r}) missing from the baseline: commit the new "
-                            "metrics file (reports/) if it is intended")
+            problems.append(
+                f"{name}: new metric ({new[name]!r}) missing from the baseline: commit the new "
+                "metrics file (reports/) if it is intended"
+            )
             continue
         a, b = old[name], new[name]
         if a == b:
@@ -102,8 +107,9 @@ def compare(baseline: dict, current: dict, rules: list[Rule]) -> list[str]:
 def read_revision(rev: str, path: str, root: Path) -> dict:
     shown = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=root, capture_output=True, text=True)
     if shown.returncode != 0:
-        raise PipelineError(f"no baseline {path} at git revision {rev!r} ({shown.stderr.strip()}): "
-                            "pass --baseline REV or a .json file.")
+        raise PipelineError(
+            f"no baseline {path} at git revision {rev!r} ({shown.stderr.strip()}): pass --baseline REV or a .json file."
+        )
     return json.loads(shown.stdout)
 
 
@@ -128,8 +134,11 @@ def read_sides(baseline: str, current: str | None, root: Path) -> tuple[dict, di
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--baseline", default="HEAD", help="git revision or .json file (default: HEAD)")
-    parser.add_argument("--current", default=None, help=f"a metrics file to compare instead of the gated files "
-                                                             f"(with a .json --baseline: default {METRICS})")
+    parser.add_argument(
+        "--current",
+        default=None,
+        help=f"a metrics file to compare instead of the gated files (with a .json --baseline: default {METRICS})",
+    )
     parser.add_argument("--tolerances", default=TOLERANCES)
     args = parser.parse_args(argv)
     from pipeline.base.paths import checkout_root
@@ -141,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     except (PipelineError, OSError, ValueError) as exc:
         print(f"gate: error: {exc}", file=sys.stderr)
         return 2
-    checked = len(flatten(baseline).keys() | flatten(current).keys())   # a problem is one of these names
+    checked = len(flatten(baseline).keys() | flatten(current).keys())  # a problem is one of these names
     if problems:
         print(f"gate: {len(problems)} of {checked} metrics drifted from the baseline ({args.baseline}):")
         for line in problems:

@@ -14,6 +14,7 @@ Each stage is a module `pipeline.stages.<name>` with `run(params, layout, root)`
 Inputs and outputs name `pipeline.base.paths.Layout` attributes, so the paths are spelled once there.
 Importing this module is cheap: stage modules are imported only by `Stage.load()`.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -24,8 +25,19 @@ from typing import Any
 
 # Inputs that no stage produces (Layout attributes): the config and the user's sentence files.
 EXTERNAL_INPUTS = ("conf_dir", "params", "texts_dir")
-ALL_PARAMS = ("glove", "texts", "tokenizer", "encoding", "sweep", "metrics", "figures", "tutorials", "tracking",
-              "relative", "study")
+ALL_PARAMS = (
+    "glove",
+    "texts",
+    "tokenizer",
+    "encoding",
+    "sweep",
+    "metrics",
+    "figures",
+    "tutorials",
+    "tracking",
+    "relative",
+    "study",
+)
 
 
 @dataclass(frozen=True)
@@ -39,20 +51,20 @@ class Output:
     layout: str
     cache: bool = True
     metric: bool = False
-    plot: dict[str, Any] | None = None     # DVC plot properties (x, y, title) for a data-series file
+    plot: dict[str, Any] | None = None  # DVC plot properties (x, y, title) for a data-series file
 
 
 @dataclass(frozen=True)
 class Stage:
     name: str
     summary: str
-    params: tuple[str, ...]                 # params.yaml keys or groups the stage reads
-    inputs: tuple[str, ...]                 # Layout attributes: EXTERNAL_INPUTS or outputs of earlier stages
+    params: tuple[str, ...]  # params.yaml keys or groups the stage reads
+    inputs: tuple[str, ...]  # Layout attributes: EXTERNAL_INPUTS or outputs of earlier stages
     outputs: tuple[Output, ...]
-    in_jobs: bool = True                    # run by the Hydra in-process job (python -m pipeline)
-    untracked: tuple[str, ...] = ()         # Layout attributes also written, but per machine: not DVC outputs
-    input_files: tuple[str, ...] = ()       # config keys naming files it reads: DVC deps when set (wherever they lie)
-    reads: tuple[str, ...] = ()             # Layout attributes read that DVC refuses as deps (dvc.yaml itself)
+    in_jobs: bool = True  # run by the Hydra in-process job (python -m pipeline)
+    untracked: tuple[str, ...] = ()  # Layout attributes also written, but per machine: not DVC outputs
+    input_files: tuple[str, ...] = ()  # config keys naming files it reads: DVC deps when set (wherever they lie)
+    reads: tuple[str, ...] = ()  # Layout attributes read that DVC refuses as deps (dvc.yaml itself)
     plots: tuple[dict[str, Any], ...] = field(default=())  # top-level dvc.yaml plots over this stage's outputs
 
     @property
@@ -73,52 +85,145 @@ def _sweep_plot(y: list[str], title: str) -> dict[str, Any]:
 
 
 STAGES: tuple[Stage, ...] = (
-    Stage("check_params", "stops the run when params.yaml is invalid or conf/ was edited but params.yaml not "
-          "re-composed", params=ALL_PARAMS, inputs=("conf_dir", "params"), reads=("dvc_yaml",),
-          # DVC-cached (not in git): `dvc pull` restores it, so a pulled clone's `dvc repro` has nothing to do
-          outputs=(Output("params_check"),), in_jobs=False),
-    Stage("glove", "the configured GloVe source -> data/glove/ (float32 vectors.npy, vocab.txt, manifest.json)",
-          params=("glove",), inputs=("params_check",), outputs=(Output("glove_dir"),), in_jobs=False,
-          input_files=("glove.path", "glove.zip")),
-    Stage("tokenize", "texts -> word index, sequences, padded ids, padding mask (data/tokens/tokens.json)",
-          params=("texts", "tokenizer"), inputs=("params_check", "texts_dir"), outputs=(Output("tokens_dir"),),
-          input_files=("texts.file",)),
-    Stage("encode", "positional encoding, its diagnostics and the embedding matrix (data/encode/), property plots",
-          params=("encoding", "glove.dim", "glove.name"), inputs=("glove_dir", "tokens_dir"),
-          outputs=(Output("encode_dir"),
-                   Output("pe_norms_csv", cache=False, plot={
-                       "x": "position", "y": "norm", "title": "||PE(pos)|| per position (sinusoidal: constant sqrt(d/2))"}),
-                   Output("offset_distance_csv", cache=False, plot={
-                       "x": "k", "y": "max_over_p", "title": "max over p of ||PE(p) - PE(p+k)||"}))),
-    Stage("relative", "RoPE's relative-position diagnostics and ALiBi's biases (data/relative/, relative.json)",
-          params=("relative", "encoding.device"), inputs=("params_check",),
-          outputs=(Output("relative_dir"), Output("relative_metrics", cache=False))),
-    Stage("sweep", "W1 * embedding + W2 * PE for every weight pair, 2-D PCA, metrics (data/sweep/, metrics.json)",
-          params=("sweep", "metrics", "encoding.device"), inputs=("tokens_dir", "encode_dir"),
-          # the headline is the DVC metric (a narrow `dvc exp show`); metrics.json, every metric, is a plain output
-          outputs=(Output("sweep_dir"), Output("metrics", cache=False),
-                   Output("headline_metrics", cache=False, metric=True), Output("ratio_sweep_dir", cache=False)),
-          plots=(_sweep_plot(["knn_semantic_hd", "knn_positional_hd", "trustworthiness_2d", "positional_rank_corr_hd"],
-                             "Meaning vs position against r = W2/W1 (one plot per sentence)"),)),
-    Stage("study", "exact r* of many random sentences and the texts file, per GloVe dimension (reports/study/)",
-          params=("study", "tokenizer", "encoding.base", "encoding.layout", "encoding.dtype", "sweep.ratios",
-                  "metrics.neighbours", "figures.dpi"),
-          inputs=("glove_dir", "texts_dir"), outputs=(Output("study_dir", cache=False),), in_jobs=False),
-    Stage("figures", "every figure of the notebook and the tutorials, labelled (reports/figures/)",
-          params=("figures", "metrics.groups", "tutorials", "encoding"),
-          inputs=("tokens_dir", "encode_dir", "sweep_dir", "metrics", "pe_norms_csv", "offset_distance_csv",
-                  "ratio_sweep_dir", "relative_dir", "relative_metrics"),
-          outputs=(Output("figures_dir"),), plots=({"source": "figures_dir"},)),
-    Stage("report", "reports/report.html: one self-contained page (narrative, figures, numbers, explorer)",
-          params=("metrics.groups", "encoding", "figures.name", "figures.max_sentences"),
-          inputs=("sweep_dir", "metrics", "ratio_sweep_dir", "figures_dir", "relative_metrics"),
-          outputs=(Output("report_html", cache=False),)),
-    Stage("track", "one MLflow run: the config as params, the metrics, figures, report and inputs as artifacts",
-          params=ALL_PARAMS,
-          inputs=("params", "glove_dir", "tokens_dir", "encode_dir", "metrics", "pe_norms_csv", "offset_distance_csv",
-                  "ratio_sweep_dir", "figures_dir", "report_html"),
-          # mlflow_run.json is DVC-cached, not in git: a fresh clone has none, so its first repro logs a run
-          outputs=(Output("mlflow_run"),), untracked=("mlflow_last_run",), in_jobs=False),
+    Stage(
+        "check_params",
+        "stops the run when params.yaml is invalid or conf/ was edited but params.yaml not re-composed",
+        params=ALL_PARAMS,
+        inputs=("conf_dir", "params"),
+        reads=("dvc_yaml",),
+        # DVC-cached (not in git): `dvc pull` restores it, so a pulled clone's `dvc repro` has nothing to do
+        outputs=(Output("params_check"),),
+        in_jobs=False,
+    ),
+    Stage(
+        "glove",
+        "the configured GloVe source -> data/glove/ (float32 vectors.npy, vocab.txt, manifest.json)",
+        params=("glove",),
+        inputs=("params_check",),
+        outputs=(Output("glove_dir"),),
+        in_jobs=False,
+        input_files=("glove.path", "glove.zip"),
+    ),
+    Stage(
+        "tokenize",
+        "texts -> word index, sequences, padded ids, padding mask (data/tokens/tokens.json)",
+        params=("texts", "tokenizer"),
+        inputs=("params_check", "texts_dir"),
+        outputs=(Output("tokens_dir"),),
+        input_files=("texts.file",),
+    ),
+    Stage(
+        "encode",
+        "positional encoding, its diagnostics and the embedding matrix (data/encode/), property plots",
+        params=("encoding", "glove.dim", "glove.name"),
+        inputs=("glove_dir", "tokens_dir"),
+        outputs=(
+            Output("encode_dir"),
+            Output(
+                "pe_norms_csv",
+                cache=False,
+                plot={
+                    "x": "position",
+                    "y": "norm",
+                    "title": "||PE(pos)|| per position (sinusoidal: constant sqrt(d/2))",
+                },
+            ),
+            Output(
+                "offset_distance_csv",
+                cache=False,
+                plot={"x": "k", "y": "max_over_p", "title": "max over p of ||PE(p) - PE(p+k)||"},
+            ),
+        ),
+    ),
+    Stage(
+        "relative",
+        "RoPE's relative-position diagnostics and ALiBi's biases (data/relative/, relative.json)",
+        params=("relative", "encoding.device"),
+        inputs=("params_check",),
+        outputs=(Output("relative_dir"), Output("relative_metrics", cache=False)),
+    ),
+    Stage(
+        "sweep",
+        "W1 * embedding + W2 * PE for every weight pair, 2-D PCA, metrics (data/sweep/, metrics.json)",
+        params=("sweep", "metrics", "encoding.device"),
+        inputs=("tokens_dir", "encode_dir"),
+        # the headline is the DVC metric (a narrow `dvc exp show`); metrics.json, every metric, is a plain output
+        outputs=(
+            Output("sweep_dir"),
+            Output("metrics", cache=False),
+            Output("headline_metrics", cache=False, metric=True),
+            Output("ratio_sweep_dir", cache=False),
+        ),
+        plots=(
+            _sweep_plot(
+                ["knn_semantic_hd", "knn_positional_hd", "trustworthiness_2d", "positional_rank_corr_hd"],
+                "Meaning vs position against r = W2/W1 (one plot per sentence)",
+            ),
+        ),
+    ),
+    Stage(
+        "study",
+        "exact r* of many random sentences and the texts file, per GloVe dimension (reports/study/)",
+        params=(
+            "study",
+            "tokenizer",
+            "encoding.base",
+            "encoding.layout",
+            "encoding.dtype",
+            "sweep.ratios",
+            "metrics.neighbours",
+            "figures.dpi",
+        ),
+        inputs=("glove_dir", "texts_dir"),
+        outputs=(Output("study_dir", cache=False),),
+        in_jobs=False,
+    ),
+    Stage(
+        "figures",
+        "every figure of the notebook and the tutorials, labelled (reports/figures/)",
+        params=("figures", "metrics.groups", "tutorials", "encoding"),
+        inputs=(
+            "tokens_dir",
+            "encode_dir",
+            "sweep_dir",
+            "metrics",
+            "pe_norms_csv",
+            "offset_distance_csv",
+            "ratio_sweep_dir",
+            "relative_dir",
+            "relative_metrics",
+        ),
+        outputs=(Output("figures_dir"),),
+        plots=({"source": "figures_dir"},),
+    ),
+    Stage(
+        "report",
+        "reports/report.html: one self-contained page (narrative, figures, numbers, explorer)",
+        params=("metrics.groups", "encoding", "figures.name", "figures.max_sentences"),
+        inputs=("sweep_dir", "metrics", "ratio_sweep_dir", "figures_dir", "relative_metrics"),
+        outputs=(Output("report_html", cache=False),),
+    ),
+    Stage(
+        "track",
+        "one MLflow run: the config as params, the metrics, figures, report and inputs as artifacts",
+        params=ALL_PARAMS,
+        inputs=(
+            "params",
+            "glove_dir",
+            "tokens_dir",
+            "encode_dir",
+            "metrics",
+            "pe_norms_csv",
+            "offset_distance_csv",
+            "ratio_sweep_dir",
+            "figures_dir",
+            "report_html",
+        ),
+        # mlflow_run.json is DVC-cached, not in git: a fresh clone has none, so its first repro logs a run
+        outputs=(Output("mlflow_run"),),
+        untracked=("mlflow_last_run",),
+        in_jobs=False,
+    ),
 )
 
 BY_NAME = {stage.name: stage for stage in STAGES}

@@ -14,6 +14,7 @@ Examples:
 
 The overrides are those of `python -m pipeline.compose` (group=option, key=value); the groups and options:
 """
+
 from __future__ import annotations
 
 import os
@@ -38,8 +39,11 @@ def guarded_paths(root: Path) -> list[Path]:
     from pipeline.registry import STAGES
 
     layout = Layout(root)
-    outputs = [getattr(layout, name) for stage in STAGES
-               for name in [out.layout for out in stage.outputs] + list(stage.untracked)]
+    outputs = [
+        getattr(layout, name)
+        for stage in STAGES
+        for name in [out.layout for out in stage.outputs] + list(stage.untracked)
+    ]
     return [layout.params, layout.dvc_yaml, layout.dvc_lock, *outputs]
 
 
@@ -60,8 +64,10 @@ def heal_dvc_rwlock(path: Path) -> None:
         path.unlink(missing_ok=True)
         print(f"repro: removed DVC's lock file {path}, left truncated by a killed run", file=sys.stderr)
         return
-    read = {out: [e for e in entries if running(e.get("pid", -1), program="dvc")]
-            for out, entries in info.get("read", {}).items()}
+    read = {
+        out: [e for e in entries if running(e.get("pid", -1), program="dvc")]
+        for out, entries in info.get("read", {}).items()
+    }
     write = {out: e for out, e in info.get("write", {}).items() if running(e.get("pid", -1), program="dvc")}
     healed = {"read": {out: entries for out, entries in read.items() if entries}, "write": write}
     if healed != {"read": info.get("read", {}), "write": info.get("write", {})}:
@@ -79,7 +85,7 @@ def heal_dvc_lock(root: Path) -> None:
     path = root / "dvc.lock"
     if not path.exists():
         return
-    from dvc.schema import COMPILED_LOCKFILE_SCHEMA   # DVC's own check of the file
+    from dvc.schema import COMPILED_LOCKFILE_SCHEMA  # DVC's own check of the file
     from voluptuous import Invalid
 
     try:
@@ -90,7 +96,8 @@ def heal_dvc_lock(root: Path) -> None:
         # a cut can leave valid YAML: every declared stage must be there, whole (its cmd, a hash on every item)
         valid = set(declared) <= set(stages) and all(
             "cmd" in entry and all("md5" in item for key in ("deps", "outs") for item in entry.get(key, []))
-            for entry in stages.values())
+            for entry in stages.values()
+        )
     except (yaml.YAMLError, UnicodeDecodeError, Invalid, KeyError, TypeError, AttributeError):
         valid = False
     if valid:
@@ -102,8 +109,10 @@ def heal_dvc_lock(root: Path) -> None:
         write_bytes(path, shown.stdout)
     else:
         path.unlink()
-    print("repro: dvc.lock was left truncated by a killed run: put back the committed one; DVC re-runs what it "
-          "must", file=sys.stderr)
+    print(
+        "repro: dvc.lock was left truncated by a killed run: put back the committed one; DVC re-runs what it must",
+        file=sys.stderr,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -114,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     from pipeline.stages._cli import ERROR_FILE_ENV
 
     argv = sys.argv[1:] if argv is None else argv
-    overrides, dvc_args = (argv[: argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
+    overrides, dvc_args = (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
     root = checkout_root()
     if any(a in ("-h", "--help") for a in overrides):
         from pipeline.compose import groups_help
@@ -125,17 +134,20 @@ def main(argv: list[str] | None = None) -> int:
     from pipeline.base.files import clean_stale_temporaries
     from pipeline.base.paths import Layout, download_cache
 
-    clean_stale_temporaries([*Layout(root).work_dirs, download_cache(root)])   # what a killed run left
+    clean_stale_temporaries([*Layout(root).work_dirs, download_cache(root)])  # what a killed run left
     heal_dvc_rwlock(root / ".dvc" / "tmp" / "rwlock")
     heal_dvc_lock(root)
     with tempfile.TemporaryDirectory(prefix="pe-repro-") as tmp:
         error_file = Path(tmp) / "error.txt"
         # the stage commands say `python`: make it this interpreter even when its venv is not activated
-        env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-                   **{ERROR_FILE_ENV: str(error_file)})
+        env = dict(
+            os.environ,
+            PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+            **{ERROR_FILE_ENV: str(error_file)},
+        )
         try:
             with preserved(guarded_paths(root), root / ".dvc" / "tmp" / "repro-snapshot"):
-                status = compose_main(overrides)   # validates and checks input files before writing params.yaml
+                status = compose_main(overrides)  # validates and checks input files before writing params.yaml
                 if status:
                     raise _Failed(status)
                 _check_tracking_server(root)
@@ -146,10 +158,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         except _Failed as failed:
-            if error_file.exists():   # a stage reported a user error (and DVC its own failure after it)
-                print(f"{error_file.read_text(encoding='utf-8').strip()}\n"
-                      "Nothing was changed: params.yaml, dvc.lock, data/ and reports/ are as they were.",
-                      file=sys.stderr)
+            if error_file.exists():  # a stage reported a user error (and DVC its own failure after it)
+                print(
+                    f"{error_file.read_text(encoding='utf-8').strip()}\n"
+                    "Nothing was changed: params.yaml, dvc.lock, data/ and reports/ are as they were.",
+                    file=sys.stderr,
+                )
                 return 2
             return failed.status
     return 0

@@ -14,6 +14,7 @@ place (same store, same artifact folder), so both views agree. Stop the server w
     python -m pipeline.server --backend-store-uri postgresql://USER:PASSWORD@HOST:5432/mlflow   # a team's
       database (pip install -e ".[postgres]"); the password is never printed
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,12 +29,24 @@ from pipeline.base.errors import PipelineError
 def server_command(artifact_root: Path, host: str, port: int, workers: int) -> list[str]:
     """The `mlflow server` command line (argv) for an artifact folder; the store goes in the environment
     (MLFLOW_BACKEND_STORE_URI), so that a database password stays out of `ps`."""
-    return [sys.executable, "-m", "mlflow", "server",
-            # new experiments keep artifacts in the same folder a local-store run would use, and the
-            # server proxies mlflow-artifacts:/ URIs there too (nothing lands in the server's cwd)
-            "--default-artifact-root", artifact_root.as_uri(),
-            "--artifacts-destination", artifact_root.as_uri(),
-            "--host", host, "--port", str(port), "--workers", str(workers)]
+    return [
+        sys.executable,
+        "-m",
+        "mlflow",
+        "server",
+        # new experiments keep artifacts in the same folder a local-store run would use, and the
+        # server proxies mlflow-artifacts:/ URIs there too (nothing lands in the server's cwd)
+        "--default-artifact-root",
+        artifact_root.as_uri(),
+        "--artifacts-destination",
+        artifact_root.as_uri(),
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+    ]
 
 
 DATABASES = ("sqlite:////", "postgresql://", "postgresql+")
@@ -47,8 +60,11 @@ def redacted(uri: str) -> str:
 def with_driver(store_uri: str) -> str:
     """postgresql://... -> postgresql+psycopg2://... (SQLAlchemy 2.1 would take psycopg 3, which the `postgres`
     extra does not install); a URI naming its driver is kept."""
-    return "postgresql+psycopg2://" + store_uri[len("postgresql://"):] if store_uri.startswith("postgresql://") \
+    return (
+        "postgresql+psycopg2://" + store_uri[len("postgresql://") :]
+        if store_uri.startswith("postgresql://")
         else store_uri
+    )
 
 
 def check_driver(store_uri: str) -> None:
@@ -57,30 +73,41 @@ def check_driver(store_uri: str) -> None:
         try:
             import psycopg2  # noqa: F401
         except ImportError:
-            raise PipelineError(f"{redacted(store_uri)}: a PostgreSQL store needs psycopg2: "
-                                'pip install -c constraints.txt -e ".[postgres]"') from None
+            raise PipelineError(
+                f"{redacted(store_uri)}: a PostgreSQL store needs psycopg2: "
+                'pip install -c constraints.txt -e ".[postgres]"'
+            ) from None
 
 
 def main(argv: list[str] | None = None) -> int:
     from pipeline.base.paths import mlflow_db, project_root
     from pipeline.outputs.tracking import artifact_location, prepare_store, runs_page
 
-    parser = argparse.ArgumentParser(prog="python -m pipeline.server", description=__doc__.splitlines()[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m pipeline.server",
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__,
+    )
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1: this machine only)")
     parser.add_argument("--port", type=int, default=5000)
     parser.add_argument("--workers", type=int, default=2, help="server processes (default 2)")
-    parser.add_argument("--backend-store-uri", default=None,
-                        help="an absolute sqlite://// URI or a postgresql:// one (default: the project's mlflow.db; "
-                             "$MLFLOW_TRACKING_URI is ignored here, it is what clients use)")
+    parser.add_argument(
+        "--backend-store-uri",
+        default=None,
+        help="an absolute sqlite://// URI or a postgresql:// one (default: the project's mlflow.db; "
+        "$MLFLOW_TRACKING_URI is ignored here, it is what clients use)",
+    )
     parser.add_argument("--experiment", default="positional-encoding", help="created now if missing")
     args = parser.parse_args(argv)
     try:
         root = project_root()
         store = args.backend_store_uri or f"sqlite:///{mlflow_db(root)}"
         if not store.startswith(DATABASES):
-            raise PipelineError(f"--backend-store-uri {redacted(store)!r}: expected an absolute "
-                                "sqlite:////path/to/mlflow.db URI or postgresql://user:password@host:port/database")
+            raise PipelineError(
+                f"--backend-store-uri {redacted(store)!r}: expected an absolute "
+                "sqlite:////path/to/mlflow.db URI or postgresql://user:password@host:port/database"
+            )
         store = with_driver(store)
         check_driver(store)
         artifact_uri = artifact_location(store, root)
@@ -89,12 +116,15 @@ def main(argv: list[str] | None = None) -> int:
     except (PipelineError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    artifact_root = Path(artifact_uri[len("file://"):])
+    artifact_root = Path(artifact_uri[len("file://") :])
     cmd = server_command(artifact_root, args.host, args.port, args.workers)
     url = f"http://{args.host}:{args.port}"
-    print(f"MLflow server for {redacted(store)} (artifacts in {artifact_root}) on {url}\n"
-          f"  use it: export MLFLOW_TRACKING_URI={url}\n"
-          f"  browse the runs of {args.experiment}: {runs_page(url, experiment_id)}", flush=True)
+    print(
+        f"MLflow server for {redacted(store)} (artifacts in {artifact_root}) on {url}\n"
+        f"  use it: export MLFLOW_TRACKING_URI={url}\n"
+        f"  browse the runs of {args.experiment}: {runs_page(url, experiment_id)}",
+        flush=True,
+    )
     os.execve(cmd[0], cmd, dict(os.environ, MLFLOW_BACKEND_STORE_URI=store))  # replaces this process: signals reach it
     return 0  # not reached
 

@@ -15,6 +15,7 @@ The key of a stage is a SHA-256 of what determines its outputs, as the stage reg
 Outputs are written atomically by the stages and never modified in place, so linked files stay intact.
 A sweep dir's cache lives as long as the sweep dir (code does not change during a sweep).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -31,7 +32,7 @@ from pipeline.base.paths import Layout
 log = logging.getLogger("pipeline")
 
 CACHE_DIR = ".stage_cache"
-NAMED_FILES = ("texts.file",)   # config keys naming an input file that an in-process stage reads
+NAMED_FILES = ("texts.file",)  # config keys naming an input file that an in-process stage reads
 
 
 def _select(params: dict, dotted: str) -> Any:
@@ -91,7 +92,7 @@ def _link(src: Path, dst: Path) -> None:
     dst.parent.mkdir(parents=True, exist_ok=True)
     try:
         os.link(src, dst)
-    except OSError:   # another file system, or no hard links: a copy
+    except OSError:  # another file system, or no hard links: a copy
         shutil.copy2(src, dst)
 
 
@@ -123,7 +124,7 @@ def _publish(entry: Path, stage, layout: Layout) -> None:
     tmp.mkdir(parents=True, exist_ok=True)
     try:
         os.rename(tmp, entry)
-    except OSError:   # published meanwhile by another job of the sweep
+    except OSError:  # published meanwhile by another job of the sweep
         shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -1,4 +1,5 @@
 """Shared fixtures. Every test logs to its own temporary MLflow store, never the project's."""
+
 from __future__ import annotations
 
 import os
@@ -35,15 +36,24 @@ def run(cmd: list[str], cwd: Path, check: bool = True, timeout: float = 600, **e
 
 def copy_checkout(dest: Path) -> Path:
     """What a fresh clone holds: the tracked and non-ignored files of this checkout, committed in a new repo."""
-    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
-                           capture_output=True, text=True, check=True).stdout.split("\0")
+    files = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split("\0")
     for name in filter(None, files):
         src = REPO / name
         if src.is_file():
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / name)
-    git_env = {"GIT_AUTHOR_NAME": "test", "GIT_AUTHOR_EMAIL": "test@localhost",
-               "GIT_COMMITTER_NAME": "test", "GIT_COMMITTER_EMAIL": "test@localhost"}
+    git_env = {
+        "GIT_AUTHOR_NAME": "test",
+        "GIT_AUTHOR_EMAIL": "test@localhost",
+        "GIT_COMMITTER_NAME": "test",
+        "GIT_COMMITTER_EMAIL": "test@localhost",
+    }
     for cmd in (["git", "init", "-q", "-b", "main"], ["git", "add", "-A"], ["git", "commit", "-qm", "copy"]):
         run(cmd, dest, **git_env)
     return dest

@@ -11,6 +11,7 @@ Last-Modified date as its validator (`last_modified=...`, `etag=None`).
 Faults, consumed one per request: "drop" (send the headers and half the body, then close), "stall"
 (half the body, then silence for `stall` seconds), or an HTTP status such as 404 or 503.
 """
+
 from __future__ import annotations
 
 import http.server
@@ -24,14 +25,14 @@ from urllib.parse import urlsplit
 @dataclass
 class Route:
     data: bytes
-    ranges: bool = True                 # honour Range requests (answer 206); False: always 200, whole body
+    ranges: bool = True  # honour Range requests (answer 206); False: always 200, whole body
     etag: str | None = '"v1"'
     faults: list = field(default_factory=list)
     stall: float = 2.0
-    gzip: bool = False                  # compress the body (Content-Encoding: gzip) whatever the client asked
-    last_modified: str | None = None    # sent as Last-Modified; If-Range may quote it
-    auth: str | None = None             # "user:password": basic auth required
-    if_range: bool = True               # False: ignore If-Range (a broken server: ranges of whatever it has now)
+    gzip: bool = False  # compress the body (Content-Encoding: gzip) whatever the client asked
+    last_modified: str | None = None  # sent as Last-Modified; If-Range may quote it
+    auth: str | None = None  # "user:password": basic auth required
+    if_range: bool = True  # False: ignore If-Range (a broken server: ranges of whatever it has now)
 
 
 class FileServer:
@@ -73,9 +74,14 @@ class FileServer:
 
     def _serve(self, handler: http.server.BaseHTTPRequestHandler) -> None:
         path = urlsplit(handler.path).path  # a proxy request names the whole URL
-        entry = {"path": path, "target": handler.path, "range": handler.headers.get("Range"),
-                 "if_range": handler.headers.get("If-Range"), "authorization": handler.headers.get("Authorization"),
-                 "status": None}
+        entry = {
+            "path": path,
+            "target": handler.path,
+            "range": handler.headers.get("Range"),
+            "if_range": handler.headers.get("If-Range"),
+            "authorization": handler.headers.get("Authorization"),
+            "status": None,
+        }
         with self._lock:
             self.log.append(entry)
             route = self.routes.get(path)
@@ -98,8 +104,11 @@ class FileServer:
         data, start, status = route.data, 0, 200
         requested = re.fullmatch(r"bytes=(\d+)-", handler.headers.get("Range") or "")
         if_range = handler.headers.get("If-Range")
-        if requested and route.ranges and (if_range is None or not route.if_range
-                                                    or if_range in {route.etag, route.last_modified} - {None}):
+        if (
+            requested
+            and route.ranges
+            and (if_range is None or not route.if_range or if_range in {route.etag, route.last_modified} - {None})
+        ):
             start = int(requested[1])
             if start >= len(data):
                 entry["status"] = 416
@@ -139,7 +148,7 @@ class FileServer:
                 handler.wfile.write(body[: len(body) // 2])
                 handler.wfile.flush()
                 time.sleep(route.stall)
-                handler.wfile.write(body[len(body) // 2:])
+                handler.wfile.write(body[len(body) // 2 :])
                 return
             handler.wfile.write(body)
         except OSError:  # the client gave up (timeout test)

@@ -1,5 +1,6 @@
 """The structure holds: dvc.yaml is the registry's, each stage's deps cover what it imports and reads,
 the stages are in DAG order, and imports only go down the layers, without cycles."""
+
 from __future__ import annotations
 
 import ast
@@ -47,8 +48,9 @@ def imports_of(path: Path, modules: dict[str, Path]) -> set[str]:
 def test_dvc_yaml_is_generated_from_the_registry():
     from pipeline.dvcyaml import render
 
-    assert (REPO / "dvc.yaml").read_text(encoding="utf-8") == render(REPO), \
+    assert (REPO / "dvc.yaml").read_text(encoding="utf-8") == render(REPO), (
         "dvc.yaml differs from the stage registry: run `python -m pipeline.dvcyaml`"
+    )
 
 
 def test_stage_code_deps_cover_the_import_closure():
@@ -59,8 +61,11 @@ def test_stage_code_deps_cover_the_import_closure():
         module = stage["cmd"].split(" -m ")[1]
         finder = modulefinder.ModuleFinder(path=[str(REPO)])
         finder.run_script(str(REPO / (module.replace(".", "/") + ".py")))
-        found = {Path(m.__file__).resolve().relative_to(REPO).as_posix() for m in finder.modules.values()
-                 if m.__file__ and Path(m.__file__).resolve().is_relative_to(REPO / "pipeline")}
+        found = {
+            Path(m.__file__).resolve().relative_to(REPO).as_posix()
+            for m in finder.modules.values()
+            if m.__file__ and Path(m.__file__).resolve().is_relative_to(REPO / "pipeline")
+        }
         assert f"{module.replace('.', '/')}.py" in found and len(found) > 3
         missing = found - set(stage["deps"])
         assert not missing, f"stage {name} imports {sorted(missing)} but dvc.yaml does not list them as deps"
@@ -76,8 +81,11 @@ def test_every_data_file_in_the_package_is_declared_by_a_module():
     from pipeline.dvcyaml import package_data
 
     declared = {p.resolve() for path in (REPO / "pipeline").rglob("*.py") for p in package_data(path)}
-    files = {p.resolve() for p in (REPO / "pipeline").rglob("*") if p.is_file() and p.suffix not in (".py", ".pyc")
-             and "__pycache__" not in p.parts}
+    files = {
+        p.resolve()
+        for p in (REPO / "pipeline").rglob("*")
+        if p.is_file() and p.suffix not in (".py", ".pyc") and "__pycache__" not in p.parts
+    }
     assert files, "expected the report template"
     assert files <= declared, f"undeclared data files: {sorted(files - declared)}"
     assert all(p.is_file() for p in declared)
@@ -94,8 +102,9 @@ def test_stages_are_in_dag_order_and_each_input_has_a_producer():
         assert callable(module.run), stage.name
         for name in stage.inputs:
             path = getattr(layout, name)
-            assert name in EXTERNAL_INPUTS or any(path == p or p in path.parents for p in produced), \
+            assert name in EXTERNAL_INPUTS or any(path == p or p in path.parents for p in produced), (
                 f"stage {stage.name} reads {name} ({path}), which no earlier stage writes"
+            )
         for out in stage.outputs:
             path = getattr(layout, out.layout)
             assert path not in produced, f"{path} is written by {produced[path]} and {stage.name}"
@@ -122,7 +131,7 @@ def test_imports_only_go_down_the_layers_and_have_no_cycle():
         state[node] = 1
         for nxt in graph[node]:
             if state.get(nxt) == 1:
-                raise AssertionError("import cycle: " + " -> ".join(stack[stack.index(nxt):] + [nxt]))
+                raise AssertionError("import cycle: " + " -> ".join(stack[stack.index(nxt) :] + [nxt]))
             if nxt not in state:
                 visit(nxt, stack + [nxt])
         state[node] = 2
@@ -140,6 +149,7 @@ def test_layer_test_catches_an_upward_import():
 
 
 # ---------------------------------------------------------------- each stage reads only what it declares
+
 
 class ReadLog:
     """Records which params keys and which Layout attributes a stage touches."""
@@ -195,7 +205,7 @@ class RecordingDict(dict):
 def recording_layout(log: ReadLog, base: Path, glove: Path | None):
     from pipeline.base.paths import Layout
 
-    depth = [0]   # only the stage's own accesses count, not those properties make of each other
+    depth = [0]  # only the stage's own accesses count, not those properties make of each other
 
     class RecordingLayout(Layout):
         def __getattribute__(self, name):
@@ -229,16 +239,23 @@ def check_reads(stage, log: ReadLog) -> None:
     declared = ("",) if stage.params == ALL_PARAMS else stage.params
     undeclared = sorted(k for k in log.keys if not covered(k, declared))
     assert not undeclared, f"stage {stage.name} reads params {undeclared} that the registry does not declare"
-    unused = sorted(d for d in stage.params if stage.params != ALL_PARAMS
-                    and not any(k == d or k.startswith(d + ".") or d.startswith(k + ".") for k in log.keys))
+    unused = sorted(
+        d
+        for d in stage.params
+        if stage.params != ALL_PARAMS
+        and not any(k == d or k.startswith(d + ".") or d.startswith(k + ".") for k in log.keys)
+    )
     assert not unused, f"stage {stage.name} declares params {unused} that it never reads"
     rel = Layout(Path("."))
-    allowed = [getattr(rel, name) for name in stage.inputs + stage.untracked + stage.reads] + [getattr(rel, o.layout) for o in stage.outputs]
+    allowed = [getattr(rel, name) for name in stage.inputs + stage.untracked + stage.reads] + [
+        getattr(rel, o.layout) for o in stage.outputs
+    ]
     for name in log.layout:
         value = getattr(rel, name)
         path = value(0) if callable(value) else value
-        assert any(path == a or a in path.parents for a in allowed), \
+        assert any(path == a or a in path.parents for a in allowed), (
             f"stage {stage.name} touches Layout.{name} ({path}), neither a declared input nor an output"
+        )
 
 
 @pytest.mark.parametrize("encoding", ["sinusoidal", "learned"])
@@ -286,7 +303,7 @@ def test_readme_stage_table_is_the_registry():
     rows = [line for line in readme.splitlines() if line.startswith("| `") and line.count("|") == 3]
     table = [f"| `{stage.name}` | {stage.summary} |" for stage in STAGES]
     start = rows.index(table[0]) if table[0] in rows else -1
-    assert rows[start:start + len(table)] == table, "README's stage table differs from pipeline/registry.py"
+    assert rows[start : start + len(table)] == table, "README's stage table differs from pipeline/registry.py"
 
 
 def test_untracked_stage_files_are_ignored_by_git():
@@ -309,6 +326,6 @@ def test_readme_documents_every_metric_of_metric_docs():
     from pipeline.core.metrics import METRIC_DOCS
 
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("### Metrics"):readme.index("### The report")]
+    section = readme[readme.index("### Metrics") : readme.index("### The report")]
     missing = [name for name in METRIC_DOCS if f"- `{name}`" not in section]
     assert not missing, f"README's metric list lacks {missing}"

@@ -1,4 +1,5 @@
 """`python -m benchmarks.pipeline --quick` on a tiny config: every section measured, the checkout left alone."""
+
 from __future__ import annotations
 
 import json
@@ -13,7 +14,7 @@ from benchmarks.pipeline import TARGETS
 from pipeline.registry import STAGES
 from conftest import REPO, run
 
-pytestmark = pytest.mark.slow   # four pipeline runs, the notebook script and a 2-point multirun: minutes
+pytestmark = pytest.mark.slow  # four pipeline runs, the notebook script and a 2-point multirun: minutes
 
 SECTIONS = ("first_run", "notebook", "fresh_repro", "noop_repro", "sweep_edit", "multirun")
 
@@ -22,16 +23,37 @@ def tiny_glove_text(path) -> None:
     """The notebook's words (and a few more) with random 50-d vectors, as GloVe text."""
     rng = np.random.default_rng(0)
     words = sorted({w for text in TEXTS for w in text.split()}) + ["the", "a", "of"]
-    path.write_text("".join(w + "".join(f" {v:.5f}" for v in rng.normal(size=50)) + "\n" for w in words),
-                    encoding="utf-8")
+    path.write_text(
+        "".join(w + "".join(f" {v:.5f}" for v in rng.normal(size=50)) + "\n" for w in words), encoding="utf-8"
+    )
 
 
 def test_quick_benchmark_measures_every_section(checkout, tmp_path):
     glove, out = tmp_path / "glove.txt", tmp_path / "pipeline.json"
     tiny_glove_text(glove)
-    result = run([sys.executable, "-m", "benchmarks.pipeline", "--quick", "--points", "2", "--silent",
-                  "--source", str(checkout), "--glove-text", str(glove), "--out", str(out),
-                  "-o", "texts=queen_king", "-o", "sweep.ratios.points=5"], cwd=REPO, timeout=1800)
+    result = run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.pipeline",
+            "--quick",
+            "--points",
+            "2",
+            "--silent",
+            "--source",
+            str(checkout),
+            "--glove-text",
+            str(glove),
+            "--out",
+            str(out),
+            "-o",
+            "texts=queen_king",
+            "-o",
+            "sweep.ratios.points=5",
+        ],
+        cwd=REPO,
+        timeout=1800,
+    )
     assert "fresh dvc repro -f / notebook, wall" in result.stdout
     data = json.loads(out.read_text(encoding="utf-8"))
 
@@ -53,6 +75,7 @@ def test_quick_benchmark_measures_every_section(checkout, tmp_path):
     assert all(value > 0 for value in data["ratios"].values())
 
     # measured in a clone: the checkout has no new run, data or config change
-    status = subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=checkout, capture_output=True,
-                            text=True, check=True).stdout
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--ignored"], cwd=checkout, capture_output=True, text=True, check=True
+    ).stdout
     assert status == "", status

@@ -1,5 +1,6 @@
 """The GitHub Actions workflow is valid (actionlint) and does what CI promises: run .ci/run, then write the
 metrics diff into the job summary."""
+
 from __future__ import annotations
 
 import os
@@ -25,7 +26,7 @@ def test_workflow_passes_actionlint():
     binary = actionlint()
     if binary is None:
         message = 'actionlint not installed: pip install -c constraints.txt -e ".[ci]" (downloads from github.com)'
-        if os.environ.get("PE_REQUIRE_ACTIONLINT"):   # set by the workflow: CI must not skip this
+        if os.environ.get("PE_REQUIRE_ACTIONLINT"):  # set by the workflow: CI must not skip this
             pytest.fail(message)
         pytest.skip(message)
     result = subprocess.run([binary, str(WORKFLOW)], cwd=REPO, capture_output=True, text=True)

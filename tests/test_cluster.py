@@ -1,6 +1,7 @@
 """Beyond one machine, on the real systems: a Hydra sweep through a real SLURM cluster (`sbatch`, Debian's
 slurm-wlm + munge: `.ci/slurm-up.sh`), and the team's MLflow server on a real PostgreSQL database (Debian's
 postgresql: `.ci/postgres-up.sh`). Each is skipped, with the reason, where its system is absent."""
+
 from __future__ import annotations
 
 import json
@@ -27,6 +28,7 @@ SLURM = ["hydra/launcher=slurm", "hydra.launcher.partition=cpu"]
 
 # ---------------------------------------------------------------- SLURM
 
+
 def slurm_answers() -> str | None:
     """None when a SLURM controller answers with partition `cpu` up, else why not."""
     if shutil.which("sinfo") is None or shutil.which("sbatch") is None:
@@ -36,8 +38,12 @@ def slurm_answers() -> str | None:
     except subprocess.TimeoutExpired:
         return "sinfo does not answer in 15 s (slurmctld not running?)"
     states = out.stdout.split()
-    if out.returncode != 0 or not states or states[0] != "up" or not any(
-            s.rstrip("*~#") in ("idle", "mix", "alloc", "comp") for s in states[1:]):
+    if (
+        out.returncode != 0
+        or not states
+        or states[0] != "up"
+        or not any(s.rstrip("*~#") in ("idle", "mix", "alloc", "comp") for s in states[1:])
+    ):
         return f"no SLURM partition `cpu` with a live node (sinfo: {(out.stdout + out.stderr).strip()!r})"
     return None
 
@@ -48,7 +54,7 @@ def slurm_checkout(tmp_path) -> Path:
     if reason:
         pytest.skip(reason)
     checkout = copy_checkout(tmp_path / "project")
-    if sys.prefix != sys.base_prefix:   # the launcher's `setup: source .venv/bin/activate`, as in a real checkout
+    if sys.prefix != sys.base_prefix:  # the launcher's `setup: source .venv/bin/activate`, as in a real checkout
         (checkout / ".venv").symlink_to(sys.prefix)
     return checkout
 
@@ -58,12 +64,20 @@ def test_slurm_sweep_through_sbatch(slurm_checkout, private_mlflow_store):
     """The README's cluster command on a real SLURM cluster: each point an sbatch array task (job dirs, child
     runs in MLflow, the parent's summary), a point that fails at job time reported as failed, and no `sacct`
     noise where accounting is off."""
-    out = run([PY, "-m", "pipeline", "-m", *SLURM, "sweep.w2=1,10,abc", *FAST, "hydra.sweep.dir=multirun_test"],
-              slurm_checkout, check=False)
+    out = run(
+        [PY, "-m", "pipeline", "-m", *SLURM, "sweep.w2=1,10,abc", *FAST, "hydra.sweep.dir=multirun_test"],
+        slurm_checkout,
+        check=False,
+    )
     log = out.stdout + out.stderr
     assert out.returncode == 1, log
-    check_sweep(slurm_checkout, slurm_checkout / "multirun_test", private_mlflow_store,
-                finished=[job("sweep.w2=1"), job("sweep.w2=10")], failed=[job("sweep.w2=abc")])
+    check_sweep(
+        slurm_checkout,
+        slurm_checkout / "multirun_test",
+        private_mlflow_store,
+        finished=[job("sweep.w2=1"), job("sweep.w2=10")],
+        failed=[job("sweep.w2=abc")],
+    )
     assert f"FAILED #2 {job('sweep.w2=abc')}: config key sweep.w2" in log
     # they went through sbatch: submitit's array script names the partition; SLURM ran each task
     scripts = list((slurm_checkout / "multirun_test" / ".submitit").glob("*/*_submission.sh"))
@@ -83,14 +97,30 @@ def test_slurm_job_ended_by_slurm_is_reported_not_awaited(slurm_checkout, privat
     state `sacct` cannot give."""
     name = f"pe-{uuid.uuid4().hex[:8]}"
     env = dict(os.environ, PATH=f"{Path(PY).parent}{os.pathsep}{os.environ['PATH']}")
-    proc = subprocess.Popen([PY, "-m", "pipeline", "-m", *SLURM, f"hydra.launcher.name={name}", "sweep.w2=1",
-                             *FAST, "hydra.sweep.dir=multirun_test"], cwd=slurm_checkout, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [
+            PY,
+            "-m",
+            "pipeline",
+            "-m",
+            *SLURM,
+            f"hydra.launcher.name={name}",
+            "sweep.w2=1",
+            *FAST,
+            "hydra.sweep.dir=multirun_test",
+        ],
+        cwd=slurm_checkout,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 120
-        while True:   # wait until the job runs, then cancel it
-            ids = subprocess.run(["squeue", "-h", "-n", name, "-t", "RUNNING", "-o", "%i"], capture_output=True,
-                                 text=True).stdout.split()
+        while True:  # wait until the job runs, then cancel it
+            ids = subprocess.run(
+                ["squeue", "-h", "-n", name, "-t", "RUNNING", "-o", "%i"], capture_output=True, text=True
+            ).stdout.split()
             if ids:
                 break
             assert proc.poll() is None and time.monotonic() < deadline, "the job never ran"
@@ -98,12 +128,13 @@ def test_slurm_job_ended_by_slurm_is_reported_not_awaited(slurm_checkout, privat
         time.sleep(2)
         # the job's python killed as the OOM killer would (scancel's SIGTERM would let submitit's job run on
         # through SLURM's KillWait): by PID, found by this checkout's unique path in its command line
-        pids = subprocess.run(["pgrep", "-f", f"submitit.core._submit {slurm_checkout}"], capture_output=True,
-                              text=True).stdout.split()
+        pids = subprocess.run(
+            ["pgrep", "-f", f"submitit.core._submit {slurm_checkout}"], capture_output=True, text=True
+        ).stdout.split()
         assert pids, "the job's process was not found"
         for pid in pids:
             os.kill(int(pid), signal.SIGKILL)
-        log, _ = proc.communicate(timeout=120)   # submitit's own poll interval grows to 60 s at most
+        log, _ = proc.communicate(timeout=120)  # submitit's own poll interval grows to 60 s at most
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -115,6 +146,7 @@ def test_slurm_job_ended_by_slurm_is_reported_not_awaited(slurm_checkout, privat
 
 
 # ---------------------------------------------------------------- PostgreSQL
+
 
 @pytest.fixture
 def postgres_db():
@@ -150,9 +182,23 @@ def test_team_server_on_postgresql(postgres_db, tmp_path):
     url = f"http://127.0.0.1:{free_port()}"
     server_log = tmp_path / "server.log"
     with open(server_log, "wb") as out:
-        server = subprocess.Popen([PY, "-m", "pipeline.server", "--port", url.rsplit(":", 1)[1], "--workers", "2",
-                                   "--backend-store-uri", postgres_db], cwd=checkout, stdout=out,
-                                  stderr=subprocess.STDOUT, start_new_session=True)
+        server = subprocess.Popen(
+            [
+                PY,
+                "-m",
+                "pipeline.server",
+                "--port",
+                url.rsplit(":", 1)[1],
+                "--workers",
+                "2",
+                "--backend-store-uri",
+                postgres_db,
+            ],
+            cwd=checkout,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         deadline = time.monotonic() + 90
         while True:
@@ -164,17 +210,21 @@ def test_team_server_on_postgresql(postgres_db, tmp_path):
                 pass
             assert server.poll() is None and time.monotonic() < deadline, server_log.read_text()[-3000:]
             time.sleep(0.3)
-        sweep = run([PY, "-m", "pipeline", "-m", "sweep.w2=1,10", *FAST, "hydra.sweep.dir=multirun_test"], checkout,
-                    MLFLOW_TRACKING_URI=url)
-        check_sweep(checkout, checkout / "multirun_test", url,
-                    finished=[job("sweep.w2=1"), job("sweep.w2=10")], failed=[])
+        sweep = run(
+            [PY, "-m", "pipeline", "-m", "sweep.w2=1,10", *FAST, "hydra.sweep.dir=multirun_test"],
+            checkout,
+            MLFLOW_TRACKING_URI=url,
+        )
+        check_sweep(
+            checkout, checkout / "multirun_test", url, finished=[job("sweep.w2=1"), job("sweep.w2=10")], failed=[]
+        )
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
     # the runs are rows of the PostgreSQL database (not of some SQLite file beside it)
     with psycopg2.connect(postgres_db) as conn, conn.cursor() as cur:
         cur.execute("SELECT status, count(*) FROM runs GROUP BY status")
-        assert dict(cur.fetchall()) == {"FINISHED": 3}    # the parent and its two children
+        assert dict(cur.fetchall()) == {"FINISHED": 3}  # the parent and its two children
         cur.execute("SELECT count(DISTINCT key) FROM metrics")
         assert cur.fetchone()[0] > 20
     assert not list(checkout.rglob("*.db"))
@@ -188,7 +238,11 @@ def test_server_refuses_a_postgresql_store_without_its_driver_clearly(tmp_path):
     blocker = tmp_path / "nopsycopg"
     (blocker / "psycopg2").mkdir(parents=True)
     (blocker / "psycopg2" / "__init__.py").write_text("raise ImportError('blocked for the test')\n")
-    out = run([PY, "-m", "pipeline.server", "--backend-store-uri", "postgresql://alice:s3cret@127.0.0.1:1/x"], REPO,
-              check=False, PYTHONPATH=str(blocker))
+    out = run(
+        [PY, "-m", "pipeline.server", "--backend-store-uri", "postgresql://alice:s3cret@127.0.0.1:1/x"],
+        REPO,
+        check=False,
+        PYTHONPATH=str(blocker),
+    )
     assert out.returncode == 2 and ".[postgres]" in out.stderr and "s3cret" not in out.stdout + out.stderr
     assert "Traceback" not in out.stderr

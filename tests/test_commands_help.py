@@ -1,4 +1,5 @@
 """`--help` of the commands prints their own usage and does nothing else."""
+
 from __future__ import annotations
 
 import subprocess

@@ -2,6 +2,7 @@
 parallel jobs (hydra/launcher=parallel, n_jobs=4) and 4 `python -m pipeline.repro` in 4 separate clones, all
 started together, logging into one SQLite file, then into one `python -m pipeline.server`. Every run must arrive,
 finished, and no "database is locked" may reach the user."""
+
 from __future__ import annotations
 
 import os
@@ -26,12 +27,18 @@ LOCKED = ("database is locked", "OperationalError")
 def link_copy(src: Path, dest: Path) -> Path:
     """A second clone of a clone that has run: DVC outputs and cache hard-linked (they are replaced, never written
     in place), everything else copied; DVC's own state (.dvc/tmp) left out."""
+
     def copy(s: str, d: str) -> None:
         rel = Path(s).relative_to(src).as_posix()
         (os.link if rel.startswith(("data/", ".dvc/cache/")) else shutil.copy2)(s, d)
 
-    shutil.copytree(src, dest, symlinks=True, copy_function=copy, ignore=lambda d, names: (
-        {"tmp"} if Path(d) == src / ".dvc" else set()))
+    shutil.copytree(
+        src,
+        dest,
+        symlinks=True,
+        copy_function=copy,
+        ignore=lambda d, names: {"tmp"} if Path(d) == src / ".dvc" else set(),
+    )
     return dest
 
 
@@ -49,14 +56,35 @@ def eight_writers(clones: list[Path], uri: str, tag: str) -> list[tuple[str, sub
     """Start the sweep (in clone 0) and the repros (clones 1..CLONES) together; return (what, result) of each."""
     env = dict(os.environ, MLFLOW_TRACKING_URI=uri, PATH=f"{Path(PY).parent}{os.pathsep}{os.environ['PATH']}")
     points = ",".join(str(w) for w in range(2, 2 + JOBS))
-    cmds = [("sweep", clones[0], [PY, "-m", "pipeline", "-m", "hydra/launcher=parallel",
-                                  f"hydra.launcher.n_jobs={JOBS}", f"sweep.w2={points}", "figures.dpi=40",
-                                  f"hydra.sweep.dir=multirun_{tag}"])]
-    cmds += [(f"repro {i}", clone, [PY, "-m", "pipeline.repro", f"sweep.w2={10 + i + (0 if tag == 'sqlite' else 10)}",
-                                    "figures.dpi=40"])
-             for i, clone in enumerate(clones[1:], 1)]
-    procs = [(what, subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True)) for what, cwd, cmd in cmds]
+    cmds = [
+        (
+            "sweep",
+            clones[0],
+            [
+                PY,
+                "-m",
+                "pipeline",
+                "-m",
+                "hydra/launcher=parallel",
+                f"hydra.launcher.n_jobs={JOBS}",
+                f"sweep.w2={points}",
+                "figures.dpi=40",
+                f"hydra.sweep.dir=multirun_{tag}",
+            ],
+        )
+    ]
+    cmds += [
+        (
+            f"repro {i}",
+            clone,
+            [PY, "-m", "pipeline.repro", f"sweep.w2={10 + i + (0 if tag == 'sqlite' else 10)}", "figures.dpi=40"],
+        )
+        for i, clone in enumerate(clones[1:], 1)
+    ]
+    procs = [
+        (what, subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        for what, cwd, cmd in cmds
+    ]
     results = []
     for what, proc in procs:
         out, err = proc.communicate(timeout=900)
@@ -92,6 +120,8 @@ def test_eight_writers_into_one_tracking_server(clones, tmp_path):
     finally:
         server.stop()
     locked = server.log.read_text().count("database is locked")
-    arrived = check_all_arrived(results, server.store)   # read straight from the server's SQLite file
-    print(f"\n{arrived} of {JOBS + CLONES} runs arrived through one server (0 lost; "
-          f"'database is locked' in the server's own log: {locked})")
+    arrived = check_all_arrived(results, server.store)  # read straight from the server's SQLite file
+    print(
+        f"\n{arrived} of {JOBS + CLONES} runs arrived through one server (0 lost; "
+        f"'database is locked' in the server's own log: {locked})"
+    )

@@ -1,5 +1,6 @@
 """conf/ is the source of truth: composition on the schema (in our composer, the Hydra app and DVC), params.yaml,
 validation, the input files a config names, and the stale-params guard."""
+
 from __future__ import annotations
 
 import json
@@ -54,7 +55,8 @@ def test_official_glove_options_pin_url_and_checksums():
         assert glove["member"] == f"glove.6B.{dim}d.txt"
         assert len(glove["zip_sha256"]) == 64
     assert config.compose(["glove=6B-100d"], REPO)["glove"]["sha256"] == (
-        "95dde4dfd627ab26608d33e76d1195ec059734bd29089ea52cadb08d07c64544")
+        "95dde4dfd627ab26608d33e76d1195ec059734bd29089ea52cadb08d07c64544"
+    )
 
 
 def test_seed_defaults():
@@ -101,9 +103,14 @@ def test_choice_lists_are_those_of_the_implementing_modules():
 
 # ---------------------------------------------------------------- unknown keys, in every composer
 
-UNKNOWN = [(["sweep.w3=1"], "sweep.w3"), (["+sweep.w3=1"], "sweep.w3"), (["++sweep.w3=1"], "sweep.w3"),
-           (["+w3=1"], "w3"), (["+sweep.ratios.x=1"], "sweep.ratios.x"), (["+glove.download.progress=false"],
-                                                                          "glove.download.progress")]
+UNKNOWN = [
+    (["sweep.w3=1"], "sweep.w3"),
+    (["+sweep.w3=1"], "sweep.w3"),
+    (["++sweep.w3=1"], "sweep.w3"),
+    (["+w3=1"], "w3"),
+    (["+sweep.ratios.x=1"], "sweep.ratios.x"),
+    (["+glove.download.progress=false"], "glove.download.progress"),
+]
 
 
 @pytest.mark.parametrize("overrides, key", UNKNOWN)
@@ -114,10 +121,13 @@ def test_unknown_key_is_refused_in_every_form(overrides, key):
     assert f"config key {key} is unknown" in message and "Fix" in message
 
 
-@pytest.mark.parametrize("override, expected", [
-    (["glove=6B-75d"], "6B-75d"),                 # unknown option: Hydra lists the available ones
-    (["texts=poems"], "poems"),
-])
+@pytest.mark.parametrize(
+    "override, expected",
+    [
+        (["glove=6B-75d"], "6B-75d"),  # unknown option: Hydra lists the available ones
+        (["texts=poems"], "poems"),
+    ],
+)
 def test_unknown_option_is_one_clear_error(override, expected):
     with pytest.raises(PipelineError) as err:
         config.compose(override, REPO)
@@ -137,8 +147,9 @@ def _project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-@pytest.mark.parametrize("overrides", [["+sweep.w3=1"], ["sweep.w3=1"], ["encoding.max_len=0"],
-                                       ["texts=file", "texts.file=missing.txt"]])
+@pytest.mark.parametrize(
+    "overrides", [["+sweep.w3=1"], ["sweep.w3=1"], ["encoding.max_len=0"], ["texts=file", "texts.file=missing.txt"]]
+)
 def test_compose_command_refuses_before_writing_anything(tmp_path, overrides):
     """`python -m pipeline.compose`: one `error:` line, exit 2, params.yaml byte for byte as it was."""
     root = _project(tmp_path)
@@ -182,15 +193,25 @@ print(json.dumps(results))
 
 def dvc_compose(tmp_path: Path, plugins_path: Path, cases: list[list[str]]) -> dict:
     """DVC's `exp run -S` composition (dvc.utils.hydra.compose_and_dump), in a fresh process as in DVC's own."""
-    out = run([sys.executable, "-c", DVC_COMPOSE, str(REPO / "conf"), str(plugins_path), str(tmp_path / "params.yaml"),
-               json.dumps(cases)], tmp_path).stdout
+    out = run(
+        [
+            sys.executable,
+            "-c",
+            DVC_COMPOSE,
+            str(REPO / "conf"),
+            str(plugins_path),
+            str(tmp_path / "params.yaml"),
+            json.dumps(cases),
+        ],
+        tmp_path,
+    ).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
 def test_dvc_composition_finds_the_schema_through_the_hydra_plugin(tmp_path):
     cases = [["sweep.w2=5"], ["+sweep.w3=1"], ["sweep.w3=1"], ["++sweep.w3=1"], ["encoding.max_len=abc"]]
     results = dvc_compose(tmp_path, REPO, cases)
-    assert results.pop("pipeline imported first") is False   # only hydra_plugins/pe_pipeline_schema imports it
+    assert results.pop("pipeline imported first") is False  # only hydra_plugins/pe_pipeline_schema imports it
     assert results.pop("sweep.w2=5") == "ok"
     assert yaml.safe_load((tmp_path / "params.yaml").read_text()) == config.compose(["sweep.w2=5"], REPO)
     assert "config key sweep.w3 is unknown" in results.pop("+sweep.w3=1")
@@ -220,9 +241,9 @@ BAD_VALUES = [  # (overrides, the key the message must name)
     (["glove.source=ftp"], "glove.source"),
     (["glove.dim=0"], "glove.dim"),
     (["glove.package=null"], "glove.package"),
-    (["glove.url=https://example.org/g.zip"], "glove.url"),          # set, but glove.source is package
+    (["glove.url=https://example.org/g.zip"], "glove.url"),  # set, but glove.source is package
     (["glove.zip=g.zip"], "glove.zip"),
-    (["glove.path=g.txt"], "glove.path"),                           # the classic: forgot glove=path
+    (["glove.path=g.txt"], "glove.path"),  # the classic: forgot glove=path
     (["glove.mirrors=[https://example.org/g.zip]"], "glove.mirrors"),
     (["glove=url", "glove.dim=3", "glove.url=nlp.stanford.edu/g.zip"], "glove.url"),
     (["glove=url", "glove.dim=3", "glove.url=https://e.org/g.zip", "glove.mirrors=[not a url]"], "glove.mirrors"),
@@ -236,22 +257,22 @@ BAD_VALUES = [  # (overrides, the key the message must name)
     (["glove.download.backoff=-0.5"], "glove.download.backoff"),
     (["texts.sentences=[]"], "texts.sentences"),
     (["texts.sentences=[' ']"], "texts.sentences"),
-    (["texts.sentences=null"], "texts.sentences"),                   # and no file either
-    (["texts.file=data/texts/example.txt"], "texts.file"),          # and sentences too
+    (["texts.sentences=null"], "texts.sentences"),  # and no file either
+    (["texts.file=data/texts/example.txt"], "texts.file"),  # and sentences too
     (["texts=file", "texts.file=''"], "texts.file"),
     (["texts=brown_ball", "texts.named_positions.brown=0"], "texts.named_positions"),
     (["tokenizer.num_words=0"], "tokenizer.num_words"),
     (["tokenizer.oov_token=''"], "tokenizer.oov_token"),
     (["tokenizer.split=''"], "tokenizer.split"),
     (["tokenizer.maxlen=0"], "tokenizer.maxlen"),
-    (["tokenizer.maxlen=1"], "tokenizer.maxlen"),                   # a sentence would keep 1 token: no 2-D picture
+    (["tokenizer.maxlen=1"], "tokenizer.maxlen"),  # a sentence would keep 1 token: no 2-D picture
     (["tokenizer.padding=middle"], "tokenizer.padding"),
     (["tokenizer.truncating=both"], "tokenizer.truncating"),
     (["encoding.name=rotary"], "encoding.name"),
-    (["encoding.d_model=100"], "encoding.d_model"),                  # GloVe 50-d: mismatch
+    (["encoding.d_model=100"], "encoding.d_model"),  # GloVe 50-d: mismatch
     (["encoding.max_len=0"], "encoding.max_len"),
     (["encoding.max_len=-5"], "encoding.max_len"),
-    (["encoding.max_len=50"], "encoding.max_len"),                   # < tokenizer.maxlen = 100
+    (["encoding.max_len=50"], "encoding.max_len"),  # < tokenizer.maxlen = 100
     (["encoding.base=1"], "encoding.base"),
     (["encoding.base=inf"], "encoding.base"),
     (["encoding.layout=diagonal"], "encoding.layout"),
@@ -263,14 +284,14 @@ BAD_VALUES = [  # (overrides, the key the message must name)
     (["encoding.norm_positions=[-1]"], "encoding.norm_positions"),
     (["encoding.distance_pairs=[[1]]"], "encoding.distance_pairs"),
     (["encoding.distance_pairs=[[1,-2]]"], "encoding.distance_pairs"),
-    (["encoding.seed=0"], "encoding.seed"),                          # only encoding=learned reads it
+    (["encoding.seed=0"], "encoding.seed"),  # only encoding=learned reads it
     (["encoding.init=uniform"], "encoding.init"),
     (["encoding.scale=0.05"], "encoding.scale"),
     (["encoding=learned", "encoding.seed=-1"], "encoding.seed"),
     (["encoding=learned", "encoding.seed=null"], "encoding.seed"),
     (["encoding=learned", "encoding.init=xavier"], "encoding.init"),
     (["encoding=learned", "encoding.scale=0"], "encoding.scale"),
-    (["sweep.w1=[1,2,3]"], "sweep.w1"),                               # 3 weights against 4
+    (["sweep.w1=[1,2,3]"], "sweep.w1"),  # 3 weights against 4
     (["sweep.w2=abc"], "sweep.w2"),
     (["sweep.w1=[]"], "sweep.w1"),
     (["sweep.w2=[]"], "sweep.w2"),
@@ -285,7 +306,7 @@ BAD_VALUES = [  # (overrides, the key the message must name)
     (["sweep.w2=[1,1,1,'sqrt(d)']"], "sweep.w2"),
     (["sweep.n_components=3"], "sweep.n_components"),
     (["sweep.ratios.min=0"], "sweep.ratios.min"),
-    (["sweep.ratios.max=0.001"], "sweep.ratios.max"),                # below min
+    (["sweep.ratios.max=0.001"], "sweep.ratios.max"),  # below min
     (["sweep.ratios.points=1"], "sweep.ratios.points"),
     (["sweep.ratios.points=10001"], "sweep.ratios.points"),
     (["metrics.neighbours=0"], "metrics.neighbours"),
@@ -322,18 +343,21 @@ def test_good_weights_pass(w1, w2):
     params = config.compose([], REPO)
     params["sweep"].update(w1=w1, w2=w2)
     config.validate(params)
-    assert params["sweep"]["w1"] == w1   # validating changes nothing
+    assert params["sweep"]["w1"] == w1  # validating changes nothing
 
 
-@pytest.mark.parametrize("override, key", [
-    ("encoding.max_len=abc", "encoding.max_len"),
-    ("tokenizer.lower=maybe", "tokenizer.lower"),
-    ("sweep.ratios.points=2.5", "sweep.ratios.points"),
-    ("glove.mirrors=https://example.org/g.zip", "glove.mirrors"),
-    ("encoding.norm_positions=[a]", "encoding.norm_positions"),
-    ("~sweep.w1", "sweep.w1"),
-    ("sweep.w1={a:1}", "sweep.w1"),
-])
+@pytest.mark.parametrize(
+    "override, key",
+    [
+        ("encoding.max_len=abc", "encoding.max_len"),
+        ("tokenizer.lower=maybe", "tokenizer.lower"),
+        ("sweep.ratios.points=2.5", "sweep.ratios.points"),
+        ("glove.mirrors=https://example.org/g.zip", "glove.mirrors"),
+        ("encoding.norm_positions=[a]", "encoding.norm_positions"),
+        ("~sweep.w1", "sweep.w1"),
+        ("sweep.w1={a:1}", "sweep.w1"),
+    ],
+)
 def test_composition_checks_types(override, key):
     """Hydra merges every value onto the schema: a value of the wrong type stops the composition."""
     with pytest.raises(PipelineError, match=re.escape(key)):
@@ -348,6 +372,7 @@ def test_missing_mandatory_value_names_the_key():
 
 # ---------------------------------------------------------------- validate on a params dict (params.yaml read back)
 
+
 def _params() -> dict:
     return config.compose([], REPO)
 
@@ -358,20 +383,26 @@ def _changed(edit) -> dict:
     return params
 
 
-@pytest.mark.parametrize("edit, pattern", [
-    (lambda p: p["sweep"].update(w3=1), r"config key sweep\.w3 is unknown"),
-    (lambda p: p.update(extra={"a": 1}), r"config key extra is unknown"),
-    (lambda p: p["glove"]["download"].update(progress=False), r"config key glove\.download\.progress is unknown"),
-    (lambda p: p["encoding"].pop("max_len"), r"config key encoding\.max_len is missing.*python -m pipeline\.compose"),
-    (lambda p: p.pop("tracking"), r"config key tracking is missing"),
-    (lambda p: p["figures"].update(dpi="110"), r"config key figures\.dpi = '110' has the wrong type: .* int"),
-    (lambda p: p["tokenizer"].update(split=5), r"config key tokenizer\.split = 5 has the wrong type: .* str"),
-    (lambda p: p["metrics"]["groups"][0].append(7), r"config key metrics\.groups\[0\] has the wrong type"),
-    (lambda p: p["sweep"].update(w1={"a": 1}), r"config key sweep\.w1 = \{'a': 1\} is invalid"),
-    (lambda p: p["figures"].update(workers=True), r"config key figures\.workers has the wrong type"),
-    (lambda p: p.update(sweep=5), r"config key sweep has the wrong type"),
-    (lambda p: p["glove"].update(dim="???"), r"config key glove\.dim has no value \(\?\?\?\)"),
-])
+@pytest.mark.parametrize(
+    "edit, pattern",
+    [
+        (lambda p: p["sweep"].update(w3=1), r"config key sweep\.w3 is unknown"),
+        (lambda p: p.update(extra={"a": 1}), r"config key extra is unknown"),
+        (lambda p: p["glove"]["download"].update(progress=False), r"config key glove\.download\.progress is unknown"),
+        (
+            lambda p: p["encoding"].pop("max_len"),
+            r"config key encoding\.max_len is missing.*python -m pipeline\.compose",
+        ),
+        (lambda p: p.pop("tracking"), r"config key tracking is missing"),
+        (lambda p: p["figures"].update(dpi="110"), r"config key figures\.dpi = '110' has the wrong type: .* int"),
+        (lambda p: p["tokenizer"].update(split=5), r"config key tokenizer\.split = 5 has the wrong type: .* str"),
+        (lambda p: p["metrics"]["groups"][0].append(7), r"config key metrics\.groups\[0\] has the wrong type"),
+        (lambda p: p["sweep"].update(w1={"a": 1}), r"config key sweep\.w1 = \{'a': 1\} is invalid"),
+        (lambda p: p["figures"].update(workers=True), r"config key figures\.workers has the wrong type"),
+        (lambda p: p.update(sweep=5), r"config key sweep has the wrong type"),
+        (lambda p: p["glove"].update(dim="???"), r"config key glove\.dim has no value \(\?\?\?\)"),
+    ],
+)
 def test_validate_refuses_a_bad_params_dict(edit, pattern):
     with pytest.raises(PipelineError, match=pattern):
         config.validate(_changed(edit))
@@ -394,15 +425,19 @@ def test_unknown_key_in_params_yaml_is_refused_on_load(tmp_path):
 
 # ---------------------------------------------------------------- input files named by the config
 
+
 def _texts_file(name: str) -> dict:
     return config.compose(["texts=file", f"texts.file={name}"], REPO)
 
 
-@pytest.mark.parametrize("content, problem", [
-    (b"", "holds no sentence"),
-    (b"# only a comment\n\n   \n  # another\n", "holds no sentence"),
-    (b"a caf\xe9 sentence\n", "is not UTF-8"),
-])
+@pytest.mark.parametrize(
+    "content, problem",
+    [
+        (b"", "holds no sentence"),
+        (b"# only a comment\n\n   \n  # another\n", "holds no sentence"),
+        (b"a caf\xe9 sentence\n", "is not UTF-8"),
+    ],
+)
 def test_check_inputs_refuses_a_bad_texts_file(tmp_path, content, problem):
     (tmp_path / "t.txt").write_bytes(content)
     with pytest.raises(PipelineError, match=rf"texts\.file: {re.escape(str(tmp_path / 't.txt'))} {problem}.*Fix"):
@@ -461,14 +496,17 @@ def _glove(source: str, value: str) -> dict:
     return config.compose([f"glove={source}", "glove.dim=3", f"glove.{source}={value}"], REPO)
 
 
-@pytest.mark.parametrize("source, name, content, pattern", [
-    ("path", "g.txt", None, r"glove\.path = 'g\.txt': no such file .*Fix"),
-    ("path", "g.txt", b"", r"glove\.path = .*g\.txt' is empty.*Fix"),
-    ("path", "g.txt", b"caf\xe9 1 2 3\n", r"glove\.path = .*first line is not UTF-8.*Fix"),
-    ("path", "g.zip", b"a 1 2 3\n", r"glove\.path = .*g\.zip' is not a zip file.*Fix"),
-    ("zip", "g.zip", None, r"glove\.zip = 'g\.zip': no such file .*Fix"),
-    ("zip", "g.zip", b"a 1 2 3\n", r"glove\.zip = .*g\.zip' is not a zip file.*Fix"),
-])
+@pytest.mark.parametrize(
+    "source, name, content, pattern",
+    [
+        ("path", "g.txt", None, r"glove\.path = 'g\.txt': no such file .*Fix"),
+        ("path", "g.txt", b"", r"glove\.path = .*g\.txt' is empty.*Fix"),
+        ("path", "g.txt", b"caf\xe9 1 2 3\n", r"glove\.path = .*first line is not UTF-8.*Fix"),
+        ("path", "g.zip", b"a 1 2 3\n", r"glove\.path = .*g\.zip' is not a zip file.*Fix"),
+        ("zip", "g.zip", None, r"glove\.zip = 'g\.zip': no such file .*Fix"),
+        ("zip", "g.zip", b"a 1 2 3\n", r"glove\.zip = .*g\.zip' is not a zip file.*Fix"),
+    ],
+)
 def test_check_inputs_refuses_a_bad_glove_file(tmp_path, source, name, content, pattern):
     if content is not None:
         (tmp_path / name).write_bytes(content)
@@ -507,6 +545,7 @@ def test_text_file_preset_reads_one_sentence_per_line():
 
 # ---------------------------------------------------------------- params.yaml and the stale-params guard
 
+
 def _age(path: Path, seconds: float) -> None:
     old = time.time() - seconds
     os.utime(path, (old, old))
@@ -514,9 +553,9 @@ def _age(path: Path, seconds: float) -> None:
 
 def test_fresh_params_pass_the_check(tmp_path):
     root = _project(tmp_path)
-    config.load(root)                                      # just composed: newer than conf/
-    _age(root / "params.yaml", 100)                        # as after a git clone: mtimes arbitrary
-    config.load(root)                                      # content still equals conf/
+    config.load(root)  # just composed: newer than conf/
+    _age(root / "params.yaml", 100)  # as after a git clone: mtimes arbitrary
+    config.load(root)  # content still equals conf/
 
 
 def test_group_override_params_pass_the_check_even_when_older(tmp_path):
@@ -528,7 +567,7 @@ def test_group_override_params_pass_the_check_even_when_older(tmp_path):
 
 def test_key_override_just_composed_passes(tmp_path):
     root = _project(tmp_path)
-    config.write_params(config.compose(["sweep.w2=10"], root), root)   # as dvc exp run -S sweep.w2=10 does
+    config.write_params(config.compose(["sweep.w2=10"], root), root)  # as dvc exp run -S sweep.w2=10 does
     config.load(root)
 
 
@@ -542,7 +581,7 @@ def test_stale_params_are_refused_naming_the_file_and_key(tmp_path):
     message = str(err.value)
     assert "stale" in message and "conf/sweep/seed.yaml" in message and "sweep.w2" in message
     assert "python -m pipeline.compose" in message
-    config.write_params(config.compose([], root), root)    # the fix the message names
+    config.write_params(config.compose([], root), root)  # the fix the message names
     config.load(root)
 
 
@@ -563,7 +602,7 @@ def test_experiments_view_columns():
 
     keep, drop = map(re.compile, columns())
     for shown in ("Experiment", "Created", "r_star.s0", "r_star.s12", "sqrt_d_semantic.s1"):
-        assert keep.match(shown), shown      # protected: survives --only-changed and --drop
+        assert keep.match(shown), shown  # protected: survives --only-changed and --drop
     assert not keep.match("r_star.s0x") and not keep.match("pe_norm_dev")
     for if_changed in ("pe_norm_dev", "oov_count", "sweep.w2", "texts.name", "encoding.d_model"):
         assert not keep.match(if_changed) and not drop.match(if_changed), if_changed

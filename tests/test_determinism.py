@@ -1,6 +1,7 @@
 """Outputs are the same bytes on every machine: tracked numbers are written at a fixed precision
 (pipeline.base.files.SIGNIFICANT_DIGITS), so that BLAS/LAPACK summing in another order (another CPU, another
 thread count) does not change a file."""
+
 from __future__ import annotations
 
 import json
@@ -21,6 +22,7 @@ DISPARITY_A, DISPARITY_B = 0.002125540759300926, 0.0021255407593009264
 
 # ---------------------------------------------------------------- round_significant
 
+
 def test_round_significant_keeps_twelve_digits():
     assert SIGNIFICANT_DIGITS == 12
     values = np.array([3.14159265358979323, -2718.28182845904523, 1.23456789012345e20, 6.0221407599e-5, 0.5])
@@ -32,13 +34,13 @@ def test_round_significant_keeps_twelve_digits():
 def test_round_significant_matches_decimal_formatting_on_random_values():
     rng = np.random.default_rng(0)
     values = rng.normal(size=20_000) * 10.0 ** rng.integers(-10, 15, size=20_000)
-    values = values[np.abs(values) >= 1e-11]          # below, 10^shift is not exact: within an ulp only
+    values = values[np.abs(values) >= 1e-11]  # below, 10^shift is not exact: within an ulp only
     rounded = round_significant(values)
     formatted = np.array([float(f"{v:.12g}") for v in values])
     # the same double except, rarely, a value within an ulp of a rounding tie
     assert np.mean(rounded == formatted) > 0.999
     np.testing.assert_allclose(rounded, formatted, rtol=1e-11, atol=0)
-    assert np.array_equal(round_significant(rounded), rounded)             # idempotent
+    assert np.array_equal(round_significant(rounded), rounded)  # idempotent
 
 
 def test_round_significant_floor_counts_digits_from_the_floor():
@@ -63,26 +65,37 @@ def test_round_significant_passes_special_values_and_keeps_shape():
 
 # ---------------------------------------------------------------- JSON and CSV at fixed precision
 
+
 def test_json_writes_last_bit_neighbours_as_the_same_bytes(tmp_path):
     write_json(tmp_path / "a.json", {"pca_disparity": DISPARITY_A, "n": 3, "ok": True, "none": None})
     write_json(tmp_path / "b.json", {"pca_disparity": DISPARITY_B, "n": 3, "ok": True, "none": None})
     assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
-    assert json.loads((tmp_path / "a.json").read_text()) == {"pca_disparity": 0.00212554076, "n": 3, "ok": True,
-                                                            "none": None}
+    assert json.loads((tmp_path / "a.json").read_text()) == {
+        "pca_disparity": 0.00212554076,
+        "n": 3,
+        "ok": True,
+        "none": None,
+    }
 
 
 def test_json_rounds_nested_and_numpy_floats(tmp_path):
-    write_json(tmp_path / "x.json", {"a": [np.float32(0.1), np.float64(7.0710678118654755), np.int64(4)],
-                                     "b": {"c": (1 / 3, 2.0)}})
+    write_json(
+        tmp_path / "x.json",
+        {"a": [np.float32(0.1), np.float64(7.0710678118654755), np.int64(4)], "b": {"c": (1 / 3, 2.0)}},
+    )
     # float32 0.1 is 0.10000000149011612 as a double: written with 11 decimals, not 17 digits
-    assert json.loads((tmp_path / "x.json").read_text()) == {"a": [0.10000000149, 7.07106781187, 4],
-                                                             "b": {"c": [0.33333333333, 2.0]}}
+    assert json.loads((tmp_path / "x.json").read_text()) == {
+        "a": [0.10000000149, 7.07106781187, 4],
+        "b": {"c": [0.33333333333, 2.0]},
+    }
 
 
 def test_csv_writes_last_bit_neighbours_as_the_same_bytes(tmp_path):
     for name, value in (("a.csv", DISPARITY_A), ("b.csv", DISPARITY_B)):
-        write_columns(tmp_path / name, {"k": [1, 2], "value": [value, np.float64(7.0710678118654755)],
-                                        "missing": [float("nan"), None]})
+        write_columns(
+            tmp_path / name,
+            {"k": [1, 2], "value": [value, np.float64(7.0710678118654755)], "missing": [float("nan"), None]},
+        )
     assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
     assert (tmp_path / "a.csv").read_text() == "k,value,missing\n1,0.00212554076,nan\n2,7.07106781187,None\n"
     table = read_columns(tmp_path / "a.csv")
@@ -104,11 +117,19 @@ run_stages(params_for(*sys.argv[5:]), Path(out), Path(store), upto="sweep")
 
 
 def run_with_threads(threads: int, out: Path, store: Path, overrides: list[str]) -> None:
-    env = dict(os.environ, PE_PROJECT_ROOT=str(REPO), **{name: str(threads) for name in (
-        "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")})
-    result = subprocess.run([sys.executable, "-c", DRIVER, str(threads), str(out), str(store),
-                             str(REPO / "tests"), *overrides], cwd=REPO, env=env, capture_output=True, text=True,
-                            timeout=300)
+    env = dict(
+        os.environ,
+        PE_PROJECT_ROOT=str(REPO),
+        **{name: str(threads) for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")},
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", DRIVER, str(threads), str(out), str(store), str(REPO / "tests"), *overrides],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr
 
 
@@ -116,15 +137,24 @@ def output_files(base: Path) -> dict[str, bytes]:
     return {path.relative_to(base).as_posix(): path.read_bytes() for path in sorted(base.rglob("*")) if path.is_file()}
 
 
-@pytest.mark.parametrize("overrides", [[], ["encoding=learned", "encoding.scale=1.2247"]],
-                         ids=["sinusoidal", "learned"])
+@pytest.mark.parametrize(
+    "overrides", [[], ["encoding=learned", "encoding.scale=1.2247"]], ids=["sinusoidal", "learned"]
+)
 def test_tokenize_encode_sweep_give_the_same_bytes_with_one_and_two_threads(tmp_path, small_store, overrides):
     for threads in (1, 2):
         run_with_threads(threads, tmp_path / f"threads{threads}", small_store, overrides)
     one, two = output_files(tmp_path / "threads1"), output_files(tmp_path / "threads2")
-    for name in ("reports/metrics.json", "reports/plots/ratio_sweep/s0.csv", "reports/plots/ratio_sweep/s1.csv",
-                 "data/sweep/projections.npz", "data/sweep/projections.json", "data/encode/encode.json",
-                 "data/relative/rope.npz", "data/relative/alibi.npz", "reports/relative.json"):
+    for name in (
+        "reports/metrics.json",
+        "reports/plots/ratio_sweep/s0.csv",
+        "reports/plots/ratio_sweep/s1.csv",
+        "data/sweep/projections.npz",
+        "data/sweep/projections.json",
+        "data/encode/encode.json",
+        "data/relative/rope.npz",
+        "data/relative/alibi.npz",
+        "reports/relative.json",
+    ):
         assert name in one, f"{name} was not written"
     assert one.keys() == two.keys()
     differ = [name for name in one if one[name] != two[name]]

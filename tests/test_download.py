@@ -1,4 +1,5 @@
 """pipeline.inputs.download against a real HTTP server on 127.0.0.1: resume, restart, mirrors, checksums, proxies."""
+
 from __future__ import annotations
 
 import hashlib
@@ -20,8 +21,16 @@ FAST = DownloadPolicy(connect_timeout=2, read_timeout=2, retries=2, backoff=0.01
 @pytest.fixture
 def server(monkeypatch):
     """A FileServer, with proxy variables cleared so that requests go straight to it."""
-    for var in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY",
-                "no_proxy", "NO_PROXY"):
+    for var in (
+        "http_proxy",
+        "HTTP_PROXY",
+        "https_proxy",
+        "HTTPS_PROXY",
+        "all_proxy",
+        "ALL_PROXY",
+        "no_proxy",
+        "NO_PROXY",
+    ):
         monkeypatch.delenv(var, raising=False)
     with FileServer() as running:
         yield running
@@ -153,8 +162,14 @@ def test_checksum_mismatch_and_network_failure_give_the_network_hint(server, tmp
     url = server.add("/f.bin", DATA)
     wrong = hashlib.sha256(b"another file").hexdigest()
     with pytest.raises(PipelineError) as info:
-        download([url, server.url("/gone")], tmp_path / "f.bin", wrong, FAST, hint="NETWORK HINT",
-                 mismatch_hint="CHECKSUM HINT")
+        download(
+            [url, server.url("/gone")],
+            tmp_path / "f.bin",
+            wrong,
+            FAST,
+            hint="NETWORK HINT",
+            mismatch_hint="CHECKSUM HINT",
+        )
     assert str(info.value).rstrip().endswith("NETWORK HINT")
 
 
@@ -214,8 +229,10 @@ def test_two_downloads_into_one_folder_take_turns(server, tmp_path):
     url = server.add("/f.bin", DATA * 8)
     digest = hashlib.sha256(DATA * 8).hexdigest()
     results = []
-    threads = [threading.Thread(target=lambda: results.append(download([url], tmp_path / "f.bin", digest, FAST)))
-               for _ in range(2)]
+    threads = [
+        threading.Thread(target=lambda: results.append(download([url], tmp_path / "f.bin", digest, FAST)))
+        for _ in range(2)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -234,14 +251,17 @@ def test_progress_bar_only_when_asked(server, tmp_path, capsys, monkeypatch):
     assert "100%" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("cfg, key", [
-    ({"retries": -1}, "glove.download.retries"),
-    ({"retries": 1.5}, "glove.download.retries"),
-    ({"read_timeout": 0}, "glove.download.read_timeout"),
-    ({"backoff": "fast"}, "glove.download.backoff"),
-    ({"progress": "yes"}, "glove.download.progress"),
-    ({"speed": 1}, "glove.download.speed"),
-])
+@pytest.mark.parametrize(
+    "cfg, key",
+    [
+        ({"retries": -1}, "glove.download.retries"),
+        ({"retries": 1.5}, "glove.download.retries"),
+        ({"read_timeout": 0}, "glove.download.read_timeout"),
+        ({"backoff": "fast"}, "glove.download.backoff"),
+        ({"progress": "yes"}, "glove.download.progress"),
+        ({"speed": 1}, "glove.download.speed"),
+    ],
+)
 def test_policy_from_config_names_bad_key(cfg, key):
     with pytest.raises(PipelineError, match=key.replace(".", r"\.")):
         DownloadPolicy.from_config(cfg)
@@ -259,7 +279,7 @@ def test_policy_from_config_accepts_the_shipped_values():
 
 # ---------------------------------------------------------------- never splice two versions of a file
 
-OLD = bytes(reversed(DATA))   # yesterday's version of the file: same size, other bytes
+OLD = bytes(reversed(DATA))  # yesterday's version of the file: same size, other bytes
 
 
 @pytest.mark.parametrize("record", [None, '"v0"'])

@@ -1,4 +1,5 @@
 """pipeline.core.encoding against the seed notebook's numpy formula, closed forms and scipy."""
+
 from __future__ import annotations
 
 import math
@@ -47,6 +48,7 @@ def reference_freqs(d: int, base: float = 10000.0) -> np.ndarray:
 
 # ---------------------------------------------------------------- the notebook's matrix
 
+
 @pytest.mark.parametrize("n,d", [(100, 100), (100, 50)])
 def test_float32_matches_notebook(n, d):
     """float32 output equals the notebook's float64 matrix to 1e-6."""
@@ -93,6 +95,7 @@ def test_other_base():
 
 
 # ---------------------------------------------------------------- closed forms
+
 
 @pytest.mark.parametrize("d", [100, 50, 8])
 def test_row_norms_are_sqrt_half_d(d):
@@ -193,6 +196,7 @@ def test_distance_and_dot_product_are_toeplitz():
 
 # ---------------------------------------------------------------- odd d, n = 1, large positions
 
+
 @pytest.mark.parametrize("d", [7, 51, 1])
 def test_odd_d_model(d):
     """Odd d: shape (n, d), last column is a sine, values follow the formula generalised to odd d."""
@@ -226,15 +230,18 @@ def test_large_positions_keep_float64_angles():
     pe = sinusoidal_encoding(n, d)
     rows = np.arange(n - 50, n)
     ref = reference_pe(rows, d)
-    assert np.abs(pe[n - 50:].numpy().astype(np.float64) - ref).max() < 1e-6
+    assert np.abs(pe[n - 50 :].numpy().astype(np.float64) - ref).max() < 1e-6
     # the test can tell: the same formula with float32 angles misses the reference by far more than 1e-6
     i = np.arange(d)
-    angle32 = rows.astype(np.float32)[:, None] * (1.0 / np.power(np.float32(10000), (2 * (i // 2)) / np.float32(d))).astype(np.float32)
+    angle32 = rows.astype(np.float32)[:, None] * (
+        1.0 / np.power(np.float32(10000), (2 * (i // 2)) / np.float32(d))
+    ).astype(np.float32)
     naive = np.where(i % 2 == 0, np.sin(angle32), np.cos(angle32))
     assert np.abs(naive - ref).max() > 1e-4
 
 
 # ---------------------------------------------------------------- dtype, device, arguments
+
 
 def test_dtype_argument():
     """The output dtype follows the dtype argument; default is float32."""
@@ -310,9 +317,11 @@ def half_ulp(ref: np.ndarray, dtype: torch.dtype) -> np.ndarray:
 
 def assert_within_rounding(pe: torch.Tensor, ref: np.ndarray, max_angle: float) -> None:
     """Every entry is the float64 reference rounded to pe's dtype, up to the reference's own angle error."""
-    slack = 4 * 2.0 ** -53 * max_angle + 1e-15      # p * w_i rounded in float64, here and in the reference
+    slack = 4 * 2.0**-53 * max_angle + 1e-15  # p * w_i rounded in float64, here and in the reference
     err = np.abs(pe.double().numpy() - ref)
-    assert (err <= half_ulp(ref, pe.dtype) + slack).all(), f"{pe.dtype}: worst excess {(err - half_ulp(ref, pe.dtype)).max():.3g}"
+    assert (err <= half_ulp(ref, pe.dtype) + slack).all(), (
+        f"{pe.dtype}: worst excess {(err - half_ulp(ref, pe.dtype)).max():.3g}"
+    )
 
 
 @pytest.mark.parametrize("d", [8, 7, 1, 2, 100, 51])
@@ -325,7 +334,7 @@ def test_concatenated_layout(d):
     h = (d + 1) // 2
     angle = np.arange(n)[:, None] * reference_freqs(d)[None, :]
     assert np.abs(conc[:, :h] - np.sin(angle)).max() < 1e-12
-    assert np.allclose(conc[:, h:], np.cos(angle[:, : d // 2]), rtol=0, atol=1e-12)   # empty for d = 1
+    assert np.allclose(conc[:, h:], np.cos(angle[:, : d // 2]), rtol=0, atol=1e-12)  # empty for d = 1
     order = E.interleaved_columns(d, "concatenated").numpy()
     assert sorted(order) == list(range(d))
     assert np.array_equal(conc, inter[:, order])
@@ -353,7 +362,7 @@ def test_every_dtype_within_its_rounding_up_to_a_million(dtype, layout):
 
 def test_every_position_up_to_a_million_float32():
     """All 1,048,577 positions (d=6, odd d=5): float32 output within its rounding of float64 everywhere."""
-    n = 2 ** 20 + 1
+    n = 2**20 + 1
     for d in (6, 5):
         pe = sinusoidal_encoding(n, d)
         assert_within_rounding(pe, reference_pe(np.arange(n), d), max_angle=float(n))
@@ -374,6 +383,7 @@ def test_devices_without_float64_compute_on_the_cpu():
 
 
 # ---------------------------------------------------------------- structure: profiles and their matrices
+
 
 def reference_matrices(pe64: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return pe64 @ pe64.T, cdist(pe64, pe64)
@@ -457,6 +467,7 @@ def test_block_means_of_a_learned_matrix():
 
 # ---------------------------------------------------------------- generic path: careful distances, Gram band
 
+
 def test_distance_matrix_near_duplicates_is_accurate():
     """Rows 1e-7 apart with norm ~30: |a|^2 + |b|^2 - 2 a.b cancels to noise; the careful path recomputes them."""
     rng = np.random.default_rng(8)
@@ -465,7 +476,7 @@ def test_distance_matrix_near_duplicates_is_accurate():
     dist = distance_matrix(torch.as_tensor(x)).numpy()
     ref = cdist(x, x)
     near = np.abs(np.arange(12)[:, None] - np.arange(12)[None, :]) == 6
-    assert np.abs(dist[near] / ref[near] - 1).max() < 1e-6      # relative accuracy on the tiny distances
+    assert np.abs(dist[near] / ref[near] - 1).max() < 1e-6  # relative accuracy on the tiny distances
     assert np.abs(dist - ref).max() < 1e-12
     assert np.all(np.diag(dist) == 0.0) and np.array_equal(dist, dist.T) and (dist >= 0).all()
     # the naive formula really is off here (the test can tell)
@@ -474,7 +485,7 @@ def test_distance_matrix_near_duplicates_is_accurate():
     assert np.abs(naive[near] / ref[near] - 1).max() > 1e-3
 
 
-@pytest.mark.parametrize("n,d,K,chunk", [(200, 16, 20, 2 ** 22), (200, 16, 5, 256), (37, 9, 36, 64), (1, 4, 3, 64)])
+@pytest.mark.parametrize("n,d,K,chunk", [(200, 16, 20, 2**22), (200, 16, 5, 256), (37, 9, 36, 64), (1, 4, 3, 64)])
 def test_band_gram_is_the_gram_band(n, d, K, chunk):
     """band[p, k] = x_p . x_{p+k}, zero past the end, across row chunks and tails."""
     x = torch.as_tensor(np.random.default_rng(n + K).normal(size=(n, d)).astype(np.float32))
@@ -509,7 +520,9 @@ def test_sinusoidal_diagnostics_agree_with_brute_force(d):
         dist = np.linalg.norm(x[k:] - x[:-k], axis=1)
         assert abs(diag.offset_lo[k - 1].item() - dist.min()) < 1e-12
         assert abs(diag.offset_hi[k - 1].item() - dist.max()) < 1e-12
-    assert np.abs(diag.offset_closed.numpy() - offset_distance_closed_form(torch.arange(1, 21), d, 1e4).numpy()).max() == 0
+    assert (
+        np.abs(diag.offset_closed.numpy() - offset_distance_closed_form(torch.arange(1, 21), d, 1e4).numpy()).max() == 0
+    )
     assert diag.factor == 7 and diag.dot_blocks.shape == (57, 57)
     ref_dot, ref_dist = reference_matrices(reference_pe(np.arange(n), d))
     assert np.abs(diag.dot_blocks.numpy() - numpy_block_means(ref_dot, 7)).max() < 1e-10
@@ -528,6 +541,7 @@ def test_diagnostics_of_a_single_position():
 
 # ---------------------------------------------------------------- the encode stage at large max_len
 
+
 def test_encode_stage_writes_block_means_not_full_matrices(tmp_path, small_store):
     """max_len=3000 > max_matrix_size=100: dot/distance.npy are exact 30 x 30 block means (100 x 100), the
     profiles are written, matrices.json says how; concatenated layout honoured; the notebook's probes hold."""
@@ -537,8 +551,12 @@ def test_encode_stage_writes_block_means_not_full_matrices(tmp_path, small_store
     from pipeline.base.paths import Layout
     from pipeline.stages import encode, tokenize
 
-    params = params_for("encoding.max_len=3000", "encoding.max_matrix_size=100", "encoding.layout=concatenated",
-                        "encoding.distance_pairs=[[70,72],[0,2999]]")
+    params = params_for(
+        "encoding.max_len=3000",
+        "encoding.max_matrix_size=100",
+        "encoding.layout=concatenated",
+        "encoding.distance_pairs=[[70,72],[0,2999]]",
+    )
     layout = Layout(tmp_path, glove=small_store)
     tokenize.run(params, layout, tmp_path)
     summary = encode.run(params, layout, tmp_path)
@@ -552,10 +570,15 @@ def test_encode_stage_writes_block_means_not_full_matrices(tmp_path, small_store
     ref_dot, ref_dist = reference_matrices(ref)
     assert np.abs(dot - numpy_block_means(ref_dot, 30)).max() < 1e-5
     assert np.abs(dist - numpy_block_means(ref_dist, 30)).max() < 1e-5
-    assert read_json(out / "matrices.json") == {"encoding": "sinusoidal", "layout": "concatenated", "block": 30,
-                                                "side": 100,
-                                                "positions_covered": 3000, "toeplitz": True,
-                                                "method": "closed-form profiles, exact block means"}
+    assert read_json(out / "matrices.json") == {
+        "encoding": "sinusoidal",
+        "layout": "concatenated",
+        "block": 30,
+        "side": 100,
+        "positions_covered": 3000,
+        "toeplitz": True,
+        "method": "closed-form profiles, exact block means",
+    }
     prof = np.load(out / "profiles.npz")
     assert np.array_equal(prof["offset"], np.arange(3000)) and prof["unpaired"].size == 0
     assert np.abs(prof["distance"] - ref_dist[0]).max() < 1e-10 and np.abs(prof["dot"] - ref_dot[0]).max() < 1e-10
@@ -602,6 +625,7 @@ def test_bad_layout_or_matrix_size_is_refused_naming_the_key():
 
 # ---------------------------------------------------------------- CUDA (skipped without a GPU)
 
+
 @pytest.mark.skipif(not CUDA, reason="needs CUDA")
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_cuda_encoding_within_rounding_and_diagnostics_match_cpu(dtype):
@@ -620,12 +644,12 @@ def test_round_once_is_a_single_rounding(dtype):
     """Just above / below a half-format midpoint that float32 would turn into an exact tie: rounded to nearest,
     where a plain float64 -> float32 -> half conversion rounds twice and goes the wrong way."""
     bits = FORMAT[dtype][0]
-    mid = 1.0 + 2.0 ** -bits                     # halfway between 1 and the next half-format number
-    up, down = mid + 2.0 ** -30, mid - 2.0 ** -30
+    mid = 1.0 + 2.0**-bits  # halfway between 1 and the next half-format number
+    up, down = mid + 2.0**-30, mid - 2.0**-30
     x = torch.tensor([up, down, -up, -down], dtype=torch.float64)
     want = [1 + 2.0 ** (1 - bits), 1.0, -(1 + 2.0 ** (1 - bits)), -1.0]
     assert E.round_once(x, dtype).double().tolist() == want
-    assert x.to(torch.float32).to(dtype).double().tolist() != want          # what it fixes
+    assert x.to(torch.float32).to(dtype).double().tolist() != want  # what it fixes
     rand = torch.as_tensor(np.random.default_rng(1).uniform(-1, 1, 100_000))
     err = (E.round_once(rand, dtype).double() - rand).abs().numpy()
     assert (err <= half_ulp(rand.numpy(), dtype)).all()

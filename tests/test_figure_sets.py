@@ -1,5 +1,6 @@
 """Figure sets (figures=all|summary|none) and how figures are drawn: one rendering per figure, the same bytes as
 matplotlib's savefig, whatever the number of worker processes."""
+
 from __future__ import annotations
 
 import re
@@ -14,7 +15,7 @@ def test_every_set_is_a_schema_choice_and_all_draws_every_kind():
     from pipeline.outputs.figure_plan import FIGURE_SETS
 
     assert {s for sets in FIGURE_SETS.values() for s in sets} | {"none"} == set(FIGURE_SET_NAMES)
-    assert all("all" in sets for sets in FIGURE_SETS.values())   # the default run draws what it always drew
+    assert all("all" in sets for sets in FIGURE_SETS.values())  # the default run draws what it always drew
     assert {kind for kind, sets in FIGURE_SETS.items() if "summary" in sets} == {"panels", "ratio_sweep", "crossover"}
 
 
@@ -25,7 +26,7 @@ def test_each_option_composes_to_its_set(option):
     params = config.compose([f"figures={option}"], REPO)
     config.validate(params)
     assert params["figures"]["name"] == option
-    assert params["figures"]["dpi"] == 110   # the other settings are figures=all's
+    assert params["figures"]["dpi"] == 110  # the other settings are figures=all's
 
 
 def test_an_unknown_set_is_refused_naming_the_key():
@@ -56,8 +57,8 @@ def test_none_draws_nothing_and_the_report_keeps_its_sentences(tmp_path, small_s
     assert layout.figures_dir.is_dir() and not any(layout.figures_dir.iterdir())
     page = layout.report_html.read_text(encoding="utf-8")
     assert "<img" not in page and "reports/figures/panels_s1.png not drawn (figures=none)" in page
-    assert "metrics against r, sentence 2: reports/figures/ratio_sweep_s1.png not drawn" in page   # both sentences
-    assert '"king queen' in page   # the explorer still has the sentences
+    assert "metrics against r, sentence 2: reports/figures/ratio_sweep_s1.png not drawn" in page  # both sentences
+    assert '"king queen' in page  # the explorer still has the sentences
 
 
 def test_worker_processes_draw_the_same_bytes_as_this_process(summary_run, tmp_path):
@@ -65,7 +66,7 @@ def test_worker_processes_draw_the_same_bytes_as_this_process(summary_run, tmp_p
 
     params = params_for("figures=summary", "figures.workers=1")
     names = render(params, summary_run, tmp_path)
-    assert sorted(names) == sorted(p.name for p in summary_run.figures_dir.iterdir())   # drawn with workers=2
+    assert sorted(names) == sorted(p.name for p in summary_run.figures_dir.iterdir())  # drawn with workers=2
     for name in names:
         assert (tmp_path / name).read_bytes() == (summary_run.figures_dir / name).read_bytes(), name
 
@@ -92,4 +93,4 @@ def test_save_writes_what_savefig_wrote_after_a_draw(tmp_path, layout):
     plt.close(figure)
     fig.save(draw(), tmp_path / "save.png", 110)
     assert (tmp_path / "save.png").read_bytes() == (tmp_path / "savefig.png").read_bytes()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["save.png", "savefig.png"]   # no temp file left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["save.png", "savefig.png"]  # no temp file left

@@ -5,6 +5,7 @@ number and length of sentences.
 Every figure is checked as it is about to be saved (pipeline.outputs.figures.BEFORE_SAVE), laid out, in this
 process (figures.workers=1).
 """
+
 from __future__ import annotations
 
 import re
@@ -19,10 +20,16 @@ from conftest import REPO, SEED_WORDS, params_for, run_stages
 # Figures of a default run: 5 encoding figures, 4 of RoPE and ALiBi, per sentence 5 projections + panels + ratio
 # sweep, 7 tutorials.
 ENCODING = ["pe_heatmap", "pe_dot_product", "pe_distance", "pe_norms", "pe_offset_distance"]
-RELATIVE = ["rope_relative_scores", "rope_decay", "alibi_bias", "alibi_penalty"]   # RoPE and ALiBi (issue 14)
-TUTORIALS = ["tutorial001_random_embedding", "tutorial001_fixed_embedding", "tutorial002_embedding_plus_pe",
-             "tutorial004_padding_mask", "tutorial004_look_ahead_mask", "tutorial004_pe_columns",
-             "tutorial004_pe_heatmap"]
+RELATIVE = ["rope_relative_scores", "rope_decay", "alibi_bias", "alibi_penalty"]  # RoPE and ALiBi (issue 14)
+TUTORIALS = [
+    "tutorial001_random_embedding",
+    "tutorial001_fixed_embedding",
+    "tutorial002_embedding_plus_pe",
+    "tutorial004_padding_mask",
+    "tutorial004_look_ahead_mask",
+    "tutorial004_pe_columns",
+    "tutorial004_pe_heatmap",
+]
 PAIRS = ["w1_1-w2_0", "w1_1-w2_1", "w1_1-w2_10", "w1_10-w2_1", "w1_sqrt_d-w2_1"]
 
 
@@ -33,9 +40,11 @@ def expected_figures(sentences: int) -> set[str]:
 
 
 # Axis labels of integer quantities (positions, offsets, dimensions): their ticks must be whole numbers.
-INTEGER_AXIS = re.compile(r"^(position|query position|key position|offset k|encoding dimension|output dimension|"
-                          r"embedding dimension|Row \(position\))")
-TOLERANCE = 1.0   # pixels
+INTEGER_AXIS = re.compile(
+    r"^(position|query position|key position|offset k|encoding dimension|output dimension|"
+    r"embedding dimension|Row \(position\))"
+)
+TOLERANCE = 1.0  # pixels
 
 
 def extent(text, renderer):
@@ -46,8 +55,12 @@ def extent(text, renderer):
 
 
 def inside(box, frame) -> bool:
-    return (box.x0 >= frame.x0 - TOLERANCE and box.y0 >= frame.y0 - TOLERANCE
-            and box.x1 <= frame.x1 + TOLERANCE and box.y1 <= frame.y1 + TOLERANCE)
+    return (
+        box.x0 >= frame.x0 - TOLERANCE
+        and box.y0 >= frame.y0 - TOLERANCE
+        and box.x1 <= frame.x1 + TOLERANCE
+        and box.y1 <= frame.y1 + TOLERANCE
+    )
 
 
 def inspect(figure) -> dict[str, list[str]]:
@@ -58,9 +71,15 @@ def inspect(figure) -> dict[str, list[str]]:
     from pipeline.outputs.figures import DIVERGING, centred_at_zero
 
     renderer = figure.canvas.get_renderer()
-    found = {"outside_figure": [], "outside_axes": [], "overlapping_labels": [], "fractional_ticks": [],
-             "diverging_misused": [], "texts": []}
-    hidden = set()   # labels of ticks outside the view: matplotlib keeps but does not draw them
+    found = {
+        "outside_figure": [],
+        "outside_axes": [],
+        "overlapping_labels": [],
+        "fractional_ticks": [],
+        "diverging_misused": [],
+        "texts": [],
+    }
+    hidden = set()  # labels of ticks outside the view: matplotlib keeps but does not draw them
     for ax in figure.axes:
         for axis in (ax.xaxis, ax.yaxis):
             lo, hi = sorted(axis.get_view_interval())
@@ -68,8 +87,12 @@ def inspect(figure) -> dict[str, list[str]]:
                 if not lo - 1e-9 * (hi - lo) <= tick.get_loc() <= hi + 1e-9 * (hi - lo):
                     hidden |= {id(tick.label1), id(tick.label2)}
     for text in figure.findobj(matplotlib.text.Text):
-        if (id(text) in hidden or not text.get_visible() or not text.get_text().strip()
-                or (text.axes and not text.axes.get_visible())):
+        if (
+            id(text) in hidden
+            or not text.get_visible()
+            or not text.get_text().strip()
+            or (text.axes and not text.axes.get_visible())
+        ):
             continue
         found["texts"].append(text.get_text())
         if not inside(extent(text, renderer), figure.bbox):
@@ -77,11 +100,11 @@ def inspect(figure) -> dict[str, list[str]]:
     for ax in figure.axes:
         frame = ax.get_window_extent(renderer)
         data_labels = [t for t in ax.texts if t.get_visible() and t.get_text().strip()]
-        found["outside_axes"] += [t.get_text() for t in data_labels
-                                  if not inside(extent(t, renderer), frame)]
+        found["outside_axes"] += [t.get_text() for t in data_labels if not inside(extent(t, renderer), frame)]
         words = [(t.get_text(), extent(t, renderer)) for t in data_labels if t.get_gid() == "word-label"]
-        found["overlapping_labels"] += [f"{a} / {b}" for i, (a, box) in enumerate(words)
-                                        for b, other in words[i + 1:] if box.overlaps(other)]
+        found["overlapping_labels"] += [
+            f"{a} / {b}" for i, (a, box) in enumerate(words) for b, other in words[i + 1 :] if box.overlaps(other)
+        ]
         for axis in (ax.xaxis, ax.yaxis):
             if INTEGER_AXIS.match(axis.get_label_text()):
                 lo, hi = sorted(axis.get_view_interval())
@@ -130,8 +153,9 @@ def drawn(request, glove_50d, tmp_path_factory) -> tuple[str, dict[str, dict]]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("check", ["outside_figure", "outside_axes", "overlapping_labels", "fractional_ticks",
-                                   "diverging_misused"])
+@pytest.mark.parametrize(
+    "check", ["outside_figure", "outside_axes", "overlapping_labels", "fractional_ticks", "diverging_misused"]
+)
 def test_every_figure_of_the_default_and_queen_king_runs(drawn, check):
     """Every text (titles, axis and tick labels, legends, annotations, word labels) inside the figure; every data
     label inside its axes; no two word labels overlap (all fit here: none is left out); integer ticks on integer
@@ -140,8 +164,10 @@ def test_every_figure_of_the_default_and_queen_king_runs(drawn, check):
     assert set(seen) == expected_figures(2 if run == "default" else 1)
     problems = {name: found[check] for name, found in seen.items() if found[check]}
     assert not problems, f"{run}: {check}: {problems}"
-    if check == "overlapping_labels":   # every word got its label: nothing was left out for lack of room
-        short = {name: t for name, found in seen.items() for t in found["texts"] if "left out" in t or "unlabelled" in t}
+    if check == "overlapping_labels":  # every word got its label: nothing was left out for lack of room
+        short = {
+            name: t for name, found in seen.items() for t in found["texts"] if "left out" in t or "unlabelled" in t
+        }
         assert not short, short
 
 
@@ -153,13 +179,26 @@ def test_tutorial002_colours_follow_the_data(tmp_path, monkeypatch):
     from pipeline.tutorials.figures import render_tutorial_figures
 
     captured = {}
-    monkeypatch.setattr(fig, "BEFORE_SAVE", [lambda figure, path: captured.setdefault(Path(path).stem, [
-        (image.axes.get_title(), image.get_cmap().name) for image in figure.findobj(matplotlib.image.AxesImage)])])
+    monkeypatch.setattr(
+        fig,
+        "BEFORE_SAVE",
+        [
+            lambda figure, path: captured.setdefault(
+                Path(path).stem,
+                [
+                    (image.axes.get_title(), image.get_cmap().name)
+                    for image in figure.findobj(matplotlib.image.AxesImage)
+                ],
+            )
+        ],
+    )
     render_tutorial_figures(params_for("figures.dpi=40"), tmp_path, root=REPO)
     cmaps = dict(captured["tutorial002_embedding_plus_pe"])
-    assert cmaps == {"random embedding matrix[ids] (np.random.rand, uniform [0, 1))": "viridis",
-                     "sinusoidal positional encoding PE(pos)": "RdBu",
-                     "input embeddings with positional encoding (sum)": "viridis"}
+    assert cmaps == {
+        "random embedding matrix[ids] (np.random.rand, uniform [0, 1))": "viridis",
+        "sinusoidal positional encoding PE(pos)": "RdBu",
+        "input embeddings with positional encoding (sum)": "viridis",
+    }
 
 
 def test_colour_scale_is_diverging_only_around_zero():
@@ -170,7 +209,7 @@ def test_colour_scale_is_diverging_only_around_zero():
     assert colour_scale(rng.uniform(-1, 2.5, 100), "RdBu", "viridis")["cmap"] == "viridis"
     centred = colour_scale(np.array([-0.8, 0.1, 1.0]), "RdBu", "viridis")
     assert centred == {"cmap": "RdBu", "vmin": -1.0, "vmax": 1.0}
-    assert colour_scale(np.array([0.0, 3.0]), "RdBu", "viridis", centred=True)["cmap"] == "RdBu"   # declared
+    assert colour_scale(np.array([0.0, 3.0]), "RdBu", "viridis", centred=True)["cmap"] == "RdBu"  # declared
 
 
 def test_short_text_is_one_line_of_at_most_80_characters():
@@ -184,7 +223,7 @@ def test_short_text_is_one_line_of_at_most_80_characters():
 # ---------------------------------------------------------------- any number and length of sentences
 
 DPI = 110
-MAX_PIXELS = (20 * DPI, 16 * DPI)      # pipeline.outputs.figures.MAX_INCHES at figures.dpi
+MAX_PIXELS = (20 * DPI, 16 * DPI)  # pipeline.outputs.figures.MAX_INCHES at figures.dpi
 
 
 def png_size(path: Path) -> tuple[int, int]:

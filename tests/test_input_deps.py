@@ -1,5 +1,6 @@
 """Every input is a dependency: a texts file or GloVe file the config names is a DVC dep of the stage that reads it,
 wherever it lies, so editing it re-runs what depends on it (pipeline.config.input_files, pipeline.dvcyaml)."""
+
 from __future__ import annotations
 
 import json
@@ -19,7 +20,7 @@ from pipeline.config.input_files import check_tracked, input_file_deps
 def test_input_file_deps_inside_and_outside_the_workspace(tmp_path):
     root = tmp_path / "project"
     params = {"texts": {"file": "data/texts/example.txt"}, "glove": {"path": str(tmp_path / "g.txt"), "zip": None}}
-    assert input_file_deps(params, root, ("texts.file",), inside=("data/texts",)) == []   # data/texts is a dep
+    assert input_file_deps(params, root, ("texts.file",), inside=("data/texts",)) == []  # data/texts is a dep
     assert input_file_deps(params, root, ("texts.file",)) == ["data/texts/example.txt"]
     assert input_file_deps(params, root, ("glove.path", "glove.zip")) == [(tmp_path / "g.txt").as_posix()]
     params["texts"]["file"] = "../elsewhere/t.txt"
@@ -32,8 +33,16 @@ def test_generated_dvc_yaml_lists_the_configured_input_files(tmp_path):
 
     project = copy_checkout(tmp_path / "project")
     assert render(project) == (REPO / "dvc.yaml").read_text(encoding="utf-8")
-    params = config.compose(["texts=file", f"texts.file={tmp_path / 't.txt'}", "glove=path",
-                             f"glove.path={tmp_path / 'g.txt'}", "glove.dim=8"], project)
+    params = config.compose(
+        [
+            "texts=file",
+            f"texts.file={tmp_path / 't.txt'}",
+            "glove=path",
+            f"glove.path={tmp_path / 'g.txt'}",
+            "glove.dim=8",
+        ],
+        project,
+    )
     config.write_params(params, project)
     stages = yaml.safe_load(render(project))["stages"]
     assert (tmp_path / "t.txt").as_posix() in stages["tokenize"]["deps"]
@@ -46,7 +55,7 @@ def test_check_params_refuses_a_dvc_yaml_that_does_not_track_the_file(tmp_path):
     params = config.compose(["texts=file", f"texts.file={tmp_path / 't.txt'}"], REPO)
     with pytest.raises(PipelineError, match=r"dvc\.yaml does not list .*t\.txt.*python -m pipeline\.compose"):
         check_tracked(params, REPO, REPO / "dvc.yaml")
-    check_tracked(config.compose([], REPO), REPO, REPO / "dvc.yaml")   # the default config: nothing to list
+    check_tracked(config.compose([], REPO), REPO, REPO / "dvc.yaml")  # the default config: nothing to list
 
 
 def changed_stages(project: Path) -> set[str]:
@@ -65,8 +74,20 @@ def test_editing_a_texts_or_glove_file_outside_the_workspace_reruns_its_stages(t
     glove = outside / "glove.txt"
     rng = np.random.default_rng(0)
     glove.write_text("".join(w + "".join(f" {v:.5f}" for v in rng.normal(size=8)) + "\n" for w in SEED_WORDS))
-    run([sys.executable, "-m", "pipeline.repro", "tracking=disabled", "texts=file", f"texts.file={texts}",
-         "glove=path", f"glove.path={glove}", "glove.dim=8"], project)
+    run(
+        [
+            sys.executable,
+            "-m",
+            "pipeline.repro",
+            "tracking=disabled",
+            "texts=file",
+            f"texts.file={texts}",
+            "glove=path",
+            f"glove.path={glove}",
+            "glove.dim=8",
+        ],
+        project,
+    )
     assert changed_stages(project) == set()
 
     texts.write_text("king queen man woman yellow\ndog wolf red green\n", encoding="utf-8")

@@ -12,6 +12,7 @@ shows; an output DVC removed before re-running its stage may be missing). At the
 `python -m pipeline.repro`: dvc.lock identical to the clean run's, `dvc status` up to date, git status clean, and
 the same set of files in the workspace as after the clean run (no temporary of a killed run left behind).
 """
+
 from __future__ import annotations
 
 import os
@@ -31,7 +32,7 @@ from pipeline.registry import STAGES as REGISTRY
 
 pytestmark = pytest.mark.slow
 PY = sys.executable
-STAGES = [stage.name for stage in REGISTRY]   # every stage of the registry, in DAG order
+STAGES = [stage.name for stage in REGISTRY]  # every stage of the registry, in DAG order
 SKIP_DIRS = {".git", ".dvc/cache", ".dvc/tmp", "mlartifacts", "__pycache__"}
 
 
@@ -40,8 +41,11 @@ def group(pgid: int) -> list[Path]:
     procs = []
     for proc in Path("/proc").iterdir():
         try:
-            if proc.name.isdigit() and os.getpgid(int(proc.name)) == pgid and \
-                    (proc / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            if (
+                proc.name.isdigit()
+                and os.getpgid(int(proc.name)) == pgid
+                and (proc / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+            ):
                 procs.append(proc)
         except (OSError, ProcessLookupError):
             continue
@@ -63,8 +67,15 @@ def stage_of(pgid: int) -> str | None:
 
 def start(checkout: Path, *args: str) -> subprocess.Popen:
     env = dict(os.environ, PATH=f"{Path(PY).parent}{os.pathsep}{os.environ['PATH']}")
-    return subprocess.Popen([PY, "-m", "pipeline.repro", *args], cwd=checkout, env=env, start_new_session=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(
+        [PY, "-m", "pipeline.repro", *args],
+        cwd=checkout,
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 def timed_clean_run(checkout: Path) -> dict[str, float]:
@@ -97,7 +108,7 @@ def kill_in(checkout: Path, stage: str, duration: float, fraction: float) -> tup
     until = began + fraction * duration if fraction < 1 else None
     while (until is None or time.monotonic() < until) and stage_of(proc.pid) == stage:
         time.sleep(0.02)
-    if stage_of(proc.pid) != stage:   # the stage's process has exited: DVC saves its outputs, writes dvc.lock
+    if stage_of(proc.pid) != stage:  # the stage's process has exited: DVC saves its outputs, writes dvc.lock
         lived = time.monotonic() - began
         if until is None:
             time.sleep((fraction - 1) * 2.0)
@@ -111,7 +122,7 @@ def kill_in(checkout: Path, stage: str, duration: float, fraction: float) -> tup
     proc.wait()
     proc.stdout.close()
     deadline = time.monotonic() + 30
-    while group(proc.pid):   # its children (dvc, the stage) are gone too before anything looks at the workspace
+    while group(proc.pid):  # its children (dvc, the stage) are gone too before anything looks at the workspace
         assert time.monotonic() < deadline, "processes of the killed run survived SIGKILL"
         time.sleep(0.02)
     return hit, lived
@@ -136,14 +147,15 @@ def workspace_files(checkout: Path) -> set[str]:
     files = set()
     for dirpath, dirnames, filenames in os.walk(checkout):
         rel = Path(dirpath).relative_to(checkout).as_posix()
-        dirnames[:] = [d for d in dirnames if (f"{rel}/{d}" if rel != "." else d) not in SKIP_DIRS
-                       and d not in SKIP_DIRS]
+        dirnames[:] = [
+            d for d in dirnames if (f"{rel}/{d}" if rel != "." else d) not in SKIP_DIRS and d not in SKIP_DIRS
+        ]
         files.update(f"{rel}/{f}" if rel != "." else f for f in filenames)
     return files
 
 
 def test_kill_9_at_random_points_of_every_stage_loses_nothing(checkout, monkeypatch):
-    monkeypatch.delenv("MLFLOW_TRACKING_URI")   # the project's own store, <checkout>/mlflow.db, as a user has it
+    monkeypatch.delenv("MLFLOW_TRACKING_URI")  # the project's own store, <checkout>/mlflow.db, as a user has it
     seed = int(os.environ.get("PE_KILL_SEED", random.SystemRandom().randrange(10**6)))
     per_stage = int(os.environ.get("PE_KILLS_PER_STAGE", "3"))
     rng = random.Random(seed)
@@ -167,8 +179,8 @@ def test_kill_9_at_random_points_of_every_stage_loses_nothing(checkout, monkeypa
             # stratified: one point in each of `per_stage` equal slices of [0, 1.15) of the stage's duration
             fraction = (k + rng.random()) * 1.15 / per_stage
             hit, lived = kill_in(checkout, stage, duration, fraction)
-            if hit.startswith("too late") and retries < 3:   # faster than in the clean run (e.g. the MLflow
-                duration, retries = lived or duration / 2, retries + 1   # store's creation): aim again
+            if hit.startswith("too late") and retries < 3:  # faster than in the clean run (e.g. the MLflow
+                duration, retries = lived or duration / 2, retries + 1  # store's creation): aim again
                 continue
             k += 1
             tried.append((stage, fraction, duration, hit))
@@ -200,7 +212,9 @@ def test_kill_9_at_random_points_of_every_stage_loses_nothing(checkout, monkeypa
     with sqlite3.connect(db) as conn:
         statuses = dict(conn.execute("SELECT status, count(*) FROM runs GROUP BY status").fetchall())
     failed_stages = {p.split(" ")[2] if p.startswith("kill") else p.split(" in ")[1].split(":")[0] for p in problems}
-    print(f"{len(tried)} kills (seed {seed}, {per_stage} per stage); stages with a problem: {sorted(failed_stages)}; "
-          f"MLflow runs by status: {statuses}")
+    print(
+        f"{len(tried)} kills (seed {seed}, {per_stage} per stage); stages with a problem: {sorted(failed_stages)}; "
+        f"MLflow runs by status: {statuses}"
+    )
     assert not problems, "\n".join(problems)
-    assert statuses.get("FINISHED", 0) >= 2   # the clean run's and at least the final run's
+    assert statuses.get("FINISHED", 0) >= 2  # the clean run's and at least the final run's

@@ -1,19 +1,28 @@
 """Padding and look-ahead masks (tutorial 004): shapes, values, boolean vs additive forms."""
+
 from __future__ import annotations
 
 import pytest
 import torch
 
 from pipeline.base.errors import PipelineError
-from pipeline.tutorials.masks import (NEG_INF, additive, attention_padding_mask, combined_mask, look_ahead_mask,
-                            masked_softmax, padding_mask, padding_mask_from_lengths)
+from pipeline.tutorials.masks import (
+    NEG_INF,
+    additive,
+    attention_padding_mask,
+    combined_mask,
+    look_ahead_mask,
+    masked_softmax,
+    padding_mask,
+    padding_mask_from_lengths,
+)
 from pipeline.inputs.tokenizer import pad_sequences_with_mask
 
 # Tutorial 004's example batch (batch_size, seq_len), padded with 0.
 INPUT_SEQ = torch.tensor([[5, 7, 9, 0, 0], [3, 2, 4, 1, 0], [6, 1, 8, 4, 2]])
-PADDING = torch.tensor([[False, False, False, True, True],
-                        [False, False, False, False, True],
-                        [False, False, False, False, False]])
+PADDING = torch.tensor(
+    [[False, False, False, True, True], [False, False, False, False, True], [False, False, False, False, False]]
+)
 
 
 def test_padding_mask_values_and_tutorial_004_convention():
@@ -46,9 +55,9 @@ def test_padding_mask_from_lengths_agrees_with_ids_and_the_tokenizer():
 
 
 def test_look_ahead_mask_is_the_strict_upper_triangle():
-    assert torch.equal(look_ahead_mask(3), torch.tensor([[False, True, True],
-                                                         [False, False, True],
-                                                         [False, False, False]]))
+    assert torch.equal(
+        look_ahead_mask(3), torch.tensor([[False, True, True], [False, False, True], [False, False, False]])
+    )
     for n in (1, 2, 7, 16):
         tutorial = (1 - torch.tril(torch.ones(n, n), diagonal=0)).bool()  # 004's create_look_ahead_mask
         mask = look_ahead_mask(n)
@@ -89,7 +98,7 @@ def test_additive_softmax_gives_padded_positions_zero_weight(dtype):
     torch.testing.assert_close(weights.sum(dim=-1), torch.ones(3, 5, dtype=dtype))
     boolean = torch.softmax(scores.masked_fill(mask, float("-inf")), dim=-1)  # the boolean form
     torch.testing.assert_close(weights, boolean)
-    keep = (~PADDING).to(dtype)[:, None, :]                                    # 004's (1 - mask) * -1e9
+    keep = (~PADDING).to(dtype)[:, None, :]  # 004's (1 - mask) * -1e9
     torch.testing.assert_close(weights, torch.softmax(scores + (1 - keep) * -1e9, dim=-1))
 
 

@@ -1,4 +1,5 @@
 """The metrics that replace "look at the plot", on cases whose answer is known."""
+
 from __future__ import annotations
 
 import math
@@ -20,7 +21,7 @@ def test_knn_overlap_identical_and_disjoint():
     assert m.knn_overlap(d, d, 3) == 1.0
     # two tight clusters {0,1,2} {3,4,5}: with k=2, neighbours stay inside each cluster
     clusters = np.array([[0, 0], [0, 0.1], [0.1, 0], [9, 9], [9, 9.1], [9.1, 9]], dtype=float)
-    swapped = clusters[[3, 4, 5, 0, 1, 2]]        # same geometry, points relabelled across clusters
+    swapped = clusters[[3, 4, 5, 0, 1, 2]]  # same geometry, points relabelled across clusters
     # relabelled so that reference clusters are {0,2,4} {1,3,5}: shared neighbours 1,0,1,1,0,1 of k=2 each
     mixed = m.pairwise_distances(clusters[[0, 3, 1, 4, 2, 5]])
     assert m.knn_overlap(m.pairwise_distances(clusters), mixed, 2) == pytest.approx(4 / 12)
@@ -71,7 +72,7 @@ def test_angular_order():
     angles = np.linspace(0, 1.5 * np.pi, 10)
     circle = np.stack([np.cos(angles), np.sin(angles)], axis=1)
     assert m.angular_order(circle) == 1.0
-    assert m.angular_order(circle[::-1]) == 1.0               # clockwise counts too
+    assert m.angular_order(circle[::-1]) == 1.0  # clockwise counts too
     assert m.angular_order(circle[[0, 5, 1, 6, 2, 7, 3, 8, 4, 9]]) < 0.8
 
 
@@ -87,22 +88,22 @@ def test_switch_points_locate_every_bracketed_switch_to_1e_9():
     found = m.switch_points(ratios, np.array([wins(r) for r in ratios]), wins)
     assert [state for _, state in found] == [True, False, True, False]
     for (r, _), exact in zip(found, truth):
-        assert exact <= r <= exact * (1 + m.RTOL)                   # the smallest r found in the new state
+        assert exact <= r <= exact * (1 + m.RTOL)  # the smallest r found in the new state
     assert m.crossover(ratios, np.array([wins(r) for r in ratios]), found) == found[0][0]
 
 
 def test_switch_points_miss_only_a_state_held_inside_one_grid_interval():
-    ratios = np.logspace(-2, 2, 41)                                 # steps of 10^0.1 = 1.26
-    wins = step_function([1.001, 1.002, 5.0], False)                # 1.001..1.002 lies inside one interval
+    ratios = np.logspace(-2, 2, 41)  # steps of 10^0.1 = 1.26
+    wins = step_function([1.001, 1.002, 5.0], False)  # 1.001..1.002 lies inside one interval
     found = m.switch_points(ratios, np.array([wins(r) for r in ratios]), wins)
     assert len(found) == 1 and found[0][0] == pytest.approx(5.0, rel=1e-9) and found[0][1]
 
 
 def test_crossover_at_the_grid_start_and_never():
     r = np.array([0.1, 1.0, 10.0])
-    assert m.crossover(r, np.array([True, True, True]), []) == 0.1          # position already wins at the start
-    assert m.crossover(r, np.array([False, False, False]), []) is None     # meaning wins all along the grid
-    assert m.positional_wins(np.array([0.5, 0.5]), np.array([0.4, 0.5])).tolist() == [False, True]   # ties: position
+    assert m.crossover(r, np.array([True, True, True]), []) == 0.1  # position already wins at the start
+    assert m.crossover(r, np.array([False, False, False]), []) is None  # meaning wins all along the grid
+    assert m.positional_wins(np.array([0.5, 0.5]), np.array([0.4, 0.5])).tolist() == [False, True]  # ties: position
 
 
 def brute_force_switches(wins, fine: np.ndarray) -> list[tuple[int, bool]]:
@@ -132,7 +133,7 @@ def test_exact_crossover_matches_a_brute_force_fine_grid(seed):
     assert len(reported) == len(expected)
     for (r, to), (j, state) in zip(reported, expected):
         assert fine[j] < r <= fine[j + 1] and to == ("position" if state else "meaning")
-        assert wins(r) == state and wins(r / (1 + m.RTOL)) != state      # located to a relative 1e-9
+        assert wins(r) == state and wins(r / (1 + m.RTOL)) != state  # located to a relative 1e-9
     assert result["r_star"] == reported[0][0]
 
 
@@ -140,7 +141,7 @@ def test_batch_metrics_are_each_pairs_own_bits():
     """Measuring B weightings at once gives every one of them exactly the values it gets alone."""
     rng = np.random.default_rng(4)
     n, d = 13, 20
-    e, p = rng.normal(size=(n, d)), np.round(rng.normal(size=(n, d)), 1)     # rounded: tied distances
+    e, p = rng.normal(size=(n, d)), np.round(rng.normal(size=(n, d)), 1)  # rounded: tied distances
     words = [f"w{i % 5}" for i in range(n)]
     groups = [["w0", "w1"], ["w2", "w3", "w4"]]
     r = 10 ** rng.uniform(-2, 2, size=25)
@@ -158,8 +159,8 @@ def test_procrustes_disparities_are_scipys():
 
     rng = np.random.default_rng(5)
     reference, others = rng.normal(size=(9, 2)), rng.normal(size=(30, 9, 2))
-    others[3] = reference * 2.5 @ np.array([[0, 1], [-1, 0]]) + 4      # the same shape: disparity 0
-    others[4] = 1.0                                                     # collapsed to one point: nan
+    others[3] = reference * 2.5 @ np.array([[0, 1], [-1, 0]]) + 4  # the same shape: disparity 0
+    others[4] = 1.0  # collapsed to one point: nan
     got = m.procrustes_disparities(reference, others)
     assert got[3] == pytest.approx(0.0, abs=1e-15) and math.isnan(got[4])
     for b in set(range(30)) - {4}:
@@ -206,9 +207,11 @@ def test_sentence_metrics_at_the_extremes():
     assert low["knn_semantic_hd"] == 1.0 and low["trustworthiness_hd"] == pytest.approx(1.0)
     assert high["knn_positional_hd"] == 1.0 and high["positional_rank_corr_hd"] > 0.9
     assert high["knn_semantic_hd"] < 0.7
-    assert set(low) == {f"{k}_{s}" for k in ("knn_semantic", "knn_positional", "trustworthiness",
-                                             "positional_rank_corr", "group_distance_ratio") for s in ("hd", "2d")} | {
-        "angular_order_2d"}
+    assert set(low) == {
+        f"{k}_{s}"
+        for k in ("knn_semantic", "knn_positional", "trustworthiness", "positional_rank_corr", "group_distance_ratio")
+        for s in ("hd", "2d")
+    } | {"angular_order_2d"}
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -225,5 +228,5 @@ def test_trustworthiness_and_spearman_match_sklearn_and_scipy(seed):
     dist = m.pairwise_distances(y)
     i, j = np.triu_indices(n, k=1)
     assert m.positional_rank_corr(dist) == pytest.approx(spearmanr(dist[i, j], j - i).statistic, abs=1e-12)
-    tied = np.round(dist, 0)                                  # many ties on both sides
+    tied = np.round(dist, 0)  # many ties on both sides
     assert m.positional_rank_corr(tied) == pytest.approx(spearmanr(tied[i, j], j - i).statistic, abs=1e-12)

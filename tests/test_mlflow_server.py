@@ -1,5 +1,6 @@
 """MLflow server mode: `python -m pipeline.server` on 127.0.0.1, the pipeline logging to it over HTTP, a dead
 server reported before any computing, and the UI checked in a real headless Chromium (Debian's `chromium`)."""
+
 from __future__ import annotations
 
 import json
@@ -40,9 +41,22 @@ class Server:
         self.log = folder / "server.log"
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(
-                [PY, "-m", "pipeline.server", "--port", self.url.rsplit(":", 1)[1], "--workers", "1",
-                 "--backend-store-uri", self.store], cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True)
+                [
+                    PY,
+                    "-m",
+                    "pipeline.server",
+                    "--port",
+                    self.url.rsplit(":", 1)[1],
+                    "--workers",
+                    "1",
+                    "--backend-store-uri",
+                    self.store,
+                ],
+                cwd=REPO,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         deadline = time.monotonic() + 90
         while True:
             try:
@@ -74,8 +88,9 @@ def served_run(tmp_path_factory):
     try:
         checkout = copy_checkout(base / "project")
         job = base / "job"
-        out = run([PY, "-m", "pipeline", "sweep.w2=7", f"hydra.run.dir={job}"], checkout,
-                  MLFLOW_TRACKING_URI=server.url)
+        out = run(
+            [PY, "-m", "pipeline", "sweep.w2=7", f"hydra.run.dir={job}"], checkout, MLFLOW_TRACKING_URI=server.url
+        )
         record = json.loads((job / "job_result.json").read_text())
         assert record["status"] == "finished", out.stderr
         yield server, checkout, job, record["run_id"]
@@ -94,8 +109,10 @@ def test_server_run_has_the_same_contents_as_a_local_store_run(served_run, priva
 
     server, checkout, job, served_id = served_run
     params = yaml.safe_load((job / "params.yaml").read_text())
-    layout = Layout(job, glove=shared_glove_store(params["glove"], checkout))   # the store the job used
-    local_id = log_result(params, layout, checkout, run_name="sweep.w2=7")["run_id"]  # MLFLOW_TRACKING_URI: private store
+    layout = Layout(job, glove=shared_glove_store(params["glove"], checkout))  # the store the job used
+    local_id = log_result(params, layout, checkout, run_name="sweep.w2=7")[
+        "run_id"
+    ]  # MLFLOW_TRACKING_URI: private store
 
     def contents(client, run_id):
         run_ = client.get_run(run_id)
@@ -110,12 +127,15 @@ def test_server_run_has_the_same_contents_as_a_local_store_run(served_run, priva
     local = contents(MlflowClient(private_mlflow_store), local_id)
     assert served[0] == local[0] and served[0]["sweep.w2"] == "7"
     assert served[1] == local[1] and len(served[1]) > 20
-    assert served[2] == local[2] and (f"figures/{FIGURE}", (job / "reports" / "figures" / FIGURE).stat().st_size) in served[2]
+    assert (
+        served[2] == local[2]
+        and (f"figures/{FIGURE}", (job / "reports" / "figures" / FIGURE).stat().st_size) in served[2]
+    )
     assert served[3] == local[3] == "FINISHED"
-    assert any(path == "inputs/manifest.json" for path, _ in served[2])   # the shared GloVe store's manifest
+    assert any(path == "inputs/manifest.json" for path, _ in served[2])  # the shared GloVe store's manifest
     # the server keeps the artifacts in its artifact root, beside its store
     assert (server.artifacts / served_id / "artifacts" / "figures" / FIGURE).is_file()
-    assert (server.store.startswith("sqlite:////") and Path(server.store[len("sqlite:///"):]).is_file())
+    assert server.store.startswith("sqlite:////") and Path(server.store[len("sqlite:///") :]).is_file()
 
 
 def test_unreachable_server_is_reported_before_any_computing(checkout, tmp_path):
@@ -128,8 +148,12 @@ def test_unreachable_server_is_reported_before_any_computing(checkout, tmp_path)
     assert "does not answer" in single.stderr + single.stdout and "pipeline.server" in single.stderr + single.stdout
     assert "Traceback" not in single.stderr and not (tmp_path / "job" / "reports").exists()
 
-    sweep = run([PY, "-m", "pipeline", "-m", "sweep.w2=1,2", f"hydra.sweep.dir={tmp_path / 'sweep'}"], checkout,
-                check=False, **dead)
+    sweep = run(
+        [PY, "-m", "pipeline", "-m", "sweep.w2=1,2", f"hydra.sweep.dir={tmp_path / 'sweep'}"],
+        checkout,
+        check=False,
+        **dead,
+    )
     assert sweep.returncode == 2 and "does not answer" in sweep.stderr + sweep.stdout
     assert not (tmp_path / "sweep" / "0").exists()  # no job started
 
@@ -174,8 +198,10 @@ def test_mlflow_ui_shows_the_run_and_a_figure_in_chromium(served_run, tmp_path):
             page.get_by_text("figures", exact=True).click()
             page.get_by_text(FIGURE, exact=True).click()
             page.get_by_text(f"figures/{FIGURE}", exact=True).wait_for(state="visible")  # the preview's title
-            loaded = ("() => Array.from(document.images).filter(i => i.complete && i.naturalWidth > 0"
-                      " && !i.src.startsWith('data:')).map(i => [i.naturalWidth, i.naturalHeight])")
+            loaded = (
+                "() => Array.from(document.images).filter(i => i.complete && i.naturalWidth > 0"
+                " && !i.src.startsWith('data:')).map(i => [i.naturalWidth, i.naturalHeight])"
+            )
             page.wait_for_function(f"() => ({loaded})().length > 0")
             sizes = page.evaluate(loaded)
             page.screenshot(path=str(shots / "mlflow_ui_figure.png"))
@@ -210,9 +236,14 @@ except PipelineError as exc:
 
 
 def logger(result: Path, project: Path, uri: str) -> subprocess.Popen:
-    return subprocess.Popen([PY, "-c", LOGGER, str(result), str(project)], cwd=REPO, text=True,
-                            env=dict(os.environ, MLFLOW_TRACKING_URI=uri, PE_PROJECT_ROOT=str(project)),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [PY, "-c", LOGGER, str(result), str(project)],
+        cwd=REPO,
+        text=True,
+        env=dict(os.environ, MLFLOW_TRACKING_URI=uri, PE_PROJECT_ROOT=str(project)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 @pytest.mark.slow
@@ -224,9 +255,9 @@ def test_server_killed_mid_run_fails_fast_and_the_run_ends_failed(tmp_path):
 
     from test_sweeps import fake_result
 
-    project = copy_checkout(tmp_path / "project")   # PE_PROJECT_ROOT: its data/cache holds the pending records
+    project = copy_checkout(tmp_path / "project")  # PE_PROJECT_ROOT: its data/cache holds the pending records
     result = tmp_path / "result"
-    fake_result(result, figures=20000)   # a run long enough to kill the server in the middle of it
+    fake_result(result, figures=20000)  # a run long enough to kill the server in the middle of it
     server = Server(tmp_path / "server")
     port = int(server.url.rsplit(":", 1)[1])
     secret = "s3cretPW"
@@ -234,7 +265,7 @@ def test_server_killed_mid_run_fails_fast_and_the_run_ends_failed(tmp_path):
     try:
         proc = logger(result, project, uri)
         deadline = time.monotonic() + 120
-        while not any(server.artifacts.glob("*/artifacts/figures/*.png")):   # the run is logging its figures
+        while not any(server.artifacts.glob("*/artifacts/figures/*.png")):  # the run is logging its figures
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
             time.sleep(0.05)
         os.killpg(server.proc.pid, signal.SIGKILL)
@@ -251,7 +282,7 @@ def test_server_killed_mid_run_fails_fast_and_the_run_ends_failed(tmp_path):
     [pending] = list((project / "data" / "cache" / "mlflow-pending").glob("*.json"))
     assert secret not in pending.read_text()
 
-    server = Server(tmp_path / "server", port=port)   # the same store, at the same address
+    server = Server(tmp_path / "server", port=port)  # the same store, at the same address
     try:
         small = tmp_path / "small"
         fake_result(small, figures=2)
@@ -264,7 +295,7 @@ def test_server_killed_mid_run_fails_fast_and_the_run_ends_failed(tmp_path):
         server.stop()
     killed_run = runs[pending.stem]
     assert killed_run.info.status == "FAILED" and "killed" in killed_run.data.tags["error"]
-    assert runs[out2.strip().splitlines()[-1]].info.status == "FINISHED"   # logged through bob:***@ credentials
+    assert runs[out2.strip().splitlines()[-1]].info.status == "FINISHED"  # logged through bob:***@ credentials
     assert not pending.exists() and "ended 1 run(s)" in err2 and secret not in out2 + err2
 
 

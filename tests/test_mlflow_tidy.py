@@ -1,5 +1,6 @@
 """A tidy MLflow (issue 13): the experiment opens on its runs table, runs have distinct descriptive names, a DVC
 run's duration covers the pipeline, each artifact is stored once, and the GloVe store and texts are datasets."""
+
 from __future__ import annotations
 
 import os
@@ -24,7 +25,7 @@ def result(tmp_path_factory, small_store):
 
 def run_bytes(store_uri: str, run_id: str) -> int:
     """Bytes the run's artifacts take in a local store (artifacts beside the .db)."""
-    root = Path(store_uri[len("sqlite:///"):]).parent / "mlartifacts" / run_id
+    root = Path(store_uri[len("sqlite:///") :]).parent / "mlartifacts" / run_id
     return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
 
 
@@ -70,8 +71,9 @@ def test_sweep_parent_run_is_named_by_its_sweep(tmp_path, private_mlflow_store):
     from pipeline.outputs.tracking import MultirunParentRun
 
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-        cfg = compose("config", overrides=[f"hydra.sweep.dir={tmp_path / 'sweep'}", "sweep.w2=4"],
-                      return_hydra_config=True)
+        cfg = compose(
+            "config", overrides=[f"hydra.sweep.dir={tmp_path / 'sweep'}", "sweep.w2=4"], return_hydra_config=True
+        )
     callback = MultirunParentRun()
     callback.on_multirun_start(config=cfg)
     callback._close_if_open()
@@ -89,8 +91,13 @@ def test_dvc_run_starts_when_the_pipeline_did(tmp_path):
 
     layout = Layout(tmp_path)
     now = time.time()
-    files = {layout.glove_manifest: now - 50, layout.tokens: now - 40, layout.figures_dir / "a.png": now - 10,
-             layout.report_html: now - 3600, layout.metrics: now - 20}
+    files = {
+        layout.glove_manifest: now - 50,
+        layout.tokens: now - 40,
+        layout.figures_dir / "a.png": now - 10,
+        layout.report_html: now - 3600,
+        layout.metrics: now - 20,
+    }
     for path, mtime in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("x")
@@ -191,8 +198,10 @@ def test_mlflow_ui_opens_on_the_runs_table(result, tmp_path):
                 heading = page.get_by_role("heading", level=2).first.inner_text()
                 landed_on = page.url
 
-                page.goto(f"{server.url}/#/experiments/{record['experiment_id']}/runs/{record['run_id']}"
-                          "/artifacts/report.html?workflowType=machine_learning")
+                page.goto(
+                    f"{server.url}/#/experiments/{record['experiment_id']}/runs/{record['run_id']}"
+                    "/artifacts/report.html?workflowType=machine_learning"
+                )
                 body = page.frame_locator("iframe.mlflow-html-iframe").locator("body")
                 body.locator('img[src*="get-artifact"]').first.wait_for(state="attached")
                 deadline = time.monotonic() + 30
@@ -223,7 +232,7 @@ def test_unchanged_inputs_are_not_uploaded_again(result, private_mlflow_store, t
     from pipeline.config import dump_params
 
     params, layout = result
-    layout.params.write_text(dump_params(params))   # what the Hydra job and DVC path have beside the result
+    layout.params.write_text(dump_params(params))  # what the Hydra job and DVC path have beside the result
     client = MlflowClient(private_mlflow_store)
     first = log_result(params, layout, REPO)
     inputs = ["encode.json", "manifest.json", "params.yaml", "tokens.json"]
@@ -235,13 +244,13 @@ def test_unchanged_inputs_are_not_uploaded_again(result, private_mlflow_store, t
     assert {n: tags[f"inputs.{n}"] for n in inputs} == {n: f"runs:/{first['run_id']}/inputs/{n}" for n in inputs}
     assert {n: w["run_id"] for n, w in second["inputs"].items()} == dict.fromkeys(inputs, first["run_id"])
 
-    copy = Layout(tmp_path / "copy", glove=layout.glove_dir)   # the same result with another params.yaml
+    copy = Layout(tmp_path / "copy", glove=layout.glove_dir)  # the same result with another params.yaml
     shutil.copytree(layout.base, copy.base, ignore=shutil.ignore_patterns("dl"))
     copy.params.write_text(layout.params.read_text() + "# edited\n")
     third = log_result(params, copy, REPO, previous=second)
     assert [a.path for a in client.list_artifacts(third["run_id"], "inputs")] == ["inputs/params.yaml"]
     client.delete_run(first["run_id"])
-    fourth = log_result(params, layout, REPO, previous=third)   # params.yaml differs from the third's too
+    fourth = log_result(params, layout, REPO, previous=third)  # params.yaml differs from the third's too
     assert sorted(a.path for a in client.list_artifacts(fourth["run_id"], "inputs")) == [f"inputs/{n}" for n in inputs]
 
 
@@ -275,4 +284,5 @@ def test_two_jobs_logging_one_new_dataset_at_once_both_link_it(private_mlflow_st
     assert injected
     linked = [first.get_run(r).inputs.dataset_inputs for r in (run, other_run)]
     assert [[(d.dataset.name, d.dataset.digest) for d in inputs] for inputs in linked] == [
-        [("glove 6B-50d", "5cee3016e3af")]] * 2
+        [("glove 6B-50d", "5cee3016e3af")]
+    ] * 2

@@ -1,5 +1,6 @@
 """The real thing: `dvc repro` and `dvc exp run` in a fresh copy of the project, logging to a private MLflow store.
 (Hydra multirun sweeps, DVC queues and the MLflow server: tests/test_sweeps.py, tests/test_mlflow_server.py.)"""
+
 from __future__ import annotations
 
 import json
@@ -47,7 +48,15 @@ def test_dvc_repro_end_to_end(checkout, private_mlflow_store):
     first = run([PY, "-m", "pipeline.repro"], checkout)
     # report.html is kept in git: when its inputs hash as in dvc.lock, the committed one is current
     assert [s for s in ran_stages(first.stdout) if s != "report"] == [
-        "check_params", "glove", "tokenize", "encode", "relative", "sweep", "figures", "track"]
+        "check_params",
+        "glove",
+        "tokenize",
+        "encode",
+        "relative",
+        "sweep",
+        "figures",
+        "track",
+    ]
     assert git_status(checkout) == "", "the README's first command changed tracked files"
 
     manifest = json.loads((checkout / "data/glove/manifest.json").read_text())
@@ -61,7 +70,8 @@ def test_dvc_repro_end_to_end(checkout, private_mlflow_store):
     assert metrics["embedding"] == {"vocab_size": 11, "oov_count": 0}
     assert metrics["encoding"]["norm_max_abs_dev"] < 1e-6 and metrics["encoding"]["offset_distance_max_spread"] < 1e-6
     assert metrics["sweep"]["s1"]["w1_1-w2_10"]["pca_disparity"] == pytest.approx(
-        committed["sweep"]["s1"]["w1_1-w2_10"]["pca_disparity"], abs=1e-6)
+        committed["sweep"]["s1"]["w1_1-w2_10"]["pca_disparity"], abs=1e-6
+    )
     from pipeline.core.sweep import headline
 
     assert json.loads((checkout / "reports/headline.json").read_text()) == headline(metrics)
@@ -84,7 +94,9 @@ def test_dvc_repro_end_to_end(checkout, private_mlflow_store):
 
     record = json.loads((checkout / "reports/mlflow_last_run.json").read_text())
     assert json.loads((checkout / "reports/mlflow_run.json").read_text()) == {
-        "logged": True, "experiment": "positional-encoding"}
+        "logged": True,
+        "experiment": "positional-encoding",
+    }
     assert record["tracking_uri"] == private_mlflow_store
     client, exp, runs = mlflow_runs(private_mlflow_store)
     assert [r.info.run_id for r in runs] == [record["run_id"]]
@@ -118,7 +130,7 @@ def test_dvc_repro_end_to_end(checkout, private_mlflow_store):
     assert "reports/metrics.json" not in shown and "pca_disparity" not in shown
     full_diff = run(["dvc", "metrics", "diff", "HEAD", "--md", "--targets", "reports/metrics.json"], checkout).stdout
     assert full_diff.count("pca_disparity") > 0
-    assert len(mlflow_runs(private_mlflow_store)[2]) == 3        # first run, forced re-run, sweep change
+    assert len(mlflow_runs(private_mlflow_store)[2]) == 3  # first run, forced re-run, sweep change
 
     # conf/ edited after params.yaml was composed, then plain `dvc repro`: refused, nothing else runs
     sweep_conf = checkout / "conf/sweep/seed.yaml"
@@ -133,8 +145,14 @@ def test_dvc_exp_run_with_set_param(checkout, private_mlflow_store):
     """`dvc exp run -S` composes conf/ through DVC's Hydra integration; `dvc exp show` lists the metrics."""
     run([PY, "-m", "pipeline.repro"], checkout)
     run(["git", "add", "-A"], checkout)
-    run(["git", "commit", "-qm", "baseline", "--allow-empty"], checkout, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@l",
-        GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@l")
+    run(
+        ["git", "commit", "-qm", "baseline", "--allow-empty"],
+        checkout,
+        GIT_AUTHOR_NAME="t",
+        GIT_AUTHOR_EMAIL="t@l",
+        GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@l",
+    )
     exp = run(["dvc", "exp", "run", "-S", "texts=file", "-S", "sweep.w2=5"], checkout)
     assert "glove" not in ran_stages(exp.stdout) and "tokenize" in ran_stages(exp.stdout)
     params = yaml.safe_load((checkout / "params.yaml").read_text())
@@ -150,24 +168,29 @@ def test_dvc_exp_run_with_set_param(checkout, private_mlflow_store):
     lines = [line.rstrip() for line in wide.splitlines() if line.strip()]
     header = lines[1].split()
     assert header[:2] == ["Experiment", "Created"] and {"r_star.s0", "r_star.s1", "texts.name", "sweep.w2"} <= set(
-        header), wide
+        header
+    ), wide
     assert not any(name.startswith(("pipeline/", "conf", "data/", "encoding.", "tutorials.")) for name in header)
-    assert sum(line.lstrip().startswith(("├──", "└──")) for line in lines) == 2, wide   # the two experiments
+    assert sum(line.lstrip().startswith(("├──", "└──")) for line in lines) == 2, wide  # the two experiments
     assert max(map(len, lines)) <= 160, wide
     assert "…" not in run([PY, "-m", "pipeline.experiments"], checkout, COLUMNS="160").stdout
     plain = run(["dvc", "exp", "show", "--no-pager"], checkout, COLUMNS="160").stdout
-    assert "…" in plain                                     # what the view spares the user
+    assert "…" in plain  # what the view spares the user
 
 
 # ---------------------------------------------------------------- a failed run changes nothing
+
 
 def tree_state(checkout: Path) -> dict[str, bytes]:
     """Bytes of params.yaml, dvc.lock and every file under data/ (but the download cache and the user's texts)
     and reports/."""
     files = [checkout / "params.yaml", checkout / "dvc.lock"]
     for top in ("data", "reports"):
-        files += [p for p in (checkout / top).rglob("*") if p.is_file()
-                  and not p.relative_to(checkout).as_posix().startswith(("data/cache/", "data/texts/"))]
+        files += [
+            p
+            for p in (checkout / top).rglob("*")
+            if p.is_file() and not p.relative_to(checkout).as_posix().startswith(("data/cache/", "data/texts/"))
+        ]
     return {p.relative_to(checkout).as_posix(): p.read_bytes() for p in files}
 
 
@@ -194,8 +217,11 @@ def test_bad_texts_file_fails_with_exit_2_and_changes_nothing(reproduced, case):
     name, content, message = BAD_INPUTS[case]
     (reproduced / "data/texts" / name).write_bytes(content)
     before = tree_state(reproduced)
-    result = run([PY, "-m", "pipeline.repro", "tracking=disabled", "texts=file", f"texts.file=data/texts/{name}"],
-                 reproduced, check=False)
+    result = run(
+        [PY, "-m", "pipeline.repro", "tracking=disabled", "texts=file", f"texts.file=data/texts/{name}"],
+        reproduced,
+        check=False,
+    )
     (reproduced / "data/texts" / name).unlink()
     assert result.returncode == 2, result.stderr
     assert re.search(message, result.stderr) and "Traceback" not in result.stderr
@@ -206,8 +232,19 @@ def test_bad_texts_file_fails_with_exit_2_and_changes_nothing(reproduced, case):
 
 def test_missing_glove_path_fails_with_exit_2_and_changes_nothing(reproduced):
     before = tree_state(reproduced)
-    result = run([PY, "-m", "pipeline.repro", "tracking=disabled", "glove=path", "glove.path=/nonexistent/g.txt",
-                  "glove.dim=50"], reproduced, check=False)
+    result = run(
+        [
+            PY,
+            "-m",
+            "pipeline.repro",
+            "tracking=disabled",
+            "glove=path",
+            "glove.path=/nonexistent/g.txt",
+            "glove.dim=50",
+        ],
+        reproduced,
+        check=False,
+    )
     assert result.returncode == 2 and "glove.path" in result.stderr and "Traceback" not in result.stderr
     assert tree_state(reproduced) == before
 
@@ -222,6 +259,7 @@ def test_unknown_key_is_refused_before_anything_is_written(reproduced):
 
 # ---------------------------------------------------------------- output folders hold exactly one run's files
 
+
 def test_checkout_and_exp_apply_leave_exact_output_folders(checkout, private_mlflow_store):
     """Fewer weight pairs -> fewer figures; going back and forth never leaves the other run's PNGs."""
     run([PY, "-m", "pipeline.repro", "tracking=disabled"], checkout)
@@ -229,11 +267,11 @@ def test_checkout_and_exp_apply_leave_exact_output_folders(checkout, private_mlf
     run(["git", "commit", "-qm", "baseline"], checkout, **GIT_ID)
     figures = checkout / "reports/figures"
     baseline = sorted(p.name for p in figures.iterdir())
-    assert len(baseline) == 30                                            # 26 + RoPE's and ALiBi's 4
+    assert len(baseline) == 30  # 26 + RoPE's and ALiBi's 4
 
     run(["dvc", "exp", "run", "-n", "fewer", "-S", "sweep.w1=[1]", "-S", "sweep.w2=[1]"], checkout)
     fewer = sorted(p.name for p in figures.iterdir())
-    assert len(fewer) == 30 - 2 * 3 and set(fewer) < set(baseline)      # 2 sentences x 3 pairs fewer
+    assert len(fewer) == 30 - 2 * 3 and set(fewer) < set(baseline)  # 2 sentences x 3 pairs fewer
 
     run(["git", "checkout", "--", "."], checkout)
     run(["dvc", "checkout"], checkout)

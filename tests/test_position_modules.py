@@ -1,4 +1,5 @@
 """Position-embedding modules (tutorial 001), the learned table, and tutorial 002's example."""
+
 from __future__ import annotations
 
 import math
@@ -9,30 +10,41 @@ import torch
 
 from pipeline.core.encoding import sinusoidal_encoding
 from pipeline.base.errors import PipelineError
-from pipeline.tutorials.position_modules import (FixedPositionEmbedding, PositionEmbedding, learned_position_table,
-                                       random_embedding_with_pe)
+from pipeline.tutorials.position_modules import (
+    FixedPositionEmbedding,
+    PositionEmbedding,
+    learned_position_table,
+    random_embedding_with_pe,
+)
 from pipeline.tutorials.text_vectorization import TextVectorization
 
 ROBOT_IDS = torch.tensor([[5, 6, 7, 2, 0], [3, 4, 2, 0, 0]])
 
 # Tutorial 001's printed output of PositionEmbeddingFixedWeights(5, 10, 6) on ROBOT_IDS.
 TUTORIAL_001_FIXED = [
-    [[-0.9589243, 1.2836622, 0.23000172, 1.9731903, 0.01077196, 1.9999421],
-     [0.56205547, 1.5004725, 0.3213085, 1.9603932, 0.01508068, 1.9999142],
-     [1.566284, 0.3377554, 0.41192317, 1.9433732, 0.01938933, 1.999877],
-     [1.0504174, -1.4061394, 0.2314966, 1.9860148, 0.01077211, 1.9999698],
-     [-0.7568025, 0.3463564, 0.18459873, 1.982814, 0.00861763, 1.9999628]],
-    [[0.14112, 0.0100075, 0.1387981, 1.9903207, 0.00646326, 1.9999791],
-     [0.08466846, -0.11334133, 0.23099795, 1.9817369, 0.01077207, 1.9999605],
-     [1.8185948, -0.8322937, 0.185397, 1.9913884, 0.00861771, 1.9999814],
-     [0.14112, 0.0100075, 0.1387981, 1.9903207, 0.00646326, 1.9999791],
-     [-0.7568025, 0.3463564, 0.18459873, 1.982814, 0.00861763, 1.9999628]],
+    [
+        [-0.9589243, 1.2836622, 0.23000172, 1.9731903, 0.01077196, 1.9999421],
+        [0.56205547, 1.5004725, 0.3213085, 1.9603932, 0.01508068, 1.9999142],
+        [1.566284, 0.3377554, 0.41192317, 1.9433732, 0.01938933, 1.999877],
+        [1.0504174, -1.4061394, 0.2314966, 1.9860148, 0.01077211, 1.9999698],
+        [-0.7568025, 0.3463564, 0.18459873, 1.982814, 0.00861763, 1.9999628],
+    ],
+    [
+        [0.14112, 0.0100075, 0.1387981, 1.9903207, 0.00646326, 1.9999791],
+        [0.08466846, -0.11334133, 0.23099795, 1.9817369, 0.01077207, 1.9999605],
+        [1.8185948, -0.8322937, 0.185397, 1.9913884, 0.00861771, 1.9999814],
+        [0.14112, 0.0100075, 0.1387981, 1.9903207, 0.00646326, 1.9999791],
+        [-0.7568025, 0.3463564, 0.18459873, 1.982814, 0.00861763, 1.9999628],
+    ],
 ]
 
 
 def test_tutorial_001_fixed_weights_output_is_reproduced():
-    ids = torch.as_tensor(TextVectorization(max_tokens=10, output_sequence_length=5)
-                          .adapt(["I am a robot", "you too robot"])(["I am a robot", "you too robot"]))
+    ids = torch.as_tensor(
+        TextVectorization(max_tokens=10, output_sequence_length=5).adapt(["I am a robot", "you too robot"])(
+            ["I am a robot", "you too robot"]
+        )
+    )
     assert torch.equal(ids, ROBOT_IDS)
     out = FixedPositionEmbedding(sequence_length=5, vocab_size=10, output_dim=6)(ids)
     assert out.shape == (2, 5, 6) and out.dtype == torch.float32
@@ -53,7 +65,7 @@ def test_forward_is_word_row_plus_position_row():
     assert torch.equal(out, word[ROBOT_IDS] + pos[None, :5])
     assert torch.equal(out[0, 4], out[1, 4])  # same id at the same position (as in the tutorial's printout)
     assert float(out.detach().abs().max()) <= 0.1  # two U(-0.05, 0.05) draws
-    short = layer(ROBOT_IDS[:, :3])           # shorter sequences use positions 0..2
+    short = layer(ROBOT_IDS[:, :3])  # shorter sequences use positions 0..2
     assert torch.equal(short, out[:, :3])
 
 
@@ -93,20 +105,29 @@ def test_random_module_is_trainable():
     assert torch.equal(layer.position_embedding.weight.grad, torch.full((5, 6), 2.0))  # 2 sentences per position
 
 
-@pytest.mark.parametrize("inputs, word", [
-    (torch.zeros(2, 5), "integer"),
-    (torch.zeros(5, dtype=torch.long), "integer tensor"),
-    (torch.full((1, 5), 10), r"\[0, 10\)"),
-    (torch.zeros(1, 6, dtype=torch.long), "longer than sequence_length"),
-])
+@pytest.mark.parametrize(
+    "inputs, word",
+    [
+        (torch.zeros(2, 5), "integer"),
+        (torch.zeros(5, dtype=torch.long), "integer tensor"),
+        (torch.full((1, 5), 10), r"\[0, 10\)"),
+        (torch.zeros(1, 6, dtype=torch.long), "longer than sequence_length"),
+    ],
+)
 def test_bad_inputs_are_one_clear_error(inputs, word):
     with pytest.raises(PipelineError, match=word):
         PositionEmbedding(5, 10, 6)(inputs)
 
 
-@pytest.mark.parametrize("kwargs, word", [
-    ({"seed": -1}, "seed"), ({"seed": 1.5}, "seed"), ({"init": "xavier"}, "init"), ({"scale": 0}, "scale"),
-])
+@pytest.mark.parametrize(
+    "kwargs, word",
+    [
+        ({"seed": -1}, "seed"),
+        ({"seed": 1.5}, "seed"),
+        ({"init": "xavier"}, "init"),
+        ({"scale": 0}, "scale"),
+    ],
+)
 def test_bad_init_settings_are_one_clear_error(kwargs, word):
     with pytest.raises(PipelineError, match=word):
         learned_position_table(10, 4, **{"seed": 0, **kwargs})

@@ -1,4 +1,5 @@
 """pipeline.base.processes.running: live processes only, not zombies, not a pid reused by a later program."""
+
 from __future__ import annotations
 
 import os
@@ -17,7 +18,7 @@ from pipeline.base.processes import START_SLACK_S, running
 def sleeper():
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "dvc"])
     deadline = time.monotonic() + 10
-    while "dvc" not in psutil.Process(proc.pid).cmdline():   # until it has exec'd
+    while "dvc" not in psutil.Process(proc.pid).cmdline():  # until it has exec'd
         assert time.monotonic() < deadline
         time.sleep(0.01)
     yield proc
@@ -33,7 +34,7 @@ def test_a_live_process_runs_and_a_reaped_one_does_not(sleeper):
 
 
 def test_a_zombie_does_not_run(sleeper):
-    sleeper.send_signal(signal.SIGKILL)   # not reaped: its pid and /proc entry stay, and os.kill(pid, 0) succeeds
+    sleeper.send_signal(signal.SIGKILL)  # not reaped: its pid and /proc entry stay, and os.kill(pid, 0) succeeds
     deadline = time.monotonic() + 10
     while psutil.Process(sleeper.pid).status() != psutil.STATUS_ZOMBIE:
         assert time.monotonic() < deadline
@@ -45,8 +46,8 @@ def test_a_zombie_does_not_run(sleeper):
 def test_a_process_started_after_the_record_is_a_reused_pid(sleeper):
     started = psutil.Process(sleeper.pid).create_time()
     assert running(sleeper.pid, started_by=started)
-    assert running(sleeper.pid, started_by=started - START_SLACK_S / 2)      # within the boot-time rounding
-    assert not running(sleeper.pid, started_by=started - START_SLACK_S - 1)   # wrote its file before it started
+    assert running(sleeper.pid, started_by=started - START_SLACK_S / 2)  # within the boot-time rounding
+    assert not running(sleeper.pid, started_by=started - START_SLACK_S - 1)  # wrote its file before it started
 
 
 def test_program_is_matched_on_the_command_line(sleeper):

@@ -1,4 +1,5 @@
 """pipeline.core.projection against scikit-learn's PCA and scipy's procrustes."""
+
 from __future__ import annotations
 
 import math
@@ -29,7 +30,7 @@ def assert_matches_sklearn(x: np.ndarray, k: int = 2) -> None:
     ref_coords, ref_ratio = sklearn_pca(x, k)
     assert coords.dtype == torch.float64 and ratio.dtype == torch.float64
     assert coords.shape == ref_coords.shape and ratio.shape == ref_ratio.shape
-    assert np.abs(coords.numpy() - ref_coords).max() < 1e-9   # signs included
+    assert np.abs(coords.numpy() - ref_coords).max() < 1e-9  # signs included
     assert np.abs(ratio.numpy() - ref_ratio).max() < 1e-9
 
 
@@ -117,6 +118,7 @@ def test_too_many_components_raises(shape, k):
 
 # ---------------------------------------------------------------- procrustes
 
+
 def test_disparity_equals_scipy():
     """procrustes_disparity is scipy.spatial.procrustes's disparity, for tensors, arrays and lists."""
     rng = np.random.default_rng(1)
@@ -126,7 +128,13 @@ def test_disparity_equals_scipy():
         assert 0.0 < expected < 1.0
         assert abs(procrustes_disparity(a, b) - expected) < 1e-12
         assert abs(procrustes_disparity(torch.as_tensor(a), torch.as_tensor(b)) - expected) < 1e-12
-        assert abs(procrustes_disparity(a.tolist(), b.astype(np.float32)) - procrustes(a, b.astype(np.float32).astype(np.float64))[2]) < 1e-12
+        assert (
+            abs(
+                procrustes_disparity(a.tolist(), b.astype(np.float32))
+                - procrustes(a, b.astype(np.float32).astype(np.float64))[2]
+            )
+            < 1e-12
+        )
 
 
 def test_disparity_zero_for_similar_copy():
@@ -187,7 +195,7 @@ def test_weighted_pca_matches_sklearn_per_sentence_and_pair(d):
         ref_coords, ref_ratio = sklearn_pca(np.stack([a * e[s, :n] + b * p[s, :n] for a, b in zip(w1, w2)]))
         assert np.abs(coords[s, :, :n].numpy() - ref_coords).max() < 1e-9
         assert np.abs(ratio[s].numpy() - ref_ratio).max() < 1e-9
-        assert not coords[s, :, n:].any()                              # padding rows stay zero
+        assert not coords[s, :, n:].any()  # padding rows stay zero
 
 
 def test_weighted_pca_equals_pca_project_and_more_components():
@@ -225,10 +233,16 @@ def test_weighted_pca_zero_weights_give_zeros_not_nan():
     assert coords.abs().max().item() == 0.0 and ratio.abs().max().item() == 0.0
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    ({"lengths": [11, 0]}, "lengths"), ({"lengths": [12, 3]}, "lengths"), ({"lengths": [5]}, "lengths"),
-    ({"lengths": [11, 2], "n_components": 3}, "n_components"), ({"w2": [1.0, 2.0]}, "w1"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"lengths": [11, 0]}, "lengths"),
+        ({"lengths": [12, 3]}, "lengths"),
+        ({"lengths": [5]}, "lengths"),
+        ({"lengths": [11, 2], "n_components": 3}, "n_components"),
+        ({"w2": [1.0, 2.0]}, "w1"),
+    ],
+)
 def test_weighted_pca_bad_arguments(kwargs, match):
     e, p = weighted_batch(8, [11, 11])
     args = {"w1": [1.0], "w2": [1.0], **kwargs}
@@ -249,6 +263,7 @@ def test_weighted_pca_on_cuda_equals_cpu():
 
 
 # ---------------------------------------------------------------- the sweep of one sentence (pipeline.core.sweep)
+
 
 def test_sweep_project_is_sklearn_pca_at_fixed_precision():
     from pipeline.base.files import round_significant
@@ -282,8 +297,9 @@ def test_sweep_sentence_measures_pairs_grid_and_scaling():
     assert result.pairs["w1_1-w2_0"]["pca_disparity"] == 0.0 and result.pairs["w1_1-w2_0"]["knn_semantic_hd"] == 1.0
     assert all(len(values) == 9 for values in result.curves.values())
     wins = positional_wins(result.curves["knn_semantic_hd"], result.curves["knn_positional_hd"])
-    assert result.crossover["r_star"] == crossover(ratios, wins, [(point["r"], point["to"] == "position") for point
-                                                                  in result.crossover["switch_points"].values()])
+    assert result.crossover["r_star"] == crossover(
+        ratios, wins, [(point["r"], point["to"] == "position") for point in result.crossover["switch_points"].values()]
+    )
     assert set(result.scaling) == {*SCALING_METRICS, "semantic_dominates"}
     # the grid point r = 1 is the configured pair W1 = W2 = 1
     assert result.curves["knn_semantic_hd"][4] == result.pairs["w1_1-w2_1"]["knn_semantic_hd"]

@@ -1,6 +1,7 @@
 """RoPE and ALiBi (issue 14): every formula against an independent float64 implementation written here (numpy, explicit
 rotation matrices and complex sums; the official ALiBi `get_slopes`), the values printed in the papers, the
 relative-only (Toeplitz) structure checked numerically, and the relative stage and its config."""
+
 from __future__ import annotations
 
 import math
@@ -17,6 +18,7 @@ RNG = np.random.default_rng(14)
 
 # ---------------------------------------------------------------- independent references (numpy, float64)
 
+
 def ref_theta(d: int, base: float) -> np.ndarray:
     return np.array([base ** (-2.0 * i / d) for i in range(d // 2)])
 
@@ -26,7 +28,7 @@ def ref_rotation(m: float, d: int, base: float) -> np.ndarray:
     R = np.zeros((d, d))
     for i, t in enumerate(ref_theta(d, base)):
         c, s = math.cos(m * t), math.sin(m * t)
-        R[2 * i:2 * i + 2, 2 * i:2 * i + 2] = [[c, -s], [s, c]]
+        R[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] = [[c, -s], [s, c]]
     return R
 
 
@@ -36,7 +38,7 @@ def ref_neox(x: np.ndarray, positions: np.ndarray, base: float) -> np.ndarray:
     inv_freq = 1.0 / base ** (np.arange(0, d, 2, dtype=np.float64) / d)
     freqs = np.outer(positions, inv_freq)
     emb = np.concatenate([freqs, freqs], axis=-1)
-    x1, x2 = x[..., : d // 2], x[..., d // 2:]
+    x1, x2 = x[..., : d // 2], x[..., d // 2 :]
     rotate_half = np.concatenate([-x2, x1], axis=-1)
     return x * np.cos(emb) + rotate_half * np.sin(emb)
 
@@ -53,19 +55,23 @@ def ref_bound(delta: float, d: int, base: float) -> float:
 
 def official_get_slopes(n):
     """ofirpress/attention_with_linear_biases, fairseq/models/transformer.py, verbatim."""
+
     def get_slopes_power_of_2(n):
-        start = (2 ** (-2 ** -(math.log2(n) - 3)))
+        start = 2 ** (-(2 ** -(math.log2(n) - 3)))
         ratio = start
-        return [start * ratio ** i for i in range(n)]
+        return [start * ratio**i for i in range(n)]
 
     if math.log2(n).is_integer():
         return get_slopes_power_of_2(n)
     closest_power_of_2 = 2 ** math.floor(math.log2(n))
-    return get_slopes_power_of_2(closest_power_of_2) + official_get_slopes(2 * closest_power_of_2)[0::2][
-        :n - closest_power_of_2]
+    return (
+        get_slopes_power_of_2(closest_power_of_2)
+        + official_get_slopes(2 * closest_power_of_2)[0::2][: n - closest_power_of_2]
+    )
 
 
 # ---------------------------------------------------------------- RoPE: the rotation
+
 
 @pytest.mark.parametrize("d, base", [(8, 10000.0), (64, 10000.0), (128, 500000.0), (6, 10.0)])
 def test_interleaved_rope_is_roformers_block_rotation(d, base):
@@ -78,7 +84,7 @@ def test_interleaved_rope_is_roformers_block_rotation(d, base):
 
 @pytest.mark.parametrize("d, base", [(8, 10000.0), (128, 10000.0), (128, 500000.0)])
 def test_half_split_rope_is_neox_rotate_half(d, base):
-    x = RNG.normal(size=(2, 3, 50, d))             # (batch, heads, n, d)
+    x = RNG.normal(size=(2, 3, 50, d))  # (batch, heads, n, d)
     positions = np.arange(50) * 37
     got = rope.apply_rope(torch.from_numpy(x), torch.from_numpy(positions), base, layout="half_split")
     np.testing.assert_allclose(got.numpy(), ref_neox(x, positions, base), rtol=0, atol=1e-12)
@@ -91,7 +97,7 @@ def test_the_layouts_differ_by_a_fixed_permutation_of_coordinates():
     inter = rope.apply_rope(x, layout="interleaved")
     half = rope.apply_rope(x[:, perm], layout="half_split")
     torch.testing.assert_close(half, inter[:, perm], rtol=0, atol=1e-13)
-    assert not torch.allclose(rope.apply_rope(x, layout="half_split"), inter)   # not the same map
+    assert not torch.allclose(rope.apply_rope(x, layout="half_split"), inter)  # not the same map
 
 
 def test_rotation_keeps_norms_and_position_zero_is_identity():
@@ -106,14 +112,14 @@ def test_angles_are_float64_rounded_once_at_long_positions():
     """cos/sin tables in float32 at positions up to 2^20 are the float64 values rounded once (within 1 float32
     ulp of numpy's float64 cos/sin, whose last bit may differ from torch's); angles formed in float32 are far off."""
     d, base = 128, 10000.0
-    positions = np.arange(0, 2 ** 20, 997)
+    positions = np.arange(0, 2**20, 997)
     angle = np.outer(positions.astype(np.float64), ref_theta(d, base))
     cos32, sin32 = rope.angle_tables(torch.from_numpy(positions), d, base, dtype=torch.float32)
     for got, ref in ((cos32.numpy(), np.cos(angle)), (sin32.numpy(), np.sin(angle))):
         ulp = np.spacing(np.abs(ref).astype(np.float32))
         assert np.all(np.abs(got.astype(np.float64) - ref) <= ulp)
     naive = torch.cos(torch.from_numpy(positions).float()[:, None] * torch.from_numpy(ref_theta(d, base)).float())
-    assert float(np.abs(naive.numpy() - np.cos(angle)).max()) > 1e-3    # what float32 angles would give
+    assert float(np.abs(naive.numpy() - np.cos(angle)).max()) > 1e-3  # what float32 angles would give
 
 
 def test_rope_refuses_odd_dimensions_and_unknown_layouts():
@@ -124,6 +130,7 @@ def test_rope_refuses_odd_dimensions_and_unknown_layouts():
 
 
 # ---------------------------------------------------------------- RoPE: scores depend only on m - n
+
 
 @pytest.mark.parametrize("layout", rope.LAYOUTS)
 @pytest.mark.parametrize("base, scale", [(10000.0, 1.0), (500000.0, 1.0), (10000.0, 4.0), (10.0, 1.0)])
@@ -146,8 +153,9 @@ def test_closed_form_is_the_complex_sum():
     offsets = np.array([-300, -1, 0, 1, 2, 1000])
     qc, kc = q[0::2] + 1j * q[1::2], k[0::2] + 1j * k[1::2]
     expected = [np.real(np.sum(qc * np.conj(kc) * np.exp(1j * o * ref_theta(d, base)))) for o in offsets]
-    got = rope.relative_scores(torch.from_numpy(q), torch.from_numpy(k), torch.from_numpy(offsets), base,
-                               layout="interleaved")
+    got = rope.relative_scores(
+        torch.from_numpy(q), torch.from_numpy(k), torch.from_numpy(offsets), base, layout="interleaved"
+    )
     np.testing.assert_allclose(got.numpy(), expected, rtol=0, atol=1e-12)
 
 
@@ -178,6 +186,7 @@ def test_the_offset_check_sees_a_score_that_depends_on_absolute_positions():
 
 # ---------------------------------------------------------------- RoPE: long-term decay and base scaling
 
+
 def test_decay_bound_matches_the_plain_sum():
     d, base = 128, 10000.0
     distances = [0, 1, 2, 10, 100, 1000, 8192]
@@ -190,8 +199,12 @@ def test_decay_bound_matches_the_plain_sum():
 def test_position_interpolation_stretches_the_bound_s_times():
     d, base, s = 64, 10000.0, 4.0
     distances = torch.arange(0, 4000, 4)
-    torch.testing.assert_close(rope.decay_bound(distances, d, base, position_scale=s),
-                               rope.decay_bound(distances // 4, d, base), rtol=1e-12, atol=0)
+    torch.testing.assert_close(
+        rope.decay_bound(distances, d, base, position_scale=s),
+        rope.decay_bound(distances // 4, d, base),
+        rtol=1e-12,
+        atol=0,
+    )
 
 
 def test_ntk_scaling_slows_the_lowest_frequency_by_s_and_keeps_the_highest():
@@ -209,22 +222,25 @@ def test_larger_base_and_scalings_decay_later():
     """At long range the bound of a larger base, NTK and PI stays above the base's (the figure's message)."""
     d = 128
     distances = torch.tensor([100, 1000])
-    bound = {v.key: rope.decay_bound(distances, d, v.base, position_scale=v.position_scale)
-             for v in rope.scalings(10000.0, 500000.0, 4.0, d)}
+    bound = {
+        v.key: rope.decay_bound(distances, d, v.base, position_scale=v.position_scale)
+        for v in rope.scalings(10000.0, 500000.0, 4.0, d)
+    }
     for key in ("larger_base", "ntk", "pi"):
         assert bool((bound[key] > bound["base"]).all()), key
 
 
 # ---------------------------------------------------------------- ALiBi
 
+
 def test_slopes_as_printed_in_the_paper():
     """Press et al., section 3: 8 heads 1/2^1 .. 1/2^8; 16 heads 1/2^0.5, 1/2^1, ..., 1/2^8."""
-    assert alibi.slopes(8).tolist() == [2.0 ** -i for i in range(1, 9)]
+    assert alibi.slopes(8).tolist() == [2.0**-i for i in range(1, 9)]
     np.testing.assert_allclose(alibi.slopes(16).numpy(), [2.0 ** (-0.5 * i) for i in range(1, 17)], rtol=1e-15)
 
 
 def test_slopes_for_twelve_heads():
-    expected = [2.0 ** -i for i in range(1, 9)] + [2.0 ** -0.5, 2.0 ** -1.5, 2.0 ** -2.5, 2.0 ** -3.5]
+    expected = [2.0**-i for i in range(1, 9)] + [2.0**-0.5, 2.0**-1.5, 2.0**-2.5, 2.0**-3.5]
     np.testing.assert_allclose(alibi.slopes(12).numpy(), expected, rtol=1e-15)
     assert [str(e) for e in alibi.slope_exponents(12)][-4:] == ["-1/2", "-3/2", "-5/2", "-7/2"]
 
@@ -249,8 +265,9 @@ def test_bias_is_toeplitz_and_matches_the_official_form_under_softmax():
     official = m[:, None, None] * torch.arange(L, dtype=torch.float64)[None, None, :].expand(heads, L, L)
     official = official.masked_fill(torch.triu(torch.ones(L, L, dtype=torch.bool), 1), -torch.inf)
     scores = torch.from_numpy(RNG.normal(size=(heads, L, L)))
-    torch.testing.assert_close(torch.softmax(scores + ours, -1), torch.softmax(scores + official, -1),
-                               rtol=0, atol=1e-14)
+    torch.testing.assert_close(
+        torch.softmax(scores + ours, -1), torch.softmax(scores + official, -1), rtol=0, atol=1e-14
+    )
 
 
 def test_bidirectional_bias_is_symmetric_and_the_toeplitz_check_can_fail():
@@ -261,7 +278,7 @@ def test_bidirectional_bias_is_symmetric_and_the_toeplitz_check_can_fail():
     broken[2, 5, 3] += 0.25
     assert alibi.toeplitz_deviation(broken) == pytest.approx(0.25)
     masked_once = alibi.bias(m, 8).clone()
-    masked_once[0, 6, 2] = -torch.inf                              # a -inf inside a finite diagonal
+    masked_once[0, 6, 2] = -torch.inf  # a -inf inside a finite diagonal
     assert alibi.toeplitz_deviation(masked_once) == math.inf
 
 
@@ -276,6 +293,7 @@ def test_penalty_and_half_weight_distance():
 
 # ---------------------------------------------------------------- the stage and its config
 
+
 def test_relative_stage_writes_its_arrays_and_numbers(tmp_path, small_store):
     from pipeline.base.files import read_json
 
@@ -288,7 +306,9 @@ def test_relative_stage_writes_its_arrays_and_numbers(tmp_path, small_store):
     decay = rope_summary["decay_bound"]
     assert set(decay) == {"base", "larger_base", "ntk", "pi"}
     assert decay["base"]["d100"] == pytest.approx(ref_bound(100, 128, 10000.0), rel=1e-10)
-    assert summary["alibi"]["heads"]["h12"]["slopes"] == pytest.approx(official_get_slopes(12), abs=1e-11)  # 11 decimals
+    assert summary["alibi"]["heads"]["h12"]["slopes"] == pytest.approx(
+        official_get_slopes(12), abs=1e-11
+    )  # 11 decimals
     with np.load(layout.rope_arrays) as arrays:
         assert arrays["scores"].shape == (256, 256) and arrays["bound_pi"].shape == (8193,)
     with np.load(layout.alibi_arrays) as arrays:
@@ -303,16 +323,19 @@ def test_relative_stage_output_is_the_same_bytes_twice(tmp_path, small_store):
         assert getattr(a, name).read_bytes() == getattr(b, name).read_bytes(), name
 
 
-@pytest.mark.parametrize("override, key", [
-    ("relative.rope.d_head=7", "relative.rope.d_head"),
-    ("relative.rope.larger_base=100", "relative.rope.larger_base"),
-    ("relative.rope.scale=0.5", "relative.rope.scale"),
-    ("relative.rope.layout=neox", "relative.rope.layout"),
-    ("relative.rope.report_distances=[1,100000]", "relative.rope.report_distances"),
-    ("relative.alibi.heads=[]", "relative.alibi.heads"),
-    ("relative.alibi.heads=[0]", "relative.alibi.heads"),
-    ("relative.alibi.length=1", "relative.alibi.length"),
-])
+@pytest.mark.parametrize(
+    "override, key",
+    [
+        ("relative.rope.d_head=7", "relative.rope.d_head"),
+        ("relative.rope.larger_base=100", "relative.rope.larger_base"),
+        ("relative.rope.scale=0.5", "relative.rope.scale"),
+        ("relative.rope.layout=neox", "relative.rope.layout"),
+        ("relative.rope.report_distances=[1,100000]", "relative.rope.report_distances"),
+        ("relative.alibi.heads=[]", "relative.alibi.heads"),
+        ("relative.alibi.heads=[0]", "relative.alibi.heads"),
+        ("relative.alibi.length=1", "relative.alibi.length"),
+    ],
+)
 def test_relative_config_rules_name_the_key(override, key):
     from pipeline.base.errors import PipelineError
 

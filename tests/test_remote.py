@@ -1,5 +1,6 @@
 """The DVC remote: the committed default is a folder beside the project (works offline, no setup); one clone
 runs the pipeline and pushes, a second clone pulls and then has nothing to reproduce."""
+
 from __future__ import annotations
 
 import json
@@ -12,7 +13,7 @@ from conftest import REPO, copy_checkout, run
 
 PY = sys.executable
 GIT_ID = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@l", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@l"}
-REMOTE = "storage"   # the default remote's name in .dvc/config
+REMOTE = "storage"  # the default remote's name in .dvc/config
 
 
 def test_default_remote_is_a_folder_beside_the_project():
@@ -48,4 +49,4 @@ def test_push_then_pull_in_a_second_clone_leaves_nothing_to_reproduce(tmp_path):
     again = run(["dvc", "repro"], second)
     assert "Running stage" not in again.stdout and "up to date" in again.stdout
     assert run(["git", "status", "--porcelain"], second).stdout == ""
-    assert not (tmp_path / "pe-pipeline-dvc-storage").exists()   # the committed default was never used
+    assert not (tmp_path / "pe-pipeline-dvc-storage").exists()  # the committed default was never used

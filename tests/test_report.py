@@ -1,4 +1,5 @@
 """The HTML report: self-contained, and alive in a real headless browser (Debian's chromium)."""
+
 from __future__ import annotations
 
 import re
@@ -11,8 +12,16 @@ import pytest
 from conftest import params_for, run_stages
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--virtual-time-budget=10000"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--virtual-time-budget=10000",
+]
 
 
 @pytest.fixture(scope="module")
@@ -27,8 +36,15 @@ def test_report_is_self_contained(report):
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page), "the page must not load anything remotely"
     images = re.findall(r'<img alt="[^"]*" src="([^"]{0,30})', page)
     assert len(images) >= 26 and all(src.startswith("data:image/png;base64,") for src in images)
-    for section in ("The positional encoding matrix", "Two properties, measured", "When does position overtake",
-                    "Explore", "Metric tables", "What each metric means", "The tutorials' examples"):
+    for section in (
+        "The positional encoding matrix",
+        "Two properties, measured",
+        "When does position overtake",
+        "Explore",
+        "Metric tables",
+        "What each metric means",
+        "The tutorials' examples",
+    ):
         assert section in page
     assert 'id="slider"' in page and "r*" in page
 
@@ -51,8 +67,12 @@ def test_tracked_outputs_hold_no_absolute_path_or_timestamp(report, small_store)
     from conftest import REPO
 
     base = report.parents[1]
-    tracked = [base / "reports" / "metrics.json", report, *sorted((base / "reports" / "plots").rglob("*.csv")),
-               *sorted((base / "data").rglob("*.json"))]
+    tracked = [
+        base / "reports" / "metrics.json",
+        report,
+        *sorted((base / "reports" / "plots").rglob("*.csv")),
+        *sorted((base / "data").rglob("*.json")),
+    ]
     assert len(tracked) >= 8
     for path in tracked:
         text = words_of(path.read_text(encoding="utf-8"))
@@ -72,25 +92,35 @@ def test_report_and_figures_describe_a_learned_table_truthfully(tmp_path, small_
     real_save = fig.save
 
     def recording_save(figure, path, dpi):
-        drawn[Path(path).stem] = " ".join(" ".join(t.get_text().split())
-                                          for t in figure.findobj(matplotlib.text.Text))
+        drawn[Path(path).stem] = " ".join(" ".join(t.get_text().split()) for t in figure.findobj(matplotlib.text.Text))
         real_save(figure, path, dpi)
 
     monkeypatch.setattr(fig, "save", recording_save)
-    params = params_for("encoding=learned", "encoding.scale=1.2247", "figures.workers=1")   # drawn in this process
+    params = params_for("encoding=learned", "encoding.scale=1.2247", "figures.workers=1")  # drawn in this process
     layout = run_stages(params, tmp_path, small_store, upto="report")
     page = words_of(layout.report_html.read_text(encoding="utf-8"))
 
-    for wrong in ("sinusoidal encoding over", "Every vector has the same norm", "every norm is sqrt(d/2)",
-                  "depends only on their separation", "Both depend only on a - b"):
+    for wrong in (
+        "sinusoidal encoding over",
+        "Every vector has the same norm",
+        "every norm is sqrt(d/2)",
+        "depends only on their separation",
+        "Both depend only on a - b",
+    ):
         assert wrong not in page, wrong
-    for right in ("a learned position table over 100 positions", "seed 0, uniform init, scale 1.2247",
-                  "Its norms are not constant", "root-mean-square norm of about scale · sqrt(d/3) = 2",
-                  "depends on the positions p, not only on their separation k", "they are not Toeplitz"):
+    for right in (
+        "a learned position table over 100 positions",
+        "seed 0, uniform init, scale 1.2247",
+        "Its norms are not constant",
+        "root-mean-square norm of about scale · sqrt(d/3) = 2",
+        "depends on the positions p, not only on their separation k",
+        "they are not Toeplitz",
+    ):
         assert right in page, right
 
-    encoding_figures = {name: drawn[name] for name in
-                        ("pe_heatmap", "pe_dot_product", "pe_distance", "pe_norms", "pe_offset_distance")}
+    encoding_figures = {
+        name: drawn[name] for name in ("pe_heatmap", "pe_dot_product", "pe_distance", "pe_norms", "pe_offset_distance")
+    }
     everything = " ".join(encoding_figures.values())
     for wrong in ("Sinusoidal", "same norm", "depends only on k", "growing with |a - b|", "d/2 = 4"):
         assert wrong not in everything, wrong
@@ -103,8 +133,9 @@ def test_report_and_figures_describe_a_learned_table_truthfully(tmp_path, small_
 
 
 def chromium(*args: str, tmp: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={tmp / 'profile'}", *args], capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [CHROMIUM, *FLAGS, f"--user-data-dir={tmp / 'profile'}", *args], capture_output=True, text=True, timeout=120
+    )
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium); .ci/run installs it")
@@ -112,8 +143,11 @@ def test_report_in_headless_chromium(report, tmp_path):
     """The page runs without errors, the slider moves the words, and screenshots are taken."""
     dom = chromium("--dump-dom", f"{report.as_uri()}#selftest", tmp=tmp_path).stdout
     title = re.search(r"<title>(.*?)</title>", dom, re.S).group(1)
-    assert title.startswith("selftest:ok"), title          # set by the page after moving the slider to r = 100
+    assert title.startswith("selftest:ok"), title  # set by the page after moving the slider to r = 100
     assert "r = 100" in title
+    # every frame of both sentences (the page checks): labels inside the plot, none over another label or a dot
+    shown, left_out, frames = map(int, re.search(r"labels: (\d+) shown, (\d+) left out in (\d+) frames", title).groups())
+    assert frames == 2 * 41 and shown + left_out == frames * 11 and left_out <= shown // 50, title  # 11 words each
     errors = re.search(r'<pre id="console-errors"([^>]*)>(.*?)</pre>', dom, re.S)
     assert "hidden" in errors.group(1) and errors.group(2).strip() == "", errors.group(2)
     assert len(re.findall(r'<circle[^>]*class="word"', dom)) == 11

@@ -1,6 +1,7 @@
 """Hostile text is inert in the report: sentences with HTML/JS, quotes, control characters and right-to-left
 overrides are data in the page (checked in headless Chromium: no script of theirs runs, the DOM holds them literally),
 and a Content-Security-Policy forbids any network fetch."""
+
 from __future__ import annotations
 
 import html
@@ -14,20 +15,28 @@ import pytest
 from conftest import params_for, run_stages
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--virtual-time-budget=10000"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--virtual-time-budget=10000",
+]
 
 # One token each (the texts are split on spaces; tokenizer.filters="" keeps every character).
 HOSTILE = [
     "</script><script>document.title=1337</script>",
-    "\"><img\u00a0src=x\u00a0onerror=document.title=666>",
+    '"><img\u00a0src=x\u00a0onerror=document.title=666>',
     "'\"`${document.title=42}`",
     "<!--<script>",
     "\u2028\u2029line\u2028separators",
     "ctrl\x01\x07\x1b[31m",
     "\u202eevil\u202c",
     "&amp;&lt;",
-    "$x^2$",          # mathtext in a figure title or label would render it, or (next word) refuse it
+    "$x^2$",  # mathtext in a figure title or label would render it, or (next word) refuse it
     "$\\frac{1}{$",
 ]
 
@@ -49,7 +58,7 @@ def hostile_report(tmp_path_factory, small_store) -> Path:
 def test_hostile_words_reach_the_page_only_as_escaped_data(hostile_report):
     page = hostile_report.read_text(encoding="utf-8")
     scripts = re.findall(r"<script>(.*?)</script>", page, re.S)
-    assert len(scripts) == 1 and "document.title=1337" in scripts[0]   # inside the one data block, escaped:
+    assert len(scripts) == 1 and "document.title=1337" in scripts[0]  # inside the one data block, escaped:
     assert "\\u003c/script\\u003e\\u003cscript\\u003edocument.title=1337" in scripts[0]
     assert "<img\u00a0src=x" not in page and "\u2028" not in scripts[0]
     assert page.count("<script>") == 1
@@ -88,7 +97,7 @@ def test_hostile_words_survive_as_text_in_mlflow(hostile_report, private_mlflow_
     record = log_result(params, layout, REPO)
     client = MlflowClient(private_mlflow_store)
     logged = client.get_run(record["run_id"]).data.params
-    assert json.loads(logged["texts.sentences"]) == params["texts"]["sentences"]   # every character, as written
+    assert json.loads(logged["texts.sentences"]) == params["texts"]["sentences"]  # every character, as written
     page = Path(client.download_artifacts(record["run_id"], "report.html", str(layout.base / "dl"))).read_text()
     # MLflow's copy adds one script of ours (figure links); the hostile words stay escaped data, never markup
     assert "</script><script>document.title=1337" not in page and "<img\u00a0src=x" not in page
@@ -108,8 +117,18 @@ def test_content_security_policy_forbids_network_fetches(hostile_report):
 def test_hostile_words_are_inert_in_chromium(hostile_report, tmp_path):
     """The page's own self-test passes (its script ran, unbroken), no injected script changed the title, no injected
     element exists, and the explorer's labels hold every hostile word literally."""
-    dom = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom",
-                          f"{hostile_report.as_uri()}#selftest"], capture_output=True, text=True, timeout=120).stdout
+    dom = subprocess.run(
+        [
+            CHROMIUM,
+            *FLAGS,
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--dump-dom",
+            f"{hostile_report.as_uri()}#selftest",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
     title = re.search(r"<title>(.*?)</title>", dom, re.S).group(1)
     assert title.startswith("selftest:ok"), title
     assert "1337" not in title and "666" not in title and "42" not in title.split("r = ")[0]

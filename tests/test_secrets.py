@@ -1,6 +1,7 @@
 """Secrets never reach a file: credentials in config URLs are refused at compose; credentials from ~/.netrc and
 proxy variables are used for downloads but appear in no log, message, params.yaml, dvc.lock, data/, reports/,
 DVC cache or MLflow store."""
+
 from __future__ import annotations
 
 import base64
@@ -24,12 +25,15 @@ SECRET = f"s3cretPW-{uuid.uuid4().hex[:12]}"
 PROXY_SECRET = f"pr0xyPW-{uuid.uuid4().hex[:12]}"
 
 
-@pytest.mark.parametrize("overrides, key", [
-    (["glove=url", f"glove.url=https://alice:{SECRET}@host/glove.zip", "glove.dim=3"], "glove.url"),
-    (["glove=url", "glove.url=https://alice@host/glove.zip", "glove.dim=3"], "glove.url"),
-    (["glove=6B-100d", f"glove.mirrors=[https://m1/g.zip,http://bob:{SECRET}@m2/g.zip]"], r"glove.mirrors\[1\]"),
-    ([f"tracking.uri=http://bob:{SECRET}@host:5000"], "tracking.uri"),
-])
+@pytest.mark.parametrize(
+    "overrides, key",
+    [
+        (["glove=url", f"glove.url=https://alice:{SECRET}@host/glove.zip", "glove.dim=3"], "glove.url"),
+        (["glove=url", "glove.url=https://alice@host/glove.zip", "glove.dim=3"], "glove.url"),
+        (["glove=6B-100d", f"glove.mirrors=[https://m1/g.zip,http://bob:{SECRET}@m2/g.zip]"], r"glove.mirrors\[1\]"),
+        ([f"tracking.uri=http://bob:{SECRET}@host:5000"], "tracking.uri"),
+    ],
+)
 def test_credentials_in_config_urls_are_refused_at_compose(overrides, key):
     """The message names the key and the fix (~/.netrc or MLflow's variables) and never repeats the secret."""
     params = config.compose(overrides, REPO)
@@ -44,16 +48,21 @@ def test_credentials_in_config_urls_are_refused_at_compose(overrides, key):
 def test_compose_command_refuses_and_writes_nothing(tmp_path):
     project = copy_checkout(tmp_path / "project")
     before = (project / "params.yaml").read_bytes()
-    result = run([sys.executable, "-m", "pipeline.compose", "glove=url", f"glove.url=http://a:{SECRET}@h/g.zip",
-                  "glove.dim=3"], project, check=False)
+    result = run(
+        [sys.executable, "-m", "pipeline.compose", "glove=url", f"glove.url=http://a:{SECRET}@h/g.zip", "glove.dim=3"],
+        project,
+        check=False,
+    )
     assert result.returncode == 2 and "~/.netrc" in result.stderr
     assert SECRET not in result.stdout + result.stderr
     assert (project / "params.yaml").read_bytes() == before
 
 
 def test_redact_and_detect():
-    assert redact(f"GET http://alice:{SECRET}@h:80/x failed; proxy https://p:{PROXY_SECRET}@proxy:3128") == \
-        "GET http://***@h:80/x failed; proxy https://***@proxy:3128"
+    assert (
+        redact(f"GET http://alice:{SECRET}@h:80/x failed; proxy https://p:{PROXY_SECRET}@proxy:3128")
+        == "GET http://***@h:80/x failed; proxy https://***@proxy:3128"
+    )
     assert has_credentials(f"http://alice:{SECRET}@h/") and has_credentials("ftp://bob@h/")
     assert not has_credentials("https://h/a@b") and not has_credentials("https://h:443/x")
 
@@ -96,17 +105,36 @@ def test_netrc_and_proxy_credentials_never_reach_a_file(tmp_path, monkeypatch):
     with FileServer() as server:
         server.add("/glove.zip", data, auth=f"alice:{SECRET}")
         proxy = server.base.replace("http://", f"http://proxyuser:{PROXY_SECRET}@")
-        env = {"NETRC": str(netrc), "HTTP_PROXY": proxy, "http_proxy": proxy, "NO_PROXY": "", "no_proxy": "",
-               "DVC_NO_ANALYTICS": "1"}
-        result = run([sys.executable, "-m", "pipeline.repro", "glove=url", "glove.url=http://glove.example.invalid/glove.zip",
-                      "glove.dim=8", f"glove.zip_sha256={hashlib.sha256(data).hexdigest()}"], project, **env)
+        env = {
+            "NETRC": str(netrc),
+            "HTTP_PROXY": proxy,
+            "http_proxy": proxy,
+            "NO_PROXY": "",
+            "no_proxy": "",
+            "DVC_NO_ANALYTICS": "1",
+        }
+        result = run(
+            [
+                sys.executable,
+                "-m",
+                "pipeline.repro",
+                "glove=url",
+                "glove.url=http://glove.example.invalid/glove.zip",
+                "glove.dim=8",
+                f"glove.zip_sha256={hashlib.sha256(data).hexdigest()}",
+            ],
+            project,
+            **env,
+        )
         served = server.requests("/glove.zip")
     # the route answers 401 without the right basic-auth header: requests sent the netrc credentials
     assert [r["status"] for r in served] == [200] and served[0]["authorization"].startswith("Basic ")
     assert (project / "data" / "glove" / "manifest.json").exists() and (project / "reports" / "report.html").exists()
     secrets = [SECRET, PROXY_SECRET]
-    secrets += [base64.b64encode(f"alice:{SECRET}".encode()).decode(),
-                base64.b64encode(f"proxyuser:{PROXY_SECRET}".encode()).decode()]
+    secrets += [
+        base64.b64encode(f"alice:{SECRET}".encode()).decode(),
+        base64.b64encode(f"proxyuser:{PROXY_SECRET}".encode()).decode(),
+    ]
     output = result.stdout + result.stderr
     assert not [s for s in secrets if s in output]
     leaks, searched = [], 0
@@ -116,5 +144,5 @@ def test_netrc_and_proxy_credentials_never_reach_a_file(tmp_path, monkeypatch):
             searched += 1
             leaks += [(str(path.relative_to(tmp_path)), s) for s in secrets if s.encode() in content]
     assert leaks == []
-    assert searched > 100   # the project, its DVC cache and the MLflow store were really searched
+    assert searched > 100  # the project, its DVC cache and the MLflow store were really searched
     assert any(p.name == "mlflow-test.db" for p in tmp_path.rglob("*.db"))

@@ -1,5 +1,6 @@
 """A sweep's jobs reuse the stage outputs they share (pipeline.stage_cache): computed once, linked into each job,
 byte-identical to a job that computed them itself; a change of anything a stage reads gives it a new key."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,16 +19,26 @@ def test_sweep_points_share_tokens_and_encoding(tmp_path, small_store):
 
     stages = stages_upto("sweep")
     cache = tmp_path / "sweep" / ".stage_cache"
-    reused = [run_stages(stages, params_for(f"sweep.w2={w2}"), Layout(tmp_path / "sweep" / str(i), glove=small_store),
-                         tmp_path, cache) for i, w2 in enumerate((1, 2, 1))]
-    shared_stages = [stage.name for stage in stages if stage.name != "sweep"]   # none reads sweep.*: computed once
+    reused = [
+        run_stages(
+            stages,
+            params_for(f"sweep.w2={w2}"),
+            Layout(tmp_path / "sweep" / str(i), glove=small_store),
+            tmp_path,
+            cache,
+        )
+        for i, w2 in enumerate((1, 2, 1))
+    ]
+    shared_stages = [stage.name for stage in stages if stage.name != "sweep"]  # none reads sweep.*: computed once
     assert "tokenize" in shared_stages and "encode" in shared_stages
-    assert reused == [{**dict.fromkeys(shared_stages, False), "sweep": False},
-                      {**dict.fromkeys(shared_stages, True), "sweep": False},
-                      {**dict.fromkeys(shared_stages, True), "sweep": True}]   # the third point repeats the first
+    assert reused == [
+        {**dict.fromkeys(shared_stages, False), "sweep": False},
+        {**dict.fromkeys(shared_stages, True), "sweep": False},
+        {**dict.fromkeys(shared_stages, True), "sweep": True},
+    ]  # the third point repeats the first
     assert sorted(entry.name.split("-")[0] for entry in cache.iterdir()) == sorted(shared_stages + ["sweep", "sweep"])
 
-    alone = Layout(tmp_path / "alone", glove=small_store)   # the second point computed without the cache
+    alone = Layout(tmp_path / "alone", glove=small_store)  # the second point computed without the cache
     run_stages(stages, params_for("sweep.w2=2"), alone, tmp_path, None)
     shared = files(tmp_path / "sweep" / "1")
     assert len(shared) >= 10 and shared == files(alone.base)
@@ -46,14 +57,21 @@ def test_a_stage_key_follows_what_the_stage_reads(tmp_path, small_store):
     base = params_for("texts=file", f"texts.file={texts}")
     tokenize, encode = BY_NAME["tokenize"], BY_NAME["encode"]
     key = stage_key(tokenize, base, layout, tmp_path, {})
-    assert stage_key(tokenize, params_for("texts=file", f"texts.file={texts}", "sweep.w2=5"), layout, tmp_path,
-                     {}) == key   # tokenize does not read sweep.*
-    assert stage_key(tokenize, params_for("texts=file", f"texts.file={texts}", "tokenizer.num_words=5"), layout,
-                     tmp_path, {}) != key
-    texts.write_text("king queen man woman dog\n")   # the file the config names, edited
+    assert (
+        stage_key(tokenize, params_for("texts=file", f"texts.file={texts}", "sweep.w2=5"), layout, tmp_path, {}) == key
+    )  # tokenize does not read sweep.*
+    assert (
+        stage_key(
+            tokenize, params_for("texts=file", f"texts.file={texts}", "tokenizer.num_words=5"), layout, tmp_path, {}
+        )
+        != key
+    )
+    texts.write_text("king queen man woman dog\n")  # the file the config names, edited
     assert stage_key(tokenize, base, layout, tmp_path, {}) != key
     upstream = {"tokens_dir": "a"}
-    assert stage_key(encode, base, layout, tmp_path, upstream) != stage_key(encode, base, layout, tmp_path,
-                                                                           {"tokens_dir": "b"})
     assert stage_key(encode, base, layout, tmp_path, upstream) != stage_key(
-        encode, params_for("texts=file", f"texts.file={texts}", "encoding.base=1000"), layout, tmp_path, upstream)
+        encode, base, layout, tmp_path, {"tokens_dir": "b"}
+    )
+    assert stage_key(encode, base, layout, tmp_path, upstream) != stage_key(
+        encode, params_for("texts=file", f"texts.file={texts}", "encoding.base=1000"), layout, tmp_path, upstream
+    )

@@ -1,4 +1,5 @@
 """The stages in-process on a small synthetic GloVe store: seed outputs, and one clear error per bad input."""
+
 from __future__ import annotations
 
 import logging
@@ -11,6 +12,8 @@ import pytest
 from conftest import DIM, SEED_WORDS, params_for, run_stages
 from pipeline.base.errors import PipelineError
 from pipeline.base.paths import Layout
+
+
 def test_seed_sentences_through_sweep(tmp_path, small_store):
     """The seed's tokens, an embedding matrix with the store's rows, PE diagnostics, 5 projections per sentence."""
     from pipeline.base.files import read_json
@@ -49,7 +52,7 @@ def test_sweep_matches_sklearn_pca(tmp_path, small_store):
     pe = np.load(layout.encode_dir / "pe.npy").astype(np.float64)
     coords = np.load(layout.sweep_dir / "projections.npz")["s1_coords"]
     ids = [3, 2, 11, 8, 10, 5, 4, 7, 1, 9, 6]
-    w1, w2 = 1.0, 10.0   # pair index 2 after the baseline and (1, 1)
+    w1, w2 = 1.0, 10.0  # pair index 2 after the baseline and (1, 1)
     expected = PCA(n_components=2).fit_transform(w1 * emb[ids] + w2 * pe[:11])
     np.testing.assert_allclose(coords[2], expected, atol=1e-8)
 
@@ -59,8 +62,16 @@ def test_figures_stage_writes_every_figure(tmp_path, small_store):
     names = sorted(p.name for p in layout.figures_dir.glob("*.png"))
     # PE figures, RoPE and ALiBi, 5 pairs x 2 sentences, panels + ratio curves, tutorials
     assert len(names) == 5 + 4 + 2 * 5 + 2 * 2 + 7
-    assert {"pe_heatmap.png", "pe_dot_product.png", "pe_distance.png", "pe_norms.png",
-            "pe_offset_distance.png", "projection_s1_w1_1-w2_10.png", "panels_s1.png", "ratio_sweep_s0.png"} <= set(names)
+    assert {
+        "pe_heatmap.png",
+        "pe_dot_product.png",
+        "pe_distance.png",
+        "pe_norms.png",
+        "pe_offset_distance.png",
+        "projection_s1_w1_1-w2_10.png",
+        "panels_s1.png",
+        "ratio_sweep_s0.png",
+    } <= set(names)
     assert all((layout.figures_dir / n).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for n in names)
 
 
@@ -86,14 +97,18 @@ def test_partly_oov_sentence_gets_zero_rows_and_is_reported(tmp_path, small_stor
 def test_text_longer_than_maxlen_is_truncated_with_a_warning(tmp_path, small_store, caplog):
     from pipeline.base.files import read_json
 
-    params = params_for("tokenizer.maxlen=4", "tokenizer.truncating=post", "encoding.max_len=10",
-                        "texts.sentences=[king queen man woman dog wolf,red green yellow]")
+    params = params_for(
+        "tokenizer.maxlen=4",
+        "tokenizer.truncating=post",
+        "encoding.max_len=10",
+        "texts.sentences=[king queen man woman dog wolf,red green yellow]",
+    )
     with caplog.at_level(logging.WARNING, logger="pipeline"):
         layout = run_stages(params, tmp_path, small_store)
     tokens = read_json(layout.tokens)
     assert tokens["words"][0] == ["king", "queen", "man", "woman"] and tokens["truncated"] == [True, False]
     assert "tokenizer.maxlen=4" in caplog.text and "2 cut" in caplog.text
-    assert "beyond encoding.max_len=10" in caplog.text           # the seed's probes at 34 and 70/72
+    assert "beyond encoding.max_len=10" in caplog.text  # the seed's probes at 34 and 70/72
     assert read_json(layout.encode_summary)["norm"] == {}
 
 
@@ -128,15 +143,17 @@ def test_learned_encoding_runs_the_whole_sweep(tmp_path, small_store):
     from pipeline.base.files import read_json
 
     sinusoid = read_json(run_stages(params_for(), tmp_path / "sin", small_store).metrics)
-    learned_layout = run_stages(params_for("encoding=learned", "encoding.scale=1.2247"), tmp_path / "learned",
-                                small_store)
+    learned_layout = run_stages(
+        params_for("encoding=learned", "encoding.scale=1.2247"), tmp_path / "learned", small_store
+    )
     learned = read_json(learned_layout.metrics)
-    again = read_json(run_stages(params_for("encoding=learned", "encoding.scale=1.2247"), tmp_path / "again",
-                                 small_store).metrics)
-    assert learned == again                                    # seeded: the same table, the same numbers
+    again = read_json(
+        run_stages(params_for("encoding=learned", "encoding.scale=1.2247"), tmp_path / "again", small_store).metrics
+    )
+    assert learned == again  # seeded: the same table, the same numbers
     assert learned["sweep"].keys() == sinusoid["sweep"].keys()
     assert learned["sweep"]["s1"]["w1_1-w2_10"] != sinusoid["sweep"]["s1"]["w1_1-w2_10"]
-    assert learned["encoding"]["norm_max_abs_dev"] > 0.1        # a random table has no constant norm
+    assert learned["encoding"]["norm_max_abs_dev"] > 0.1  # a random table has no constant norm
 
 
 def test_any_number_of_sentences_one_ratio_sweep_csv_each_and_none_stale(tmp_path, small_store):

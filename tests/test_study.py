@@ -1,5 +1,6 @@
 """The crossover study: the same exact r* as the sweep for the same sentence, reproducible random sentences,
 honest summaries, dimensions without a store reported, and only declared params and files read."""
+
 from __future__ import annotations
 
 import json
@@ -15,7 +16,7 @@ def test_random_sentences_are_reproducible_distinct_and_per_length():
     vocabulary = [f"w{i}" for i in range(50)]
     a = study.random_sentences(vocabulary, 4, [5, 11], seed=0)
     b = study.random_sentences(vocabulary, 4, [11], seed=0)
-    assert a[11] == b[11]                                   # a length's draw ignores the other lengths
+    assert a[11] == b[11]  # a length's draw ignores the other lengths
     assert a == study.random_sentences(vocabulary, 4, [5, 11], seed=0)
     assert a != study.random_sentences(vocabulary, 4, [5, 11], seed=1)
     assert all(len(s) == n and len(set(s)) == n for n, group in a.items() for s in group)
@@ -27,8 +28,17 @@ def test_vocabulary_keeps_the_most_frequent_alphabetic_words():
 
 def test_distribution_of_known_values():
     stats = study.distribution([1.0, 2.0, 3.0, 4.0, None], [1.0, 1.0, 0.0, 1.0, 1.0], [1, 1, 3, 1, 0])
-    assert stats == {"sentences": 5, "median": 2.5, "q1": 1.75, "q3": 3.25, "min": 1.0, "max": 4.0,
-                     "beyond_grid": 1, "multiple_switches": 1, "sqrt_d_semantic_share": 0.8}
+    assert stats == {
+        "sentences": 5,
+        "median": 2.5,
+        "q1": 1.75,
+        "q3": 3.25,
+        "min": 1.0,
+        "max": 4.0,
+        "beyond_grid": 1,
+        "multiple_switches": 1,
+        "sqrt_d_semantic_share": 0.8,
+    }
     assert study.distribution([None], [1.0], [0])["median"] is None
 
 
@@ -41,14 +51,19 @@ def test_sentence_crossover_is_the_sweeps(tmp_path, small_store, monkeypatch):
     from pipeline.inputs.glove_store import GloveStore, write_store
     from pipeline.registry import BY_NAME
 
-    monkeypatch.setenv("PE_PROJECT_ROOT", str(tmp_path))       # the project whose data/cache/stores/ is searched
+    monkeypatch.setenv("PE_PROJECT_ROOT", str(tmp_path))  # the project whose data/cache/stores/ is searched
     small = GloveStore.open(small_store)
     wider = np.random.default_rng(7).normal(size=(len(small.words), 12)).astype(np.float32)
     write_store(tmp_path / "data" / "cache" / "stores" / "test-12d", wider, small.words, {"source": "test"})
     texts = tmp_path / "data" / "texts" / "seed.txt"
     texts.parent.mkdir(parents=True)
-    params = params_for("study.sentences=3", "study.lengths=[4,6]", "study.vocabulary=15", "study.dims=[8,12,7]",
-                        "study.texts_file=data/texts/seed.txt")
+    params = params_for(
+        "study.sentences=3",
+        "study.lengths=[4,6]",
+        "study.vocabulary=15",
+        "study.dims=[8,12,7]",
+        "study.texts_file=data/texts/seed.txt",
+    )
     texts.write_text("\n".join(params["texts"]["sentences"]) + "\n")
     layout = run_stages(params, tmp_path, small_store)
     check_reads(BY_NAME["study"], run_recorded(BY_NAME["study"], params, tmp_path, small_store))
@@ -74,8 +89,13 @@ def test_study_always_covers_the_configured_store_and_skips_lengths_it_cannot_fi
 
     words = len([w for w in GloveStore.open(small_store).words if w.isalpha()])
     too_long = words + 1
-    params = params_for("study.dims=[7]", "study.texts_file=null", "study.sentences=2",
-                        f"study.lengths=[3,{too_long}]", f"study.vocabulary={too_long}")
+    params = params_for(
+        "study.dims=[7]",
+        "study.texts_file=null",
+        "study.sentences=2",
+        f"study.lengths=[3,{too_long}]",
+        f"study.vocabulary={too_long}",
+    )
     summary = BY_NAME["study"].run(params, Layout(tmp_path, glove=small_store), tmp_path)
     assert list(summary["stores"]) == ["d8"] and "glove=6B-7d" in summary["missing_dims"]["d7"]
     assert summary["skipped_lengths"] == [too_long]

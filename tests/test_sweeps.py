@@ -1,5 +1,6 @@
 """Sweeps beyond one process: Hydra launchers (basic, joblib, submitit), failure handling, parallel
 writers on one SQLite store, and DVC experiment queues. Real Hydra, real MLflow stores, real DVC."""
+
 from __future__ import annotations
 
 import json
@@ -20,6 +21,7 @@ FAST = ["figures.dpi=40", "hydra.sweep.dir=multirun_test"]  # smaller figures: t
 def job(sweep_override: str) -> str:
     """A job's overrides as its run is named: the swept value, then the fixed override of FAST."""
     return f"{sweep_override} figures.dpi=40"
+
 
 GIT_ID = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@l", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@l"}
 
@@ -53,19 +55,28 @@ def numeric_leaves(tree) -> int:
 
 # ---------------------------------------------------------------- summary and launcher configs (fast)
 
+
 def test_summary_names_best_worst_and_failed_jobs():
     from pipeline.outputs.multirun import summarize, summary_lines
 
     def record(num, status, metrics=None, error=None):
-        return {"num": num, "overrides": [f"sweep.w2={num}"], "dir": f"/sweep/{num}", "status": status,
-                "metrics": metrics or {}, **({"error": error} if error else {})}
+        return {
+            "num": num,
+            "overrides": [f"sweep.w2={num}"],
+            "dir": f"/sweep/{num}",
+            "status": status,
+            "metrics": metrics or {},
+            **({"error": error} if error else {}),
+        }
 
-    summary = summarize([
-        record(0, "finished", {"sweep.pca_disparity_max": 0.4, "embedding.oov_count": 0.0}),
-        record(1, "failed", error="config key sweep.w2 = 'abc' is invalid"),
-        record(2, "finished", {"sweep.pca_disparity_max": 0.1, "embedding.oov_count": 2.0}),
-        record(3, "running"),  # the process died before it could say
-    ])
+    summary = summarize(
+        [
+            record(0, "finished", {"sweep.pca_disparity_max": 0.4, "embedding.oov_count": 0.0}),
+            record(1, "failed", error="config key sweep.w2 = 'abc' is invalid"),
+            record(2, "finished", {"sweep.pca_disparity_max": 0.1, "embedding.oov_count": 2.0}),
+            record(3, "running"),  # the process died before it could say
+        ]
+    )
     assert (summary["jobs"], summary["finished"]) == (4, 2)
     assert [(f["job"], f["error"][:10]) for f in summary["failed"]] == [(1, "config key"), (3, "the job en")]
     assert "/sweep/3" in summary["failed"][1]["error"]
@@ -90,12 +101,18 @@ def test_summary_metrics_of_a_real_result():
     assert got["encoding.norm_max_abs_dev"] == metrics["encoding"]["norm_max_abs_dev"]
 
 
-@pytest.mark.parametrize("launcher, target, expect", [
-    ("parallel", "joblib_launcher.JoblibLauncher", {"n_jobs": 2}),
-    ("submitit_local", "submitit_launcher.LocalLauncher", {"timeout_min": 60}),
-    ("slurm", "pe_pipeline_slurm.SlurmLauncher", {"partition": "cpu", "cpus_per_task": 2, "mem_gb": 8,
-                                                  "setup": ["source .venv/bin/activate"]}),
-])
+@pytest.mark.parametrize(
+    "launcher, target, expect",
+    [
+        ("parallel", "joblib_launcher.JoblibLauncher", {"n_jobs": 2}),
+        ("submitit_local", "submitit_launcher.LocalLauncher", {"timeout_min": 60}),
+        (
+            "slurm",
+            "pe_pipeline_slurm.SlurmLauncher",
+            {"partition": "cpu", "cpus_per_task": 2, "mem_gb": 8, "setup": ["source .venv/bin/activate"]},
+        ),
+    ],
+)
 def test_launcher_configs_compose(launcher, target, expect):
     """The documented launcher choices resolve to the installed plugins (the SLURM one cannot run here)."""
     from hydra import compose, initialize_config_dir
@@ -175,7 +192,10 @@ def fake_result(base: Path, figures: int) -> None:
     layout = Layout(base)
     layout.figures_dir.mkdir(parents=True)
     layout.ratio_sweep_dir.mkdir(parents=True)
-    metrics = {"encoding": {"norm_max_abs_dev": 1e-8, "probe": {"p1": 2.0}}, "sweep": {f"s{i}": {"d": i / 10} for i in range(20)}}
+    metrics = {
+        "encoding": {"norm_max_abs_dev": 1e-8, "probe": {"p1": 2.0}},
+        "sweep": {f"s{i}": {"d": i / 10} for i in range(20)},
+    }
     layout.metrics.write_text(json.dumps(metrics))
     for i in range(figures):
         (layout.figures_dir / f"figure_{i}.png").write_bytes(os.urandom(2048))
@@ -190,8 +210,16 @@ def test_four_writers_on_a_fresh_sqlite_store_lose_nothing(tmp_path, private_mlf
     fake_result(base, figures=6)
     start = tmp_path / "go"
     env = dict(os.environ, MLFLOW_TRACKING_URI=private_mlflow_store)
-    procs = [subprocess.Popen([PY, "-c", WRITER, str(base), str(start), str(w2), str(REPO)], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for w2 in (1, 2, 3, 4)]
+    procs = [
+        subprocess.Popen(
+            [PY, "-c", WRITER, str(base), str(start), str(w2), str(REPO)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for w2 in (1, 2, 3, 4)
+    ]
     time.sleep(1.0)  # let them import; then release them together
     start.touch()
     outs = [p.communicate(timeout=180) for p in procs]
@@ -205,12 +233,14 @@ def test_four_writers_on_a_fresh_sqlite_store_lose_nothing(tmp_path, private_mlf
         assert len(r.data.metrics) == 22 and r.data.params["sweep.w2"] == r.info.run_name[-1]
         assert artifact_files(client, r.info.run_id) == sorted(
             [f"figures/figure_{i}.png" for i in range(6)]
-            + ["metrics.json", "plots/offset_distance.csv", "plots/pe_norms.csv", "plots/ratio_sweep/s0.csv"])
+            + ["metrics.json", "plots/offset_distance.csv", "plots/pe_norms.csv", "plots/ratio_sweep/s0.csv"]
+        )
     # artifacts sit beside the private store, not in the project's mlartifacts/
     assert len(list((tmp_path / "mlartifacts").glob("*/artifacts/figures/*.png"))) == 24
 
 
 # ---------------------------------------------------------------- Hydra launchers, end to end (slow)
+
 
 def check_sweep(checkout: Path, sweep_dir: Path, uri: str, finished: list[str], failed: list[str]):
     """Every job in its own dir; one parent run with the summary; a child run per job (FAILED for the failed)."""
@@ -222,11 +252,13 @@ def check_sweep(checkout: Path, sweep_dir: Path, uri: str, finished: list[str], 
     parent = parents[0]
     assert parent.info.status == ("FAILED" if failed else "FINISHED")
     assert parent.data.metrics["jobs"] == summary["jobs"] and parent.data.metrics["jobs_failed"] == len(failed)
-    assert "best.sweep.pca_disparity_max" in parent.data.metrics and "worst.sweep.pca_disparity_max" in parent.data.metrics
+    assert (
+        "best.sweep.pca_disparity_max" in parent.data.metrics and "worst.sweep.pca_disparity_max" in parent.data.metrics
+    )
     parent_files = artifact_files(client, parent.info.run_id)
     shared = [f for f in parent_files if f.startswith("inputs/")]
     assert [f for f in parent_files if f not in shared] == ["sweep_summary.json"]
-    if finished:   # the inputs every point shares, logged once, on the parent (the points differ in sweep.w2 only)
+    if finished:  # the inputs every point shares, logged once, on the parent (the points differ in sweep.w2 only)
         assert sorted(f.rsplit("/", 1)[1] for f in shared) == ["encode.json", "manifest.json", "tokens.json"]
         # and computed once: one tokenize and one encode output in the sweep's stage cache
         cached = sorted(e.name.split("-")[0] for e in (sweep_dir / ".stage_cache").iterdir() if e.name[0] != ".")
@@ -248,7 +280,9 @@ def check_sweep(checkout: Path, sweep_dir: Path, uri: str, finished: list[str], 
         metrics = json.loads((out / "reports" / "metrics.json").read_text())
         assert len(run.data.metrics) == numeric_leaves(metrics)  # every metric of this job, none of another's
         assert artifact_files(client, run.info.run_id, "inputs") == ["inputs/params.yaml"]
-        assert run.data.tags["shared_inputs"] == f"{shared[0].rsplit('/', 1)[0]}/ of the parent run {parent.info.run_id}"
+        assert (
+            run.data.tags["shared_inputs"] == f"{shared[0].rsplit('/', 1)[0]}/ of the parent run {parent.info.run_id}"
+        )
         logged = artifact_files(client, run.info.run_id, "figures")
         assert logged == sorted(f"figures/{p.name}" for p in (out / "reports" / "figures").glob("*.png"))
         assert len(logged) > 5
@@ -263,19 +297,31 @@ def test_basic_launcher_one_failed_job_keeps_the_others(checkout, private_mlflow
     log = out.stdout + out.stderr
     assert out.returncode == 1, log
     assert "#1 : sweep.w2=abc" in log and f"FAILED #1 {job('sweep.w2=abc')}: config key sweep.w2" in log
-    summary, parent = check_sweep(checkout, checkout / "multirun_test", private_mlflow_store,
-                                  finished=[job("sweep.w2=1")], failed=[job("sweep.w2=abc")])
+    summary, parent = check_sweep(
+        checkout,
+        checkout / "multirun_test",
+        private_mlflow_store,
+        finished=[job("sweep.w2=1")],
+        failed=[job("sweep.w2=abc")],
+    )
     assert "'abc'" in summary["failed"][0]["error"] and "sweep.w2=abc" in parent.data.tags["failed_jobs"]
 
 
 @pytest.mark.slow
 def test_joblib_four_parallel_jobs_lose_nothing(checkout, private_mlflow_store):
     """hydra/launcher=parallel with n_jobs=4: four processes write to the same SQLite store at once."""
-    out = run([PY, "-m", "pipeline", "-m", "hydra/launcher=parallel", "hydra.launcher.n_jobs=4",
-               "sweep.w2=1,2,3,4", *FAST], checkout)
+    out = run(
+        [PY, "-m", "pipeline", "-m", "hydra/launcher=parallel", "hydra.launcher.n_jobs=4", "sweep.w2=1,2,3,4", *FAST],
+        checkout,
+    )
     assert "Joblib.Parallel(n_jobs=4" in out.stdout + out.stderr
-    summary, _ = check_sweep(checkout, checkout / "multirun_test", private_mlflow_store,
-                             finished=[job(f"sweep.w2={w}") for w in (1, 2, 3, 4)], failed=[])
+    summary, _ = check_sweep(
+        checkout,
+        checkout / "multirun_test",
+        private_mlflow_store,
+        finished=[job(f"sweep.w2={w}") for w in (1, 2, 3, 4)],
+        failed=[],
+    )
     worst = summary["metrics"]["sweep.pca_disparity_max"]["worst"]
     assert worst["overrides"] == ["sweep.w2=4", "figures.dpi=40"]  # the largest PE weight moves the picture most
 
@@ -283,14 +329,22 @@ def test_joblib_four_parallel_jobs_lose_nothing(checkout, private_mlflow_store):
 @pytest.mark.slow
 def test_submitit_local_launcher_with_a_failed_job(checkout, private_mlflow_store):
     """hydra/launcher=submitit_local (the path submitit_slurm takes, minus sbatch): each job its own process."""
-    out = run([PY, "-m", "pipeline", "-m", "hydra/launcher=submitit_local", "sweep.w2=10,abc", *FAST], checkout, check=False)
+    out = run(
+        [PY, "-m", "pipeline", "-m", "hydra/launcher=submitit_local", "sweep.w2=10,abc", *FAST], checkout, check=False
+    )
     assert out.returncode == 1, out.stdout + out.stderr
-    check_sweep(checkout, checkout / "multirun_test", private_mlflow_store,
-                finished=[job("sweep.w2=10")], failed=[job("sweep.w2=abc")])
+    check_sweep(
+        checkout,
+        checkout / "multirun_test",
+        private_mlflow_store,
+        finished=[job("sweep.w2=10")],
+        failed=[job("sweep.w2=abc")],
+    )
     assert list((checkout / "multirun_test" / ".submitit").glob("*/*_log.out"))  # submitit ran the jobs
 
 
 # ---------------------------------------------------------------- DVC experiment queue (slow)
+
 
 def queue_status(checkout: Path) -> str:
     return run(["dvc", "queue", "status"], checkout).stdout
@@ -318,7 +372,9 @@ def test_dvc_queue_two_points_log_to_the_project_store(checkout, monkeypatch):
     assert all(".dvc/tmp/exps/tmp" in log for log in logs.values())  # they ran in DVC's temp copies
 
     shown = json.loads(run(["dvc", "exp", "show", "--json"], checkout).stdout)
-    exps = {rev["name"]: rev["data"] for entry in shown for group in entry.get("experiments") or [] for rev in group["revs"]}
+    exps = {
+        rev["name"]: rev["data"] for entry in shown for group in entry.get("experiments") or [] for rev in group["revs"]
+    }
     assert sorted(exps) == sorted(names)
     assert sorted(d["params"]["params.yaml"]["data"]["sweep"]["w2"] for d in exps.values()) == [1, 10]
     assert all("r_star" in json.dumps(d["metrics"]["reports/headline.json"]) for d in exps.values())

@@ -1,4 +1,5 @@
 """Temporaries of a killed run (kill -9 mid-write) are removed by the next run and never seen by `git status`."""
+
 from __future__ import annotations
 
 import os
@@ -37,8 +38,9 @@ else:
 def killed_writer(kind: str, target: Path, reaped: bool = True) -> subprocess.Popen:
     """Start a process writing `target` atomically, kill -9 it mid-write. reaped=False: left a zombie, as under
     a container init that does not reap orphans (its /proc entry and pid stay)."""
-    proc = subprocess.Popen([sys.executable, "-c", WRITER, kind, str(target)], cwd=REPO, stdout=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WRITER, kind, str(target)], cwd=REPO, stdout=subprocess.PIPE, text=True
+    )
     assert proc.stdout.readline().strip() == "ready"
     proc.send_signal(signal.SIGKILL)
     if reaped:
@@ -60,8 +62,8 @@ def test_killed_writer_leaves_a_marked_temporary_that_the_next_run_removes(tmp_p
     pid = proc.pid
     [left] = [p for p in data.iterdir()]
     assert left.name.startswith(temp_prefix(target.name).replace(str(os.getpid()), str(pid)))
-    assert not target.exists()                       # the killed write never reached the target
-    mine = data / f"{temp_prefix('other')}x.tmp"       # a live process's work in progress (this one's) stays
+    assert not target.exists()  # the killed write never reached the target
+    mine = data / f"{temp_prefix('other')}x.tmp"  # a live process's work in progress (this one's) stays
     mine.write_bytes(b"in progress")
     removed = clean_stale_temporaries([data])
     assert removed == [left] and sorted(p.name for p in data.iterdir()) == [mine.name]
@@ -81,9 +83,13 @@ def test_other_hosts_and_foreign_names_are_left_alone(tmp_path):
 def test_temporaries_are_git_ignored_wherever_they_land(tmp_path):
     """The names atomic_path, replace_dir and the zip extraction use, in data/, data/cache/ and reports/, are ignored
     by the project's .gitignore (checked by git itself)."""
-    names = [f"data/{temp_prefix('tokens.json')}abc.tmp", f"data/cache/{temp_prefix('glove-member')}x.txt",
-             f"data/{temp_prefix('glove')}xyz/vectors.npy", f"reports/{temp_prefix('figures')}q/pe_norms.png",
-             f"reports/plots/{temp_prefix('pe_norms.csv')}r.tmp"]
+    names = [
+        f"data/{temp_prefix('tokens.json')}abc.tmp",
+        f"data/cache/{temp_prefix('glove-member')}x.txt",
+        f"data/{temp_prefix('glove')}xyz/vectors.npy",
+        f"reports/{temp_prefix('figures')}q/pe_norms.png",
+        f"reports/plots/{temp_prefix('pe_norms.csv')}r.tmp",
+    ]
     result = subprocess.run(["git", "check-ignore", "--no-index", *names], cwd=REPO, capture_output=True, text=True)
     assert sorted(result.stdout.split()) == sorted(names), result.stderr
 
@@ -94,7 +100,7 @@ def test_atomic_path_and_replace_dir_use_the_marked_names(tmp_path):
         seen.append(tmp.name)
         tmp.write_text("{}")
     replace_dir(tmp_path / "store", lambda tmp: seen.append(tmp.name))
-    replace_dir(tmp_path / "store", lambda tmp: seen.append(tmp.name))   # the swap's ".old" too
+    replace_dir(tmp_path / "store", lambda tmp: seen.append(tmp.name))  # the swap's ".old" too
     assert all(name.startswith(TEMP_MARK) for name in seen)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "store"]
 

@@ -1,4 +1,5 @@
 """TextVectorization: Keras's vocabulary order (ties included), max_tokens, standardization, padding."""
+
 from __future__ import annotations
 
 import random
@@ -31,14 +32,17 @@ def test_tutorial_001_robot_example():
     assert ids.tolist() == [[5, 6, 7, 2, 0], [3, 4, 2, 0, 0]]
 
 
-@pytest.mark.parametrize("texts, expected", [
-    (["b a c"], ["c", "b", "a"]),                         # all tied: descending, not first-occurrence order
-    (["x y x z y w"], ["y", "x", "z", "w"]),              # ties inside each count
-    (["a ab"], ["ab", "a"]),                              # a prefix sorts before its extensions
-    (["9 10 100"], ["9", "100", "10"]),                   # bytes, not numbers
-    (["zèbre zebra zebre"], ["zèbre", "zebre", "zebra"]),  # UTF-8 bytes: è (C3 A8) > any ASCII letter
-    (["a a", "b b", "c"], ["b", "a", "c"]),               # counts add up over texts
-])
+@pytest.mark.parametrize(
+    "texts, expected",
+    [
+        (["b a c"], ["c", "b", "a"]),  # all tied: descending, not first-occurrence order
+        (["x y x z y w"], ["y", "x", "z", "w"]),  # ties inside each count
+        (["a ab"], ["ab", "a"]),  # a prefix sorts before its extensions
+        (["9 10 100"], ["9", "100", "10"]),  # bytes, not numbers
+        (["zèbre zebra zebre"], ["zèbre", "zebre", "zebra"]),  # UTF-8 bytes: è (C3 A8) > any ASCII letter
+        (["a a", "b b", "c"], ["b", "a", "c"]),  # counts add up over texts
+    ],
+)
 def test_ties_are_broken_by_descending_token(texts, expected):
     assert vocab(texts)[2:] == expected
 
@@ -69,16 +73,19 @@ def test_punctuation_set_is_exactly_keras_default_strip_regex():
     assert removed == set("!\"#$%&()*+,-./:;<=>?@[\\]^_`{|}~'")  # the regex's ',-\.' range holds '-'
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("Hello, World! don't stop-gap.", ["hello", "world", "dont", "stopgap"]),  # deleted, not split
-    ("[UNK] (x)", ["unk", "x"]),
-    ("Élan ÉCOLE İstanbul", ["Élan", "École", "İstanbul"]),  # tf.strings.lower touches ASCII letters only
-    ("it’s — «fine» ¿ok?", ["it’s", "—", "«fine»", "¿ok"]),    # non-ASCII punctuation stays
-    ("a\u00a0b c", ["a\u00a0b", "c"]),                       # no-break space is not ASCII whitespace
-    ("  a\tb\nc\r\nd\x0be\x0cf  ", ["a", "b", "c", "d", "e", "f"]),
-    ("", []),
-    (" ... ", []),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("Hello, World! don't stop-gap.", ["hello", "world", "dont", "stopgap"]),  # deleted, not split
+        ("[UNK] (x)", ["unk", "x"]),
+        ("Élan ÉCOLE İstanbul", ["Élan", "École", "İstanbul"]),  # tf.strings.lower touches ASCII letters only
+        ("it’s — «fine» ¿ok?", ["it’s", "—", "«fine»", "¿ok"]),  # non-ASCII punctuation stays
+        ("a\u00a0b c", ["a\u00a0b", "c"]),  # no-break space is not ASCII whitespace
+        ("  a\tb\nc\r\nd\x0be\x0cf  ", ["a", "b", "c", "d", "e", "f"]),
+        ("", []),
+        (" ... ", []),
+    ],
+)
 def test_lower_and_strip_punctuation_then_whitespace_split(text, expected):
     assert TextVectorization().tokenize(text) == expected
 
@@ -95,10 +102,10 @@ def test_output_sequence_length_pads_and_truncates_at_the_end():
     vocabulary = layer.get_vocabulary()
     ids = layer(["a b c d e", "a", "", "zzz a"])
     assert ids.shape == (4, 3)
-    assert [vocabulary[i] for i in ids[0]] == ["a", "b", "c"]       # keeps the first 3
+    assert [vocabulary[i] for i in ids[0]] == ["a", "b", "c"]  # keeps the first 3
     assert ids[1].tolist() == [vocabulary.index("a"), 0, 0]
     assert ids[2].tolist() == [0, 0, 0]
-    assert ids[3].tolist() == [1, vocabulary.index("a"), 0]         # unknown word -> [UNK] = 1
+    assert ids[3].tolist() == [1, vocabulary.index("a"), 0]  # unknown word -> [UNK] = 1
 
 
 def test_no_output_sequence_length_pads_to_the_longest_text_of_the_call():
@@ -114,13 +121,16 @@ def test_adapt_replaces_the_vocabulary():
     assert layer.get_vocabulary() == ["", "[UNK]", "c"]
 
 
-@pytest.mark.parametrize("kwargs, word", [
-    ({"max_tokens": 1}, "max_tokens"),
-    ({"max_tokens": 2.5}, "max_tokens"),
-    ({"standardize": "lower_and_strip_accents"}, "standardize"),
-    ({"split": "character"}, "split"),
-    ({"output_sequence_length": 0}, "output_sequence_length"),
-])
+@pytest.mark.parametrize(
+    "kwargs, word",
+    [
+        ({"max_tokens": 1}, "max_tokens"),
+        ({"max_tokens": 2.5}, "max_tokens"),
+        ({"standardize": "lower_and_strip_accents"}, "standardize"),
+        ({"split": "character"}, "split"),
+        ({"output_sequence_length": 0}, "output_sequence_length"),
+    ],
+)
 def test_bad_arguments_are_one_clear_error(kwargs, word):
     with pytest.raises(PipelineError, match=word):
         TextVectorization(**kwargs)

@@ -22,8 +22,17 @@ def test_seed_notebook_word_index_and_sequences():
     tok = Tokenizer(num_words=64)
     tok.fit_on_texts(SEED_TEXTS)
     assert tok.word_index == {
-        "king": 1, "queen": 2, "man": 3, "woman": 4, "dog": 5, "wolf": 6,
-        "football": 7, "basketball": 8, "red": 9, "green": 10, "yellow": 11,
+        "king": 1,
+        "queen": 2,
+        "man": 3,
+        "woman": 4,
+        "dog": 5,
+        "wolf": 6,
+        "football": 7,
+        "basketball": 8,
+        "red": 9,
+        "green": 10,
+        "yellow": 11,
     }
     seqs = tok.texts_to_sequences(SEED_TEXTS)
     assert seqs == [list(range(1, 12)), [3, 2, 11, 8, 10, 5, 4, 7, 1, 9, 6]]
@@ -61,17 +70,24 @@ def test_tf_tutorial_oov_sequences_and_padding():
     tok = Tokenizer(num_words=100, oov_token="<OOV>")
     tok.fit_on_texts(sentences)
     assert tok.word_index == {
-        "<OOV>": 1, "my": 2, "love": 3, "dog": 4, "i": 5, "you": 6, "cat": 7,
-        "do": 8, "think": 9, "is": 10, "amazing": 11,
+        "<OOV>": 1,
+        "my": 2,
+        "love": 3,
+        "dog": 4,
+        "i": 5,
+        "you": 6,
+        "cat": 7,
+        "do": 8,
+        "think": 9,
+        "is": 10,
+        "amazing": 11,
     }
     seqs = tok.texts_to_sequences(sentences)
     assert seqs == [[5, 3, 2, 4], [5, 3, 2, 7], [6, 3, 2, 4], [8, 6, 9, 2, 4, 10, 11]]
     test_seqs = tok.texts_to_sequences(["i really love my dog", "my dog loves my manatee"])
     assert test_seqs == [[5, 1, 3, 2, 4], [2, 4, 1, 2, 1]]
     padded = pad_sequences(seqs, maxlen=5)
-    np.testing.assert_array_equal(
-        padded, [[0, 5, 3, 2, 4], [0, 5, 3, 2, 7], [0, 6, 3, 2, 4], [9, 2, 4, 10, 11]]
-    )
+    np.testing.assert_array_equal(padded, [[0, 5, 3, 2, 4], [0, 5, 3, 2, 7], [0, 6, 3, 2, 4], [9, 2, 4, 10, 11]])
 
 
 # ------------------------------------------------------- tokenizer semantics
@@ -210,12 +226,8 @@ SEQ = [[1], [2, 3], [4, 5, 6]]
 
 def test_pad_keras_doc_examples():
     np.testing.assert_array_equal(pad_sequences(SEQ), [[0, 0, 1], [0, 2, 3], [4, 5, 6]])
-    np.testing.assert_array_equal(
-        pad_sequences(SEQ, value=-1), [[-1, -1, 1], [-1, 2, 3], [4, 5, 6]]
-    )
-    np.testing.assert_array_equal(
-        pad_sequences(SEQ, padding="post"), [[1, 0, 0], [2, 3, 0], [4, 5, 6]]
-    )
+    np.testing.assert_array_equal(pad_sequences(SEQ, value=-1), [[-1, -1, 1], [-1, 2, 3], [4, 5, 6]])
+    np.testing.assert_array_equal(pad_sequences(SEQ, padding="post"), [[1, 0, 0], [2, 3, 0], [4, 5, 6]])
     np.testing.assert_array_equal(pad_sequences(SEQ, maxlen=2), [[0, 1], [2, 3], [5, 6]])
     assert pad_sequences(SEQ).dtype == np.int32
 
@@ -287,9 +299,7 @@ def test_padding_mask():
     padded = pad_sequences(SEQ, padding="post")
     mask = padding_mask(padded)
     assert mask.dtype == bool and mask.shape == padded.shape
-    np.testing.assert_array_equal(
-        mask, [[True, False, False], [True, True, False], [True, True, True]]
-    )
+    np.testing.assert_array_equal(mask, [[True, False, False], [True, True, False], [True, True, True]])
     np.testing.assert_array_equal(
         padding_mask(pad_sequences(SEQ, value=-1), value=-1),
         [[False, False, True], [False, True, True], [True, True, True]],
@@ -299,12 +309,8 @@ def test_padding_mask():
 @pytest.mark.parametrize("padding", ["pre", "post"])
 def test_pad_with_mask_when_value_collides_with_token(padding):
     seqs = [[0, 5], [5, 0, 0, 7, 8], []]
-    padded, mask, truncated = pad_sequences_with_mask(
-        seqs, maxlen=4, padding=padding, truncating="post", value=0
-    )
-    np.testing.assert_array_equal(
-        padded, pad_sequences(seqs, maxlen=4, padding=padding, truncating="post")
-    )
+    padded, mask, truncated = pad_sequences_with_mask(seqs, maxlen=4, padding=padding, truncating="post", value=0)
+    np.testing.assert_array_equal(padded, pad_sequences(seqs, maxlen=4, padding=padding, truncating="post"))
     if padding == "post":
         expected = [[1, 1, 0, 0], [1, 1, 1, 1], [0, 0, 0, 0]]
     else:

@@ -1,4 +1,5 @@
 """Tutorial figures render from the `tutorials` group; the tutorials' presets compose, tokenize and are in GloVe."""
+
 from __future__ import annotations
 
 import copy
@@ -16,9 +17,15 @@ from pipeline.tutorials.figures import render_tutorial_figures, signature_embedd
 
 REPO = Path(__file__).resolve().parents[1]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-EXPECTED = {"tutorial001_random_embedding.png", "tutorial001_fixed_embedding.png", "tutorial002_embedding_plus_pe.png",
-            "tutorial004_padding_mask.png", "tutorial004_look_ahead_mask.png", "tutorial004_pe_columns.png",
-            "tutorial004_pe_heatmap.png"}
+EXPECTED = {
+    "tutorial001_random_embedding.png",
+    "tutorial001_fixed_embedding.png",
+    "tutorial002_embedding_plus_pe.png",
+    "tutorial004_padding_mask.png",
+    "tutorial004_look_ahead_mask.png",
+    "tutorial004_pe_columns.png",
+    "tutorial004_pe_heatmap.png",
+}
 
 
 @pytest.fixture(scope="module")
@@ -55,32 +62,35 @@ def test_signature_is_reproducible_from_the_seed(params):
 def test_signature_phrases_are_truncated_and_padded_to_20(params):
     data = signature_embeddings(params["tutorials"])
     tech, wise = data["ids"]
-    assert (tech != 0).all()                     # 24 words cut to 20
+    assert (tech != 0).all()  # 24 words cut to 20
     assert (wise[:19] != 0).all() and wise[19] == 0  # 19 words + one padding id
     assert data["words"][0][16] == "hessians" and data["words"][1][19] == "<pad>"
     assert len(data["vocabulary"]) <= params["tutorials"]["signature"]["vocab_size"]
 
 
-@pytest.mark.parametrize("key, value", [
-    ("seed", -1),
-    ("signature.sequence_length", 0),
-    ("signature.output_dim", 0),
-    ("signature.titles", ["only one"]),
-    ("signature.vocab_size", 2),
-    ("signature.init", "zeros"),
-    ("signature.scale", 0.0),
-    ("signature.base", 1.0),
-    ("signature.phrases", []),
-    ("masks.display_len", 0),
-    ("pe_columns.encoding_dim", 0),
-    ("pe_columns.num_steps", 0),
-    ("pe_columns.columns", [6, 32]),
-    ("pe_columns.columns", []),
-    ("pe_heatmap.positions", 0),
-    ("pe_heatmap.dim", 0),
-    ("random_embedding.sentence", " "),
-    ("random_embedding.embed_dim", 0),
-])
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("seed", -1),
+        ("signature.sequence_length", 0),
+        ("signature.output_dim", 0),
+        ("signature.titles", ["only one"]),
+        ("signature.vocab_size", 2),
+        ("signature.init", "zeros"),
+        ("signature.scale", 0.0),
+        ("signature.base", 1.0),
+        ("signature.phrases", []),
+        ("masks.display_len", 0),
+        ("pe_columns.encoding_dim", 0),
+        ("pe_columns.num_steps", 0),
+        ("pe_columns.columns", [6, 32]),
+        ("pe_columns.columns", []),
+        ("pe_heatmap.positions", 0),
+        ("pe_heatmap.dim", 0),
+        ("random_embedding.sentence", " "),
+        ("random_embedding.embed_dim", 0),
+    ],
+)
 def test_bad_tutorials_values_are_one_clear_error(params, key, value):
     """The schema refuses each bad tutorials value with one message naming the key."""
     bad = copy.deepcopy(params)
@@ -94,6 +104,7 @@ def test_bad_tutorials_values_are_one_clear_error(params, key, value):
 
 
 # ---------------------------------------------------------------- presets of the tutorials
+
 
 @pytest.fixture(scope="module")
 def glove_words() -> set[str]:
@@ -118,7 +129,7 @@ def test_brown_and_red_are_where_tutorial_002_says():
     tokens = tokenize(load_texts(params["texts"], REPO), params["tokenizer"])
     words, positions = tokens["words"][0], tokens["positions"][0]
     for word, one_based in params["texts"]["named_positions"].items():
-        assert words[one_based - 1] == word            # the tutorial counts words from 1
+        assert words[one_based - 1] == word  # the tutorial counts words from 1
         assert positions[one_based - 1] == one_based - 1  # padding: post -> padded position = 0-based word index
     assert params["texts"]["named_positions"] == {"brown": 6, "red": 15}
 

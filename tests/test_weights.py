@@ -1,5 +1,6 @@
 """pipeline.core.weights: parsing, broadcasting, de-duplication and labels of the W1/W2 sweep.
 (Which weights the config may hold is the schema's: tests/test_config.py.)"""
+
 from __future__ import annotations
 
 import math

@@ -6,4 +6,5 @@ project root on sys.path and calls `hydra.core.plugins.Plugins.instance()`, whic
 conf/config.yaml names (config_schema) and makes composition refuse keys it does not declare.
 (No hydra_plugins/__init__.py: the namespace is shared with the installed Hydra launchers.)
 """
+
 import pipeline.config.schema  # noqa: F401  (registers on import)

@@ -9,6 +9,7 @@ over its time limit, out of memory) is never seen as done, so the sweep waits fo
 lists jobs for a few minutes after they end); a job neither lists has ended. submitit then reports such a
 job as failed, with its log files.
 """
+
 from __future__ import annotations
 
 import logging
@@ -26,10 +27,10 @@ def _watcher_class():
     class QuietSlurmWatcher(SlurmInfoWatcher):
         """SlurmInfoWatcher that falls back to squeue, once and quietly, when sacct fails."""
 
-        sacct_answers: bool | None = None   # unknown until the first poll
+        sacct_answers: bool | None = None  # unknown until the first poll
 
         def update(self) -> None:
-            command = self._make_command()   # sacct ... -j <ids of unfinished jobs>, None if none
+            command = self._make_command()  # sacct ... -j <ids of unfinished jobs>, None if none
             if command is None:
                 return
             self._num_calls += 1
@@ -54,15 +55,23 @@ def _watcher_class():
         def _from_squeue(self, command: list[str]) -> dict[str, dict[str, str]]:
             """{job id: {"State": ...}} of the polled jobs; one squeue no longer lists is ENDED."""
             try:
-                out = subprocess.run(["squeue", "-h", "-r", "--states=all", "-o", "%i %T"], capture_output=True,
-                                     text=True, timeout=60, check=True).stdout
+                out = subprocess.run(
+                    ["squeue", "-h", "-r", "--states=all", "-o", "%i %T"],
+                    capture_output=True,
+                    text=True,
+                    timeout=60,
+                    check=True,
+                ).stdout
             except (OSError, subprocess.SubprocessError) as exc:
                 log.warning("squeue failed (%s): job states unknown until the next poll", exc)
                 return {}
             listed = dict(line.split(None, 1) for line in out.splitlines() if " " in line)
             polled = {command[i + 1] for i, arg in enumerate(command) if arg == "-j"}
-            return {job_id: {"State": listed.get(job_id, "ENDED").strip()}
-                    for job_id in self._registered - self._finished if job_id.split("_")[0] in polled}
+            return {
+                job_id: {"State": listed.get(job_id, "ENDED").strip()}
+                for job_id in self._registered - self._finished
+                if job_id.split("_")[0] in polled
+            }
 
     return QuietSlurmWatcher
 
@@ -75,5 +84,5 @@ class SlurmLauncher(submitit_launcher.SlurmLauncher):
 
         watcher = _watcher_class()
         if type(SlurmJob.watcher).__name__ != watcher.__name__:
-            SlurmJob.watcher = watcher(delay_s=600)   # a class attribute: every SlurmJob of this process polls here
+            SlurmJob.watcher = watcher(delay_s=600)  # a class attribute: every SlurmJob of this process polls here
         return super().launch(job_overrides, initial_job_idx)

@@ -7,6 +7,7 @@ LAPACK sum in another order on another CPU or thread count, and the last bits of
 deviation or a Procrustes disparity, carries their absolute rounding noise, not noise relative to itself);
 float64 arrays derived from such sums are rounded with `round_significant` before they are saved.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -56,13 +57,13 @@ def clean_stale_temporaries(folders: Iterable[Path]) -> list[Path]:
             for name in [*dirs, *files]:
                 if not name.startswith(TEMP_MARK):
                     continue
-                parts = name[len(TEMP_MARK):].split(".", 2)
+                parts = name[len(TEMP_MARK) :].split(".", 2)
                 path = Path(current) / name
                 if len(parts) < 3 or parts[0] != host or not parts[1].isdigit():
                     continue
                 try:
                     made = os.lstat(path).st_mtime
-                except FileNotFoundError:   # removed meanwhile (its process finished)
+                except FileNotFoundError:  # removed meanwhile (its process finished)
                     continue
                 if running(int(parts[1]), started_by=made):
                     continue
@@ -129,7 +130,7 @@ def round_significant(values: Any, digits: int = SIGNIFICANT_DIGITS, floor: Any 
     keep = np.isfinite(x) & (magnitude >= _POWERS_OF_TEN[0])
     magnitude = np.where(keep, magnitude, 1.0)
     exponent = np.searchsorted(_POWERS_OF_TEN, magnitude, side="right") - 1 + _MIN_EXPONENT  # 10^e <= m < 10^(e+1)
-    shift = np.clip(digits - 1 - exponent, -300, 300)             # decimal places kept (negative: tens, ...)
+    shift = np.clip(digits - 1 - exponent, -300, 300)  # decimal places kept (negative: tens, ...)
     up, down = _power_of_ten(np.maximum(shift, 0)), _power_of_ten(np.maximum(-shift, 0))
     with np.errstate(over="ignore", invalid="ignore"):
         rounded = np.round(x * up / down) * down / up

@@ -6,6 +6,7 @@ expected to match one row"), the same MLflow experiment, or the same GloVe store
 in the temp dir, named by a hash of the key, so nothing lands in the project; the OS releases the
 lock when its holder dies, so a crashed job never leaves a stale one.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -34,5 +35,7 @@ def machine_lock(key: str, what: str, timeout: float = 600.0) -> Iterator[None]:
         with FileLock(path, timeout=timeout):
             yield
     except Timeout:
-        raise PipelineError(f"waited {timeout:.0f} s for {what} (lock {path}): another process holds it. "
-                            "Fix: wait for that process or stop it.") from None
+        raise PipelineError(
+            f"waited {timeout:.0f} s for {what} (lock {path}): another process holds it. "
+            "Fix: wait for that process or stop it."
+        ) from None

@@ -1,4 +1,5 @@
 """params.yaml, the composed config the DVC stages read (generated from conf/: see pipeline.config)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -17,8 +18,9 @@ def read_params_file(path: Path) -> dict:
             # libyaml's loader when PyYAML has it: 10x faster on the long lists of a 10,000-pair sweep
             params = yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise PipelineError(f"{path} is not valid YAML ({' '.join(str(exc).split())}): regenerate it with "
-                            "`python -m pipeline.compose`.") from None
+        raise PipelineError(
+            f"{path} is not valid YAML ({' '.join(str(exc).split())}): regenerate it with `python -m pipeline.compose`."
+        ) from None
     if not isinstance(params, dict):
         raise PipelineError(f"{path} is not a mapping: regenerate it with `python -m pipeline.compose`.")
     return params

@@ -1,4 +1,5 @@
 """Where things live: the project root and the layout of every stage's inputs and outputs."""
+
 from __future__ import annotations
 
 import os

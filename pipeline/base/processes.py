@@ -5,6 +5,7 @@ init does not reap keeps it forever), and pids are reused (pid_max is often 3276
 that pid may be another program that started after the recorded one died. psutil reads both (Linux procfs,
 macOS and Windows APIs alike).
 """
+
 from __future__ import annotations
 
 import psutil
@@ -21,7 +22,7 @@ def running(pid: int, *, started_by: float | None = None, program: str | None = 
     program: a name its command line must hold as a word or path part (e.g. "dvc"); checked where the command
         line is readable.
     """
-    if not isinstance(pid, int) or pid <= 0:   # a record with no pid, or a damaged one
+    if not isinstance(pid, int) or pid <= 0:  # a record with no pid, or a damaged one
         return False
     try:
         process = psutil.Process(pid)
@@ -34,7 +35,7 @@ def running(pid: int, *, started_by: float | None = None, program: str | None = 
         return True
     except psutil.NoSuchProcess:
         return False
-    except psutil.AccessDenied:   # another user's process: it exists, and nothing more can be told
+    except psutil.AccessDenied:  # another user's process: it exists, and nothing more can be told
         return True
 
 

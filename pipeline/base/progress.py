@@ -8,6 +8,7 @@
 A line reads `sweep: sentences 1200/10000 (12%), about 41 s left`, logged on the "pipeline" logger at INFO, at most
 every `every` seconds and never before `every` seconds have passed, so that short runs print nothing extra.
 """
+
 from __future__ import annotations
 
 import logging

@@ -5,6 +5,7 @@
 Credentials belong in ~/.netrc (which `requests` reads), in proxy variables or in the environment variables
 of the tool, never in a URL the config holds: the config is written to params.yaml, which git tracks.
 """
+
 from __future__ import annotations
 
 import re

@@ -7,6 +7,7 @@ place (DVC writes dvc.lock and params.yaml that way); large ones (the GloVe vect
 hard-linked, which is free and safe because only the pipeline's stages write them, always to a
 temporary file renamed over the old one, and DVC deletes an output before re-running its stage.
 """
+
 from __future__ import annotations
 
 import os
@@ -24,7 +25,7 @@ def _link_tree(src: Path, dst: Path) -> None:
         _link_or_copy(src, dst)
 
 
-LINK_ABOVE = 16 << 20   # bytes: larger files are hard-linked, smaller ones copied
+LINK_ABOVE = 16 << 20  # bytes: larger files are hard-linked, smaller ones copied
 
 
 def _link_or_copy(src: str | Path, dst: str | Path) -> None:

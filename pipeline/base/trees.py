@@ -1,4 +1,5 @@
 """Nested dicts (configs, metrics) as flat dotted keys."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -3,10 +3,30 @@
 The schema (pipeline/config/schema.py) declares every key, type and rule once; importing this package
 registers it with Hydra.
 """
+
 from pipeline.config.input_files import check_inputs
-from pipeline.config.params import (CONFIG_NAME, check, check_fresh, compose, dump_params, load, read_params,
-                                    write_params)
+from pipeline.config.params import (
+    CONFIG_NAME,
+    check,
+    check_fresh,
+    compose,
+    dump_params,
+    load,
+    read_params,
+    write_params,
+)
 from pipeline.config.schema import GROUPS, validate
 
-__all__ = ["CONFIG_NAME", "GROUPS", "check", "check_fresh", "check_inputs", "compose", "dump_params", "load", "read_params",
-           "validate", "write_params"]
+__all__ = [
+    "CONFIG_NAME",
+    "GROUPS",
+    "check",
+    "check_fresh",
+    "check_inputs",
+    "compose",
+    "dump_params",
+    "load",
+    "read_params",
+    "validate",
+    "write_params",
+]

@@ -1,6 +1,7 @@
 """The input files a (validated) config names, checked when it is composed: before anything is written; and
 tracked: `input_file_deps` gives them as DVC deps (pipeline.dvcyaml adds them to the stage that reads them), and
 `check_tracked` refuses a run whose dvc.yaml does not list them (DVC would not see an edit of the file)."""
+
 from __future__ import annotations
 
 import codecs
@@ -12,7 +13,7 @@ from pipeline.base.errors import PipelineError
 from pipeline.inputs.local_files import glove_file
 from pipeline.inputs.texts import read_sentences
 
-FIRST_LINE_LIMIT = 1 << 20   # bytes of a GloVe file's first line that are decoded (a line is a few KB)
+FIRST_LINE_LIMIT = 1 << 20  # bytes of a GloVe file's first line that are decoded (a line is a few KB)
 
 
 def check_inputs(params: dict, root: Path) -> list[str]:
@@ -22,13 +23,13 @@ def check_inputs(params: dict, root: Path) -> list[str]:
     Raises PipelineError naming the key, the file and the fix.
     """
     if params["texts"]["file"] is not None:
-        sentences = read_sentences(params["texts"]["file"], root)   # the tokenize stage's own parser
+        sentences = read_sentences(params["texts"]["file"], root)  # the tokenize stage's own parser
     else:
         sentences = list(params["texts"]["sentences"])
     glove = params["glove"]
     if glove["source"] == "path":
         path = glove_file("glove.path", glove["path"], root, "a GloVe text file")
-        if path.suffix == ".zip":   # glove=path reads a .zip as a zip
+        if path.suffix == ".zip":  # glove=path reads a .zip as a zip
             _check_zip("glove.path", path)
         else:
             _check_glove_text(path)
@@ -44,16 +45,21 @@ def _check_glove_text(path: Path) -> None:
     if not first:
         raise PipelineError(f"glove.path = {str(path)!r} is empty. {fix}")
     try:
-        codecs.getincrementaldecoder("utf-8")().decode(first, final=len(first) < FIRST_LINE_LIMIT)  # cut: may end mid-char
+        codecs.getincrementaldecoder("utf-8")().decode(
+            first, final=len(first) < FIRST_LINE_LIMIT
+        )  # cut: may end mid-char
     except UnicodeDecodeError as exc:
-        raise PipelineError(f"glove.path = {str(path)!r}: its first line is not UTF-8 ({exc.reason} at byte "
-                            f"{exc.start}). {fix}") from None
+        raise PipelineError(
+            f"glove.path = {str(path)!r}: its first line is not UTF-8 ({exc.reason} at byte {exc.start}). {fix}"
+        ) from None
 
 
 def _check_zip(key: str, path: Path) -> None:
     if not zipfile.is_zipfile(path):
-        raise PipelineError(f"{key} = {str(path)!r} is not a zip file. Fix: point {key} at a zip holding a GloVe "
-                            "text file (e.g. glove.6B.zip), or use glove=path for a text file.")
+        raise PipelineError(
+            f"{key} = {str(path)!r} is not a zip file. Fix: point {key} at a zip holding a GloVe "
+            "text file (e.g. glove.6B.zip), or use glove=path for a text file."
+        )
 
 
 def input_file_deps(params: dict, root: Path, keys: tuple[str, ...], inside: tuple[str, ...] = ()) -> list[str]:
@@ -73,7 +79,7 @@ def input_file_deps(params: dict, root: Path, keys: tuple[str, ...], inside: tup
     return deps
 
 
-INPUT_FILE_KEYS = ("texts.file", "glove.path", "glove.zip")   # = pipeline.registry's Stage.input_files, together
+INPUT_FILE_KEYS = ("texts.file", "glove.path", "glove.zip")  # = pipeline.registry's Stage.input_files, together
 
 
 def check_tracked(params: dict, root: Path, dvc_yaml: Path) -> None:
@@ -81,14 +87,19 @@ def check_tracked(params: dict, root: Path, dvc_yaml: Path) -> None:
     composes params.yaml but not dvc.yaml): DVC would never see an edit of that file."""
     import yaml
 
-    if not dvc_yaml.exists():   # not run by DVC (an in-process run): nothing to keep in step
+    if not dvc_yaml.exists():  # not run by DVC (an in-process run): nothing to keep in step
         return
     stages = (yaml.safe_load(dvc_yaml.read_text(encoding="utf-8")) or {}).get("stages", {})
     listed = {dep for stage in stages.values() for dep in stage.get("deps", [])}
-    missing = [dep for dep in input_file_deps(params, root, INPUT_FILE_KEYS) if dep not in listed
-               and not any(dep.startswith(folder.rstrip("/") + "/") for folder in listed)]
+    missing = [
+        dep
+        for dep in input_file_deps(params, root, INPUT_FILE_KEYS)
+        if dep not in listed and not any(dep.startswith(folder.rstrip("/") + "/") for folder in listed)
+    ]
     if missing:
-        raise PipelineError(f"dvc.yaml does not list {', '.join(missing)}, which the config reads: DVC would not "
-                            "re-run anything when it changes. Fix: compose with `python -m pipeline.compose "
-                            "<overrides>` (it regenerates dvc.yaml) or run `python -m pipeline.repro <overrides>`, "
-                            "then `dvc repro` / `dvc exp run`.")
+        raise PipelineError(
+            f"dvc.yaml does not list {', '.join(missing)}, which the config reads: DVC would not "
+            "re-run anything when it changes. Fix: compose with `python -m pipeline.compose "
+            "<overrides>` (it regenerates dvc.yaml) or run `python -m pipeline.repro <overrides>`, "
+            "then `dvc repro` / `dvc exp run`."
+        )

@@ -14,6 +14,7 @@ n: the longest sentence in words (as the tokenizer splits it, cut at tokenizer.m
 pairs (the longer of the two lists). Memory estimates are refused above MEMORY_SHARE of the machine's physical
 memory, the figure count above MAX_FIGURES (about half a second each).
 """
+
 from __future__ import annotations
 
 import os
@@ -55,12 +56,19 @@ def estimates(params: dict, sentences: Sequence[str]) -> list[tuple[str, float, 
     m, n = sweep["ratios"]["points"], longest_sentence(params, sentences)
     batch = pairs + 1 + m
     return [
-        ("the positional encoding", enc["max_len"] * d * 12,
-         f"encoding.max_len x d x 12 bytes = {enc['max_len']:,} x {d} x 12", "lower encoding.max_len"),
-        ("the sweep's batched PCA", batch * n * n * 8 * 3,
-         f"(pairs + 1 + ratios) x n^2 x 24 bytes = {batch:,} x {n:,}^2 x 24 (n: words of the longest sentence)",
-         "use fewer weight pairs (sweep.w1 / sweep.w2) or sweep.ratios.points, or shorter sentences "
-         "(tokenizer.maxlen cuts them)"),
+        (
+            "the positional encoding",
+            enc["max_len"] * d * 12,
+            f"encoding.max_len x d x 12 bytes = {enc['max_len']:,} x {d} x 12",
+            "lower encoding.max_len",
+        ),
+        (
+            "the sweep's batched PCA",
+            batch * n * n * 8 * 3,
+            f"(pairs + 1 + ratios) x n^2 x 24 bytes = {batch:,} x {n:,}^2 x 24 (n: words of the longest sentence)",
+            "use fewer weight pairs (sweep.w1 / sweep.w2) or sweep.ratios.points, or shorter sentences "
+            "(tokenizer.maxlen cuts them)",
+        ),
     ]
 
 
@@ -70,14 +78,18 @@ def check_limits(params: dict, sentences: Sequence[str], memory: int | None = No
     memory = machine_memory() if memory is None else memory
     for what, needed, formula, knob in estimates(params, sentences):
         if memory and needed > MEMORY_SHARE * memory:
-            raise PipelineError(f"this config needs about {needed / GB:,.1f} GB of memory for {what} ({formula}), "
-                                f"more than {MEMORY_SHARE:.0%} of this machine's {memory / GB:,.1f} GB: it would fail "
-                                f"or swap. Fix: {knob}.")
+            raise PipelineError(
+                f"this config needs about {needed / GB:,.1f} GB of memory for {what} ({formula}), "
+                f"more than {MEMORY_SHARE:.0%} of this machine's {memory / GB:,.1f} GB: it would fail "
+                f"or swap. Fix: {knob}."
+            )
     shown = min(len(sentences), params["figures"]["max_sentences"])
     pairs = max(_count(params["sweep"]["w1"]), _count(params["sweep"]["w2"])) + 1
     figures = shown * (pairs + 2)
     if figures > MAX_FIGURES:
-        raise PipelineError(f"this config would draw about {figures:,} figures ({shown} sentences x ({pairs:,} weight "
-                            f"pairs + 2)), more than {MAX_FIGURES:,} (about half a second each). Fix: lower "
-                            "figures.max_sentences, or use fewer weight pairs (sweep.w1 / sweep.w2); the ratio grid "
-                            "(sweep.ratios) covers many ratios without a figure each.")
+        raise PipelineError(
+            f"this config would draw about {figures:,} figures ({shown} sentences x ({pairs:,} weight "
+            f"pairs + 2)), more than {MAX_FIGURES:,} (about half a second each). Fix: lower "
+            "figures.max_sentences, or use fewer weight pairs (sweep.w1 / sweep.w2); the ratio grid "
+            "(sweep.ratios) covers many ratios without a figure each."
+        )

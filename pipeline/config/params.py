@@ -6,6 +6,7 @@
 `params.yaml` still agrees with `conf/` (see `check_fresh`) and refuses a stale one with a message
 that says how to regenerate it.
 """
+
 from __future__ import annotations
 
 import re
@@ -51,13 +52,13 @@ def _explain(exc: Exception) -> str:
     """Hydra's message on one line, with our fix; an unknown key gets the schema's message (Hydra's own
     suggests `+key=value`, which the schema refuses too)."""
     message = " ".join(str(exc).split())
-    cause = getattr(exc.__cause__, "msg", None)   # e.g. why "Error merging override encoding.max_len=abc"
+    cause = getattr(exc.__cause__, "msg", None)  # e.g. why "Error merging override encoding.max_len=abc"
     if cause:
         message += f" ({str(cause).splitlines()[0]})"
     unknown = re.match(r"Could not override '([^']+)'\. To append to your config use \+", message)
     if unknown:
         return unknown_key_message(unknown.group(1))
-    if message.startswith("config key "):   # the schema's own message (pipeline.config.schema.register)
+    if message.startswith("config key "):  # the schema's own message (pipeline.config.schema.register)
         return message
     return f"{message}. Fix: check the key and option names against conf/ (options: python -m pipeline.compose --help)."
 
@@ -109,15 +110,19 @@ def check_fresh(params: dict, root: Path | None = None) -> None:
     newest, newest_path = _newest_conf_file(root)
     if params_path.stat().st_mtime >= newest:
         return
-    choices = [f"{group}={params[group]['name']}" for group in GROUPS
-               if isinstance(params.get(group), dict) and "name" in params[group]]
+    choices = [
+        f"{group}={params[group]['name']}"
+        for group in GROUPS
+        if isinstance(params.get(group), dict) and "name" in params[group]
+    ]
     expected = compose(choices, root)
     if expected == params:
         return
     now, was = flatten(expected), flatten(params)
     changed = sorted(key for key in now.keys() | was.keys() if now.get(key, "<absent>") != was.get(key, "<absent>"))
-    shown = ", ".join(f"{k}: params.yaml={was.get(k, '<absent>')!r} conf/={now.get(k, '<absent>')!r}"
-                      for k in changed[:5])
+    shown = ", ".join(
+        f"{k}: params.yaml={was.get(k, '<absent>')!r} conf/={now.get(k, '<absent>')!r}" for k in changed[:5]
+    )
     more = f" (and {len(changed) - 5} more)" if len(changed) > 5 else ""
     raise PipelineError(
         f"params.yaml is stale: {newest_path.relative_to(root)} changed after it was composed, and they "

@@ -10,6 +10,7 @@ Importing this module registers the schema with Hydra (`register`): our `pipelin
 app `python -m pipeline` and DVC's `dvc exp run -S` (through hydra_plugins/pe_pipeline_schema at the project
 root) all compose on it.
 """
+
 from __future__ import annotations
 
 import functools
@@ -27,27 +28,40 @@ from pipeline.base.secrets import has_credentials, redact
 from pipeline.core.random_tables import INITS
 from pipeline.core.weights import SQRT_D
 
-SCHEMA_NAME = "config_schema"   # the name conf/config.yaml's defaults list gives the schema
-GLOVE_SOURCES = ("package", "url", "zip", "path")   # each reads the glove key of its own name (glove.url, ...)
+SCHEMA_NAME = "config_schema"  # the name conf/config.yaml's defaults list gives the schema
+GLOVE_SOURCES = ("package", "url", "zip", "path")  # each reads the glove key of its own name (glove.url, ...)
 ENCODINGS = ("sinusoidal", "learned")
 # Choice lists that live in heavier modules are restated, and tests/test_config.py checks them against those:
 # importing pipeline.core.encoding costs torch, and pipeline.inputs.glove_sources would put the whole GloVe
 # ingestion code (downloads, parser) among every DVC stage's deps, since every stage imports this schema.
-LAYOUTS = ("interleaved", "concatenated")   # = pipeline.core.encoding.LAYOUTS
-ROPE_LAYOUTS = ("interleaved", "half_split")   # = pipeline.core.rope.LAYOUTS
-UNK_POLICIES = ("keep", "drop")             # = pipeline.inputs.glove_sources.UNK_POLICIES
-DTYPES = ("float32", "float64")             # of pipeline.core.device.DTYPES: fp16 / bf16 angles are badly wrong
-DEVICES = ("auto", "cpu", "cuda", "mps")    # and cuda:N
+LAYOUTS = ("interleaved", "concatenated")  # = pipeline.core.encoding.LAYOUTS
+ROPE_LAYOUTS = ("interleaved", "half_split")  # = pipeline.core.rope.LAYOUTS
+UNK_POLICIES = ("keep", "drop")  # = pipeline.inputs.glove_sources.UNK_POLICIES
+DTYPES = ("float32", "float64")  # of pipeline.core.device.DTYPES: fp16 / bf16 angles are badly wrong
+DEVICES = ("auto", "cpu", "cuda", "mps")  # and cuda:N
 PAD_SIDES = ("pre", "post")
-FIGURE_SET_NAMES = ("all", "summary", "none")   # figures.name; = the sets of pipeline.outputs.figure_plan.FIGURE_SETS
+FIGURE_SET_NAMES = ("all", "summary", "none")  # figures.name; = the sets of pipeline.outputs.figure_plan.FIGURE_SETS
 SHA256 = re.compile(r"[0-9a-f]{64}")
 # The keys users vary between experiments: `python -m pipeline.experiments` shows them where they differ between
 # the rows of its table (`dvc exp show` lists every key; tests/test_config.py checks these are keys of Config)
-VARIED = ("glove.name", "texts.name", "tokenizer.name", "encoding.name", "encoding.d_model", "sweep.name",
-          "sweep.w1", "sweep.w2", "metrics.name", "metrics.neighbours", "figures.name", "study.name")
+VARIED = (
+    "glove.name",
+    "texts.name",
+    "tokenizer.name",
+    "encoding.name",
+    "encoding.d_model",
+    "sweep.name",
+    "sweep.w1",
+    "sweep.w2",
+    "metrics.name",
+    "metrics.neighbours",
+    "figures.name",
+    "study.name",
+)
 
 
 # ---------------------------------------------------------------- rules
+
 
 class Rule(NamedTuple):
     """What a value must be, in words (`want`), and the test (`ok`, given a value of the field's type)."""
@@ -91,8 +105,9 @@ def checked(rule: Rule, *, null: bool = False, default: Any = MISSING) -> Any:
 
 
 def invalid(key: str, value: Any, want: str) -> PipelineError:
-    return PipelineError(f"config key {key} = {value!r} is invalid: it must be {want}. "
-                         f"Fix it in conf/ or override it, e.g. `{key}=...`.")
+    return PipelineError(
+        f"config key {key} = {value!r} is invalid: it must be {want}. Fix it in conf/ or override it, e.g. `{key}=...`."
+    )
 
 
 class _Checked:
@@ -130,17 +145,24 @@ def _get(node: Any, dotted: str) -> Any:
 def refuse_credentials(key: str, url: str | None, fix: str) -> None:
     """params.yaml is committed (and logged to MLflow): a URL in the config must not carry user:password@."""
     if url and has_credentials(url):
-        raise PipelineError(f"config key {key} = {redact(url)!r} holds credentials (user:password@ in the URL): "
-                            f"params.yaml, which git tracks and MLflow logs, would hold them. Fix: remove them from "
-                            f"the URL and {fix}")
+        raise PipelineError(
+            f"config key {key} = {redact(url)!r} holds credentials (user:password@ in the URL): "
+            f"params.yaml, which git tracks and MLflow logs, would hold them. Fix: remove them from "
+            f"the URL and {fix}"
+        )
 
 
-NETRC_FIX = ("put them in ~/.netrc, which downloads read: `machine HOST login USER password PASSWORD` (chmod 600; "
-             "or a file named by the NETRC environment variable).")
-TRACKING_FIX = "set the environment variables MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD, which MLflow reads."
+NETRC_FIX = (
+    "put them in ~/.netrc, which downloads read: `machine HOST login USER password PASSWORD` (chmod 600; "
+    "or a file named by the NETRC environment variable)."
+)
+TRACKING_FIX = (
+    "set the environment variables MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD, which MLflow reads."
+)
 
 
 # ---------------------------------------------------------------- groups
+
 
 @dataclass
 class DownloadConfig(_Checked):
@@ -176,11 +198,17 @@ class GloveConfig(_Checked):
             if source == self.source:
                 self.require(getattr(self, source) is not None, source, f"set: glove.source is {source}")
             else:
-                self.require(getattr(self, source) is None, source,
-                             f"null: only glove.source={source} reads it, and glove.source is {self.source} "
-                             f"(choose the option, e.g. `glove={source}`)")
-        self.require(self.source == "url" or not self.mirrors, "mirrors",
-                     f"empty: only glove.source=url reads it, and glove.source is {self.source}")
+                self.require(
+                    getattr(self, source) is None,
+                    source,
+                    f"null: only glove.source={source} reads it, and glove.source is {self.source} "
+                    f"(choose the option, e.g. `glove={source}`)",
+                )
+        self.require(
+            self.source == "url" or not self.mirrors,
+            "mirrors",
+            f"empty: only glove.source=url reads it, and glove.source is {self.source}",
+        )
 
 
 @dataclass
@@ -189,17 +217,26 @@ class TextsConfig(_Checked):
     name: str = MISSING
     sentences: Optional[List[str]] = checked(
         Rule("a non-empty list of sentences (each with a word)", lambda v: len(v) > 0 and all(map(_has_text, v))),
-        null=True)
+        null=True,
+    )
     file: Optional[str] = checked(NON_EMPTY, null=True)
-    named_positions: Optional[Dict[str, int]] = checked(   # word -> 1-based position (texts=brown_ball)
+    named_positions: Optional[Dict[str, int]] = checked(  # word -> 1-based position (texts=brown_ball)
         Rule("a mapping of words to 1-based positions (integers >= 1)", lambda v: all(p >= 1 for p in v.values())),
-        null=True, default=None)
+        null=True,
+        default=None,
+    )
 
     def check(self) -> None:
-        self.require(self.sentences is None or self.file is None, "file",
-                     "null when texts.sentences is set: keep one (e.g. `texts.file=null`)")
-        self.require(self.sentences is not None or self.file is not None, "sentences",
-                     "a list of sentences, or null with texts.file naming a file (e.g. `texts=seed`)")
+        self.require(
+            self.sentences is None or self.file is None,
+            "file",
+            "null when texts.sentences is set: keep one (e.g. `texts.file=null`)",
+        )
+        self.require(
+            self.sentences is not None or self.file is not None,
+            "sentences",
+            "a list of sentences, or null with texts.file naming a file (e.g. `texts=seed`)",
+        )
 
 
 @dataclass
@@ -211,8 +248,9 @@ class TokenizerConfig(_Checked):
     filters: str = MISSING
     lower: bool = MISSING
     split: str = checked(Rule("a non-empty string", lambda v: v != ""))
-    maxlen: Optional[int] = checked(Rule("an integer >= 2 (a 2-D projection needs 2 tokens per sentence)",
-                                         lambda v: v >= 2), null=True)
+    maxlen: Optional[int] = checked(
+        Rule("an integer >= 2 (a 2-D projection needs 2 tokens per sentence)", lambda v: v >= 2), null=True
+    )
     padding: str = checked(one_of(PAD_SIDES))
     truncating: str = checked(one_of(PAD_SIDES))
     value: int = MISSING
@@ -228,20 +266,25 @@ LEARNED_ONLY = ("seed", "init", "scale")  # encoding keys only encoding=learned 
 @dataclass
 class EncodingConfig(_Checked):
     KEY = "encoding"
-    name: str = checked(Rule(f"one of {', '.join(ENCODINGS)} (the encodings the encode stage computes)",
-                             lambda v: v in ENCODINGS))
+    name: str = checked(
+        Rule(f"one of {', '.join(ENCODINGS)} (the encodings the encode stage computes)", lambda v: v in ENCODINGS)
+    )
     d_model: Optional[int] = checked(at_least(1), null=True)
     max_len: int = checked(at_least(1))
     base: float = checked(above(1))
-    layout: str = checked(Rule("interleaved (the paper's sin/cos columns) or concatenated ([sin | cos])",
-                               lambda v: v in LAYOUTS))
+    layout: str = checked(
+        Rule("interleaved (the paper's sin/cos columns) or concatenated ([sin | cos])", lambda v: v in LAYOUTS)
+    )
     device: str = checked(Rule("auto, cpu, cuda, cuda:N or mps", _device))
     dtype: str = checked(one_of(DTYPES))
     max_matrix_size: int = checked(Rule("an integer >= 8 (the side of dot.npy / distance.npy)", lambda v: v >= 8))
     max_offset: int = checked(at_least(1))
     norm_positions: List[int] = checked(Rule("a list of positions (integers >= 0)", lambda v: min(v, default=0) >= 0))
-    distance_pairs: List[List[int]] = checked(Rule(
-        "a list of pairs [p, q] of positions (integers >= 0)", lambda v: all(len(p) == 2 and min(p) >= 0 for p in v)))
+    distance_pairs: List[List[int]] = checked(
+        Rule(
+            "a list of pairs [p, q] of positions (integers >= 0)", lambda v: all(len(p) == 2 and min(p) >= 0 for p in v)
+        )
+    )
     seed: Optional[int] = checked(at_least(0), null=True, default=None)
     init: Optional[str] = checked(one_of(INITS), null=True, default=None)
     scale: Optional[float] = checked(above(0), null=True, default=None)
@@ -251,8 +294,11 @@ class EncodingConfig(_Checked):
             if self.name == "learned":
                 self.require(getattr(self, name) is not None, name, "set: encoding=learned draws its table with it")
             else:
-                self.require(getattr(self, name) is None, name,
-                             f"null: only encoding=learned reads it, and encoding.name is {self.name}")
+                self.require(
+                    getattr(self, name) is None,
+                    name,
+                    f"null: only encoding=learned reads it, and encoding.name is {self.name}",
+                )
 
 
 def is_weight(value: Any) -> bool:
@@ -295,7 +341,8 @@ class SweepConfig(_Checked):
             raise PipelineError(
                 f"config keys sweep.w1 and sweep.w2 have {lengths[0]} and {lengths[1]} weights: they pair up "
                 "element by element, so give lists of the same length, or a single weight for one of them. "
-                "Fix it in conf/sweep/ or override them, e.g. `sweep.w1=[1,1] sweep.w2=[1,10]`.")
+                "Fix it in conf/sweep/ or override them, e.g. `sweep.w1=[1,1] sweep.w2=[1,10]`."
+            )
 
 
 @dataclass
@@ -303,15 +350,20 @@ class MetricsConfig(_Checked):
     KEY = "metrics"
     name: str = MISSING
     neighbours: int = checked(at_least(1))
-    groups: List[List[str]] = checked(Rule("a list of groups, each a non-empty list of words",
-                                           lambda v: all(g and all(map(_has_text, g)) for g in v)))
+    groups: List[List[str]] = checked(
+        Rule("a list of groups, each a non-empty list of words", lambda v: all(g and all(map(_has_text, g)) for g in v))
+    )
 
 
 @dataclass
 class FiguresConfig(_Checked):
     KEY = "figures"
-    name: str = checked(Rule(f"one of {', '.join(FIGURE_SET_NAMES)} (the figure set: every figure, what a sweep "
-                             "point needs, or none)", lambda v: v in FIGURE_SET_NAMES))
+    name: str = checked(
+        Rule(
+            f"one of {', '.join(FIGURE_SET_NAMES)} (the figure set: every figure, what a sweep point needs, or none)",
+            lambda v: v in FIGURE_SET_NAMES,
+        )
+    )
     dpi: int = checked(at_least(30))
     max_heatmap_size: int = checked(at_least(8))
     cmap: str = checked(NON_EMPTY)
@@ -331,12 +383,14 @@ class SignatureConfig(_Checked):
     scale: float = checked(above(0))
     base: float = checked(above(1))
     titles: List[str] = MISSING
-    phrases: List[str] = checked(Rule("a non-empty list of non-empty phrases",
-                                      lambda v: len(v) > 0 and all(map(_has_text, v))))
+    phrases: List[str] = checked(
+        Rule("a non-empty list of non-empty phrases", lambda v: len(v) > 0 and all(map(_has_text, v)))
+    )
 
     def check(self) -> None:
-        self.require(len(self.titles) == len(self.phrases), "titles",
-                     f"a list of {len(self.phrases)} titles, one per phrase")
+        self.require(
+            len(self.titles) == len(self.phrases), "titles", f"a list of {len(self.phrases)} titles, one per phrase"
+        )
 
 
 @dataclass
@@ -353,8 +407,11 @@ class PeColumnsConfig(_Checked):
     columns: List[int] = MISSING
 
     def check(self) -> None:
-        self.require(len(self.columns) > 0 and all(0 <= c < self.encoding_dim for c in self.columns), "columns",
-                     f"a non-empty list of column indices in [0, {self.encoding_dim})")
+        self.require(
+            len(self.columns) > 0 and all(0 <= c < self.encoding_dim for c in self.columns),
+            "columns",
+            f"a non-empty list of column indices in [0, {self.encoding_dim})",
+        )
 
 
 @dataclass
@@ -400,30 +457,39 @@ class StudyConfig(_Checked):
     KEY = "study"
     name: str = MISSING
     sentences: int = checked(at_least(0))
-    lengths: List[int] = checked(Rule("a non-empty list of sentence lengths, integers in [3, 1000]",
-                                      lambda v: len(v) > 0 and all(3 <= n <= 1000 for n in v)))
+    lengths: List[int] = checked(
+        Rule(
+            "a non-empty list of sentence lengths, integers in [3, 1000]",
+            lambda v: len(v) > 0 and all(3 <= n <= 1000 for n in v),
+        )
+    )
     seed: int = checked(at_least(0))
     vocabulary: int = checked(at_least(3))
     texts_file: Optional[str] = checked(NON_EMPTY, null=True)
-    dims: List[int] = checked(Rule("a non-empty list of GloVe dimensions (integers >= 2)",
-                                   lambda v: len(v) > 0 and min(v) >= 2))
+    dims: List[int] = checked(
+        Rule("a non-empty list of GloVe dimensions (integers >= 2)", lambda v: len(v) > 0 and min(v) >= 2)
+    )
 
     def check(self) -> None:
-        self.require(max(self.lengths) <= self.vocabulary, "vocabulary",
-                     f"an integer >= the longest of study.lengths = {max(self.lengths)} (words are drawn without "
-                     "repetition)")
+        self.require(
+            max(self.lengths) <= self.vocabulary,
+            "vocabulary",
+            f"an integer >= the longest of study.lengths = {max(self.lengths)} (words are drawn without repetition)",
+        )
 
 
 @dataclass
 class RopeConfig(_Checked):
     KEY = "relative.rope"
-    d_head: int = checked(Rule("an even integer >= 4 (RoPE rotates pairs; NTK scaling needs d > 2)",
-                               lambda v: v >= 4 and v % 2 == 0))
+    d_head: int = checked(
+        Rule("an even integer >= 4 (RoPE rotates pairs; NTK scaling needs d > 2)", lambda v: v >= 4 and v % 2 == 0)
+    )
     base: float = checked(above(1))
     larger_base: float = checked(above(1))
     scale: float = checked(not_below(1))
-    layout: str = checked(Rule("interleaved (RoFormer's pairs) or half_split (GPT-NeoX/LLaMA rotate_half)",
-                               lambda v: v in ROPE_LAYOUTS))
+    layout: str = checked(
+        Rule("interleaved (RoFormer's pairs) or half_split (GPT-NeoX/LLaMA rotate_half)", lambda v: v in ROPE_LAYOUTS)
+    )
     positions: int = checked(between(2, 2048))
     max_distance: int = checked(between(1, 100_000))
     report_distances: List[int] = MISSING
@@ -431,16 +497,19 @@ class RopeConfig(_Checked):
 
     def check(self) -> None:
         self.require(self.larger_base > self.base, "larger_base", f"a number > relative.rope.base = {self.base:g}")
-        self.require(len(self.report_distances) > 0 and all(0 <= r <= self.max_distance for r in self.report_distances),
-                     "report_distances", f"a non-empty list of distances in [0, relative.rope.max_distance = "
-                                         f"{self.max_distance}]")
+        self.require(
+            len(self.report_distances) > 0 and all(0 <= r <= self.max_distance for r in self.report_distances),
+            "report_distances",
+            f"a non-empty list of distances in [0, relative.rope.max_distance = {self.max_distance}]",
+        )
 
 
 @dataclass
 class AlibiConfig(_Checked):
     KEY = "relative.alibi"
-    heads: List[int] = checked(Rule("a non-empty list of head counts in [1, 256]",
-                                    lambda v: len(v) > 0 and all(1 <= h <= 256 for h in v)))
+    heads: List[int] = checked(
+        Rule("a non-empty list of head counts in [1, 256]", lambda v: len(v) > 0 and all(1 <= h <= 256 for h in v))
+    )
     length: int = checked(between(2, 512))
     max_distance: int = checked(between(1, 100_000))
     causal: bool = MISSING
@@ -473,16 +542,23 @@ class Config(_Checked):
 
     def check(self) -> None:
         enc, dim, maxlen = self.encoding, self.glove.dim, self.tokenizer.maxlen
-        self.require(enc.d_model is None or enc.d_model == dim, "encoding.d_model",
-                     f"null or equal to glove.dim = {dim} (the encoding is added to the word vectors)")
-        self.require(maxlen is None or enc.max_len >= maxlen, "encoding.max_len",
-                     f"an integer >= tokenizer.maxlen = {maxlen} (every padded position needs an encoding)")
+        self.require(
+            enc.d_model is None or enc.d_model == dim,
+            "encoding.d_model",
+            f"null or equal to glove.dim = {dim} (the encoding is added to the word vectors)",
+        )
+        self.require(
+            maxlen is None or enc.max_len >= maxlen,
+            "encoding.max_len",
+            f"an integer >= tokenizer.maxlen = {maxlen} (every padded position needs an encoding)",
+        )
 
 
 GROUPS = tuple(item.name for item in fields(Config))
 
 
 # ---------------------------------------------------------------- keys
+
 
 def _field_types(schema: type) -> dict[str, Any]:
     hints = typing.get_type_hints(schema)
@@ -505,26 +581,31 @@ def key_problems(tree: dict, schema: type = Config, prefix: str = "") -> Iterato
 
 def unknown_key_message(key: str) -> str:
     schema, parent = Config, ""
-    for part in key.split(".")[:-1]:   # down to the deepest group the key lies in
+    for part in key.split(".")[:-1]:  # down to the deepest group the key lies in
         inner = _field_types(schema).get(part)
         if not is_dataclass(inner):
             break
         schema, parent = inner, f"{parent}.{part}" if parent else part
     known = ", ".join(_field_types(schema))
-    return (f"config key {key} is unknown: the schema (pipeline/config/schema.py) declares {known} "
-            f"{'in ' + parent if parent else 'at the top level'}. Fix: remove it or correct its spelling "
-            "(a new key must be declared in the schema and in conf/; `+key=value` cannot add one).")
+    return (
+        f"config key {key} is unknown: the schema (pipeline/config/schema.py) declares {known} "
+        f"{'in ' + parent if parent else 'at the top level'}. Fix: remove it or correct its spelling "
+        "(a new key must be declared in the schema and in conf/; `+key=value` cannot add one)."
+    )
 
 
 def _check_keys(params: dict) -> None:
     for key, problem in key_problems(params):
         if problem == "unknown":
             raise PipelineError(unknown_key_message(key))
-        raise PipelineError(f"config key {key} is missing: every key of the schema needs a value. Fix: regenerate "
-                            "params.yaml with `python -m pipeline.compose` (never edit it), or add the key to conf/.")
+        raise PipelineError(
+            f"config key {key} is missing: every key of the schema needs a value. Fix: regenerate "
+            "params.yaml with `python -m pipeline.compose` (never edit it), or add the key to conf/."
+        )
 
 
 # ---------------------------------------------------------------- validate
+
 
 def _typed(params: dict) -> Any:
     """params merged onto the schema: OmegaConf checks (and converts) every value's type."""
@@ -533,8 +614,9 @@ def _typed(params: dict) -> Any:
     except OmegaConfBaseException as exc:
         key = getattr(exc, "full_key", None) or "?"
         reason = str(getattr(exc, "msg", exc)).splitlines()[0]
-        raise PipelineError(f"config key {key} has the wrong type ({reason}). "
-                            f"Fix it in conf/ or override it, e.g. `{key}=...`.") from None
+        raise PipelineError(
+            f"config key {key} has the wrong type ({reason}). Fix it in conf/ or override it, e.g. `{key}=...`."
+        ) from None
 
 
 def _first_difference(was: Any, now: Any, key: str) -> tuple[str, Any, Any] | None:
@@ -544,8 +626,8 @@ def _first_difference(was: Any, now: Any, key: str) -> tuple[str, Any, Any] | No
     elif isinstance(was, list) and isinstance(now, list):
         found = (_first_difference(a, b, f"{key}[{i}]") for i, (a, b) in enumerate(zip(was, now)))
     else:
-        equal = was == now or (was != was and now != now)   # nan is itself
-        same = equal and (type(was) is type(now) or isinstance(now, float))   # an int where a float goes: fine
+        equal = was == now or (was != was and now != now)  # nan is itself
+        same = equal and (type(was) is type(now) or isinstance(now, float))  # an int where a float goes: fine
         return None if same else (key, was, now)
     return next(filter(None, found), None)
 
@@ -559,18 +641,23 @@ def validate(params: dict) -> None:
     missing = sorted(OmegaConf.missing_keys(cfg))
     if missing:
         example = " ".join(f"{k}=..." for k in missing)
-        raise PipelineError(f"config key{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
-                            f"{'have' if len(missing) > 1 else 'has'} no value (???): set "
-                            f"{'them' if len(missing) > 1 else 'it'}, e.g. `python -m pipeline.compose {example}`.")
+        raise PipelineError(
+            f"config key{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
+            f"{'have' if len(missing) > 1 else 'has'} no value (???): set "
+            f"{'them' if len(missing) > 1 else 'it'}, e.g. `python -m pipeline.compose {example}`."
+        )
     converted = _first_difference(params, OmegaConf.to_container(cfg), "")
     if converted:
         key, was, now = converted
-        raise PipelineError(f"config key {key} = {was!r} has the wrong type: it must be of type {type(now).__name__} "
-                            f"(e.g. {now!r}). Fix it in conf/ or override it, e.g. `{key}=...`.")
-    OmegaConf.to_object(cfg)   # builds the dataclasses: their __post_init__ runs every rule
+        raise PipelineError(
+            f"config key {key} = {was!r} has the wrong type: it must be of type {type(now).__name__} "
+            f"(e.g. {now!r}). Fix it in conf/ or override it, e.g. `{key}=...`."
+        )
+    OmegaConf.to_object(cfg)  # builds the dataclasses: their __post_init__ runs every rule
 
 
 # ---------------------------------------------------------------- Hydra
+
 
 def register() -> None:
     """Make Hydra compose conf/ on this schema, and refuse keys the schema does not declare.

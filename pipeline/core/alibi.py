@@ -12,6 +12,7 @@ each slope is one float64 power of two.
 The bias is Toeplitz in (i, j) (it depends only on i - j). The official implementation adds m_h j to row i
 instead of -m_h (i - j): the two differ by m_h i, a constant per row, which the softmax over j cancels.
 """
+
 from __future__ import annotations
 
 from fractions import Fraction
@@ -27,7 +28,7 @@ def slope_exponents(heads: int) -> list[Fraction]:
     """(heads,) exponents e_h with slope m_h = 2^(e_h), exact (see the module doc)."""
     if heads < 1:
         raise ValueError(f"the number of heads ({heads}) must be >= 1")
-    p = 1 << (heads.bit_length() - 1)           # the largest power of two <= heads
+    p = 1 << (heads.bit_length() - 1)  # the largest power of two <= heads
     if p == heads:
         return _power_of_two_exponents(heads)
     return _power_of_two_exponents(p) + _power_of_two_exponents(2 * p)[0::2][: heads - p]
@@ -45,11 +46,11 @@ def bias(slope: torch.Tensor, length: int, *, causal: bool = True) -> torch.Tens
     if length < 1:
         raise ValueError(f"the sequence length ({length}) must be >= 1")
     positions = torch.arange(length, device=slope.device, dtype=torch.float64)
-    distance = positions[:, None] - positions[None, :]                         # (L, L) i - j
+    distance = positions[:, None] - positions[None, :]  # (L, L) i - j
     out = -slope.to(torch.float64)[:, None, None] * (distance if causal else distance.abs())[None]
     if causal:
         out.masked_fill_((distance < 0)[None], -torch.inf)
-    return out.add_(0.0)                                                         # -0.0 on the diagonal -> 0.0
+    return out.add_(0.0)  # -0.0 on the diagonal -> 0.0
 
 
 def penalty(slope: torch.Tensor, distances: torch.Tensor) -> torch.Tensor:
@@ -71,7 +72,7 @@ def toeplitz_deviation(matrix: torch.Tensor) -> float:
     for offset in range(-(L - 1), L):
         diagonal = torch.diagonal(matrix, offset=offset, dim1=-2, dim2=-1)
         first = diagonal[..., :1]
-        same = diagonal == first                                   # -inf == -inf holds
+        same = diagonal == first  # -inf == -inf holds
         gap = torch.where(same, torch.zeros_like(diagonal), (diagonal - first).abs())
         worst = max(worst, float(torch.where(gap.isnan(), torch.inf, gap).max()))
     return worst

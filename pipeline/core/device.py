@@ -1,4 +1,5 @@
 """Torch devices and dtypes: `auto` takes cuda, then mps, then cpu; which dtype a device can work in."""
+
 from __future__ import annotations
 
 import torch
@@ -16,14 +17,18 @@ def resolve_device(name: str = "auto") -> torch.device:
             return torch.device("mps")
         return torch.device("cpu")
     if name.startswith("cuda") and not torch.cuda.is_available():
-        raise PipelineError(f"encoding.device = {name!r} but torch sees no CUDA device (torch {torch.__version__}): "
-                            "use encoding.device=auto or cpu.")
+        raise PipelineError(
+            f"encoding.device = {name!r} but torch sees no CUDA device (torch {torch.__version__}): "
+            "use encoding.device=auto or cpu."
+        )
     if name == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
         raise PipelineError("encoding.device = 'mps' but MPS is not available here: use encoding.device=auto or cpu.")
     try:
         return torch.device(name)
     except RuntimeError:
-        raise PipelineError(f"encoding.device = {name!r} is not a device: use auto, cpu, cuda, cuda:N or mps.") from None
+        raise PipelineError(
+            f"encoding.device = {name!r} is not a device: use auto, cpu, cuda, cuda:N or mps."
+        ) from None
 
 
 def resolve_dtype(name: str) -> torch.dtype:

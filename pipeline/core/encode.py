@@ -4,6 +4,7 @@ plots' columns.
 
 `cfg` is the validated `encoding` config (pipeline.config.validate); n = encoding.max_len, d = d_model.
 """
+
 from __future__ import annotations
 
 import logging
@@ -17,7 +18,7 @@ from pipeline.core import encoding as pe_lib
 from pipeline.core.device import resolve_dtype
 
 log = logging.getLogger("pipeline")
-MAX_PLOT_ROWS = 4096   # the property plots keep at most this many positions (the metrics see every one)
+MAX_PLOT_ROWS = 4096  # the property plots keep at most this many positions (the metrics see every one)
 # Summary entries that describe the run rather than measure the encoding (left out of metrics.json).
 SUMMARY_INFO = ("kind", "glove", "vocab_size", "oov_count", "oov_words")
 
@@ -25,20 +26,26 @@ SUMMARY_INFO = ("kind", "glove", "vocab_size", "oov_count", "oov_words")
 def model_dim(cfg: dict, glove_dim: int, store_dim: int, glove_dir) -> int:
     """d_model: the GloVe dimension, after checking that glove.dim and encoding.d_model agree with the store."""
     if store_dim != glove_dim:
-        raise PipelineError(f"glove.dim = {glove_dim} but the vectors in {glove_dir} have "
-                            f"{store_dim} dimensions: set glove.dim={store_dim}, or re-run the glove stage.")
+        raise PipelineError(
+            f"glove.dim = {glove_dim} but the vectors in {glove_dir} have "
+            f"{store_dim} dimensions: set glove.dim={store_dim}, or re-run the glove stage."
+        )
     d = cfg["d_model"] or store_dim
     if d != store_dim:
-        raise PipelineError(f"encoding.d_model = {d} differs from the GloVe dimension {store_dim}: the encoding is "
-                            "added to the word vectors, so set encoding.d_model=null (or to the GloVe dimension).")
+        raise PipelineError(
+            f"encoding.d_model = {d} differs from the GloVe dimension {store_dim}: the encoding is "
+            "added to the word vectors, so set encoding.d_model=null (or to the GloVe dimension)."
+        )
     return d
 
 
 def check_max_len(cfg: dict, padded_len: int) -> None:
     if cfg["max_len"] < padded_len:
-        raise PipelineError(f"encoding.max_len = {cfg['max_len']} is shorter than the padded sentences "
-                            f"({padded_len} = tokenizer.maxlen): raise encoding.max_len to >= {padded_len} "
-                            "or lower tokenizer.maxlen.")
+        raise PipelineError(
+            f"encoding.max_len = {cfg['max_len']} is shorter than the padded sentences "
+            f"({padded_len} = tokenizer.maxlen): raise encoding.max_len to >= {padded_len} "
+            "or lower tokenizer.maxlen."
+        )
 
 
 def position_table(cfg: dict, d: int, device: torch.device) -> tuple[torch.Tensor, pe_lib.Diagnostics]:
@@ -62,13 +69,18 @@ def probes(cfg: dict) -> tuple[list[int], list[tuple[int, int]]]:
     kept_pairs = [(p, q) for p, q in pairs if max(p, q) < n]
     skipped = len(positions) - len(kept_positions) + len(pairs) - len(kept_pairs)
     if skipped:
-        log.warning("encode: %d probe(s) in encoding.norm_positions / distance_pairs lie beyond encoding.max_len=%d "
-                    "and are skipped", skipped, n)
+        log.warning(
+            "encode: %d probe(s) in encoding.norm_positions / distance_pairs lie beyond encoding.max_len=%d "
+            "and are skipped",
+            skipped,
+            n,
+        )
     return kept_positions, kept_pairs
 
 
-def summary(cfg: dict, pe: torch.Tensor, diag: pe_lib.Diagnostics, glove: str, vocab_size: int,
-            missing: list[str]) -> dict:
+def summary(
+    cfg: dict, pe: torch.Tensor, diag: pe_lib.Diagnostics, glove: str, vocab_size: int, missing: list[str]
+) -> dict:
     """What data/encode/encode.json holds: the property checks and probes (metrics), and the run's facts
     (SUMMARY_INFO). pe: (n, d); missing: the words of the word index that GloVe lacks."""
     norms, lo, hi, closed = diag.norms, diag.offset_lo, diag.offset_hi, diag.offset_closed
@@ -87,8 +99,9 @@ def summary(cfg: dict, pe: torch.Tensor, diag: pe_lib.Diagnostics, glove: str, v
         "norm_expected": expected,
         "norm_max_abs_dev": float((norms - expected).abs().max()),
         "offset_distance_max_spread": float((hi - lo).max()) if len(lo) else 0.0,
-        "offset_distance_closed_form_max_abs_err":
-            float(torch.maximum((hi - closed).abs(), (lo - closed).abs()).max()) if len(lo) else 0.0,
+        "offset_distance_closed_form_max_abs_err": float(torch.maximum((hi - closed).abs(), (lo - closed).abs()).max())
+        if len(lo)
+        else 0.0,
         "norm": {f"p{p}": float(norms[p]) for p in norm_positions},
         "distance": {f"p{p}_p{q}": distance(p, q) for p, q in distance_pairs},
         "vocab_size": vocab_size,
@@ -114,8 +127,10 @@ def _rounded(t: torch.Tensor) -> np.ndarray:
 def matrices(diag: pe_lib.Diagnostics) -> dict[str, np.ndarray]:
     """{"dot", "distance"}: (M, M) float32 block means of PE PE^T and of ||PE(a) - PE(b)||. float32 is their
     fixed precision: rounding to more digits first would only add a second rounding point."""
-    return {"dot": diag.dot_blocks.cpu().numpy().astype(np.float32),
-            "distance": diag.distance_blocks.cpu().numpy().astype(np.float32)}
+    return {
+        "dot": diag.dot_blocks.cpu().numpy().astype(np.float32),
+        "distance": diag.distance_blocks.cpu().numpy().astype(np.float32),
+    }
 
 
 def profile_arrays(diag: pe_lib.Diagnostics, n: int) -> dict[str, np.ndarray] | None:
@@ -125,8 +140,12 @@ def profile_arrays(diag: pe_lib.Diagnostics, n: int) -> dict[str, np.ndarray] | 
     if profiles is None:
         return None
     unpaired = np.empty(0) if profiles.unpaired is None else _rounded(profiles.unpaired)
-    return {"offset": np.arange(n), "dot": _rounded(profiles.dot), "distance": _rounded(profiles.distance),
-            "unpaired": unpaired}
+    return {
+        "offset": np.arange(n),
+        "dot": _rounded(profiles.dot),
+        "distance": _rounded(profiles.distance),
+        "unpaired": unpaired,
+    }
 
 
 def matrices_info(cfg: dict, diag: pe_lib.Diagnostics) -> dict:
@@ -134,8 +153,12 @@ def matrices_info(cfg: dict, diag: pe_lib.Diagnostics) -> dict:
     sinusoidal = diag.profiles is not None
     side = diag.dot_blocks.shape[0]
     return {
-        "encoding": cfg["name"], "layout": cfg["layout"] if sinusoidal else None, "block": diag.factor,
-        "side": side, "positions_covered": side * diag.factor, "toeplitz": sinusoidal and diag.profiles.toeplitz,
+        "encoding": cfg["name"],
+        "layout": cfg["layout"] if sinusoidal else None,
+        "block": diag.factor,
+        "side": side,
+        "positions_covered": side * diag.factor,
+        "toeplitz": sinusoidal and diag.profiles.toeplitz,
         "method": ("closed-form profiles" if sinusoidal else "float64 Gram of the matrix")
         + ("" if diag.factor == 1 else ", exact block means"),
     }
@@ -148,6 +171,12 @@ def property_columns(diag: pe_lib.Diagnostics, expected: float) -> tuple[dict[st
     stride = -(-len(norms) // MAX_PLOT_ROWS)
     shown = list(range(0, len(norms), stride))
     lo, hi, closed = (t.cpu().numpy() for t in (diag.offset_lo, diag.offset_hi, diag.offset_closed))
-    return ({"position": shown, "norm": [float(norms[p]) for p in shown], "sqrt_d_over_2": [expected] * len(shown)},
-            {"k": list(range(1, len(lo) + 1)), "min_over_p": lo.tolist(), "max_over_p": hi.tolist(),
-             "closed_form": closed.tolist()})
+    return (
+        {"position": shown, "norm": [float(norms[p]) for p in shown], "sqrt_d_over_2": [expected] * len(shown)},
+        {
+            "k": list(range(1, len(lo) + 1)),
+            "min_over_p": lo.tolist(),
+            "max_over_p": hi.tolist(),
+            "closed_form": closed.tolist(),
+        },
+    )

@@ -27,6 +27,7 @@ to the squared distances: Toeplitz plus a rank-one term, still exact from O(n) n
 The generic path (`dot_product_matrix`, `distance_matrix`, `block_means`, `band_gram`, `offset_distances`)
 takes any encoding matrix (learned, user-supplied) and uses matrix products accumulated in float64.
 """
+
 from __future__ import annotations
 
 import math
@@ -63,6 +64,7 @@ def check_layout(layout: str) -> str:
 
 # ---------------------------------------------------------------- the encoding
 
+
 def inverse_frequencies(d_model: int, base: float, device: torch.device | str | None = None) -> torch.Tensor:
     """(ceil(d_model/2),) frequencies w_i = 1 / base^(2i/d), computed in float64 (float32 once moved to MPS)."""
     work = _work_device(device)
@@ -79,18 +81,18 @@ def _sin_cos_rows(start: int, n: int, w: torch.Tensor) -> Iterator[tuple[slice, 
     """
     h = w.numel()
     cpu = w.device.type == "cpu"
-    step_elems = 2 ** 16 if cpu else 2 ** 24          # keep CPU temporaries in cache; fewer launches on GPUs
+    step_elems = 2**16 if cpu else 2**24  # keep CPU temporaries in cache; fewer launches on GPUs
     B = max(1, min(math.isqrt(n) + 1, step_elems // h))
     nq = -(-n // B)
     r_angle = torch.arange(B, dtype=w.dtype, device=w.device)[:, None] * w
-    sin_r, cos_r = torch.sin(r_angle), torch.cos(r_angle)                  # (B, h)
+    sin_r, cos_r = torch.sin(r_angle), torch.cos(r_angle)  # (B, h)
     qs = max(1, step_elems // (B * h))
     for q0 in range(0, nq, qs):
         q1 = min(nq, q0 + qs)
         q_angle = (start + B * torch.arange(q0, q1, dtype=w.dtype, device=w.device))[:, None, None] * w
-        sin_q, cos_q = torch.sin(q_angle), torch.cos(q_angle)              # (q1 - q0, 1, h)
-        sin = torch.addcmul(sin_q * cos_r, cos_q, sin_r).reshape(-1, h)    # sin(a + b) = sin a cos b + cos a sin b
-        cos = torch.addcmul(cos_q * cos_r, -sin_q, sin_r).reshape(-1, h)   # cos(a + b) = cos a cos b - sin a sin b
+        sin_q, cos_q = torch.sin(q_angle), torch.cos(q_angle)  # (q1 - q0, 1, h)
+        sin = torch.addcmul(sin_q * cos_r, cos_q, sin_r).reshape(-1, h)  # sin(a + b) = sin a cos b + cos a sin b
+        cos = torch.addcmul(cos_q * cos_r, -sin_q, sin_r).reshape(-1, h)  # cos(a + b) = cos a cos b - sin a sin b
         first, last = q0 * B, min(n, q1 * B)
         yield slice(first, last), sin[: last - first], cos[: last - first]
 
@@ -106,14 +108,21 @@ def round_once(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
         return x.to(dtype)
     x32 = x.to(torch.float32)
     bits = x32.view(torch.int32)
-    bits = torch.where(x32.abs().double() > x.abs(), bits - 1, bits)     # round-to-nearest went up: truncate
+    bits = torch.where(x32.abs().double() > x.abs(), bits - 1, bits)  # round-to-nearest went up: truncate
     bits = torch.where(bits.view(torch.float32).double() != x, bits | 1, bits)
     return bits.view(torch.float32).to(dtype)
 
 
-def sinusoidal_encoding(max_len: int, d_model: int, base: float = 10000.0, *, layout: str = "interleaved",
-                        start: int = 0, device: torch.device | str | None = None,
-                        dtype: torch.dtype = torch.float32) -> torch.Tensor:
+def sinusoidal_encoding(
+    max_len: int,
+    d_model: int,
+    base: float = 10000.0,
+    *,
+    layout: str = "interleaved",
+    start: int = 0,
+    device: torch.device | str | None = None,
+    dtype: torch.dtype = torch.float32,
+) -> torch.Tensor:
     """(max_len, d_model) encoding of positions start .. start + max_len - 1 in `layout` (see the module doc).
 
     Angles in float64 (on the CPU for devices without float64), rounded once to `dtype` at the end.
@@ -157,11 +166,12 @@ def offset_distance_closed_form(offsets: torch.Tensor, d_model: int, base: float
     k = offsets.to(w.device, w.dtype)[:, None]
     paired = (2.0 * torch.sin(0.5 * k * w[: d_model // 2])).square().sum(dim=1)
     if d_model % 2:
-        paired = paired + 2.0 * torch.sin(0.5 * k[:, 0] * w[-1]).square()   # mean of (sin a - sin b)^2
+        paired = paired + 2.0 * torch.sin(0.5 * k[:, 0] * w[-1]).square()  # mean of (sin a - sin b)^2
     return paired.sqrt().to(offsets.device, float64_capable(offsets.device))
 
 
 # ---------------------------------------------------------------- structure: 1-D profiles
+
 
 class Profiles(NamedTuple):
     """The dot-product and distance matrices of a sinusoidal encoding of n positions, as O(n) numbers.
@@ -169,9 +179,10 @@ class Profiles(NamedTuple):
     dot_products[a, b] = dot[|a-b|] + u[a] u[b],  squared distances[a, b] = dist2[|a-b|] + (u[a] - u[b])^2,
     with u = `unpaired` for odd d and no u term for even d. All float64 (n,) on the work device.
     """
-    dot: torch.Tensor                  # sum over the sin/cos pairs of cos(k w_i), k = 0 .. n-1
-    dist2: torch.Tensor                # sum over the pairs of 2 - 2 cos(k w_i): >= 0, exactly 0 at k = 0
-    unpaired: torch.Tensor | None      # sin(p w_{h-1}), p = 0 .. n-1, for odd d; None for even d
+
+    dot: torch.Tensor  # sum over the sin/cos pairs of cos(k w_i), k = 0 .. n-1
+    dist2: torch.Tensor  # sum over the pairs of 2 - 2 cos(k w_i): >= 0, exactly 0 at k = 0
+    unpaired: torch.Tensor | None  # sin(p w_{h-1}), p = 0 .. n-1, for odd d; None for even d
 
     @property
     def toeplitz(self) -> bool:
@@ -184,8 +195,9 @@ class Profiles(NamedTuple):
         return self.dist2.sqrt()
 
 
-def sinusoidal_profiles(n: int, d_model: int, base: float = 10000.0,
-                        device: torch.device | str | None = None) -> Profiles:
+def sinusoidal_profiles(
+    n: int, d_model: int, base: float = 10000.0, device: torch.device | str | None = None
+) -> Profiles:
     """1-D profiles of the n x n dot-product and distance matrices of the sinusoidal encoding (any layout).
 
     dot(k) = sum_i cos(k w_i) for k = q B + r is ([cos qBw, sin qBw] @ [cos rw, -sin rw]^T)[q, r]: one small
@@ -203,10 +215,10 @@ def sinusoidal_profiles(n: int, d_model: int, base: float = 10000.0,
         nq = -(-n // B)
         q_angle = (B * torch.arange(nq, dtype=torch.float64, device=work))[:, None] * w
         r_angle = torch.arange(B, dtype=torch.float64, device=work)[:, None] * w
-        left = torch.cat([torch.cos(q_angle), torch.sin(q_angle)], dim=1)       # (nq, 2m)
-        right = torch.cat([torch.cos(r_angle), -torch.sin(r_angle)], dim=1)     # (B, 2m)
+        left = torch.cat([torch.cos(q_angle), torch.sin(q_angle)], dim=1)  # (nq, 2m)
+        right = torch.cat([torch.cos(r_angle), -torch.sin(r_angle)], dim=1)  # (B, 2m)
         dot = (left @ right.T).reshape(-1)[:n]
-        dot[0] = m                                                               # cos(0) = 1, exactly
+        dot[0] = m  # cos(0) = 1, exactly
     dist2 = (2.0 * m - 2.0 * dot).clamp_min_(0.0)
     dist2[0] = 0.0
     unpaired = None
@@ -226,11 +238,12 @@ def toeplitz_rows(profile: torch.Tensor, rows: slice | None = None, dtype: torch
     a0, a1, _ = (rows or slice(0, n)).indices(n)
     v = _symmetric_extension(profile.to(dtype or profile.dtype))
     # Rows in reverse order form a Hankel matrix, a (1, 1)-strided view of v; one flip copies it out.
-    return v[n - a1:].as_strided((a1 - a0, n), (1, 1)).flip(0)
+    return v[n - a1 :].as_strided((a1 - a0, n), (1, 1)).flip(0)
 
 
-def profile_matrices(profiles: Profiles, dtype: torch.dtype = torch.float64,
-                     device: torch.device | str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def profile_matrices(
+    profiles: Profiles, dtype: torch.dtype = torch.float64, device: torch.device | str | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The full (n, n) dot-product and distance matrices from the profiles: exact, symmetric, zero diagonal.
 
     O(n^2) memory writes and no O(n^2 d) work. Computed in float64 and rounded once to `dtype` when the
@@ -244,10 +257,10 @@ def profile_matrices(profiles: Profiles, dtype: torch.dtype = torch.float64,
         return dot, dist
     dot = toeplitz_rows(profiles.dot).addr_(u, u).to(device, dtype)
     dist = toeplitz_rows(profiles.dist2)
-    step = max(1, 2 ** 22 // dist.shape[1])
+    step = max(1, 2**22 // dist.shape[1])
     for a0 in range(0, dist.shape[0], step):
-        block = dist[a0:a0 + step]
-        block.add_((u[a0:a0 + step, None] - u[None, :]).square_()).sqrt_()
+        block = dist[a0 : a0 + step]
+        block.add_((u[a0 : a0 + step, None] - u[None, :]).square_()).sqrt_()
     dist.fill_diagonal_(0.0)
     return dot, dist.to(device, dtype)
 
@@ -267,8 +280,8 @@ def _toeplitz_block_means(profile: torch.Tensor, factor: int) -> torch.Tensor:
     M = n // f
     v = _symmetric_extension(profile)
     t = torch.arange(-(f - 1), f, device=profile.device)
-    index = (n - 1) + f * torch.arange(M, device=profile.device)[:, None] + t[None, :]     # (M, 2f - 1)
-    weights = (f - t.abs()).to(profile.dtype) / f ** 2
+    index = (n - 1) + f * torch.arange(M, device=profile.device)[:, None] + t[None, :]  # (M, 2f - 1)
+    weights = (f - t.abs()).to(profile.dtype) / f**2
     return (v[index] * weights).sum(dim=1)
 
 
@@ -290,7 +303,7 @@ def profile_block_means(profiles: Profiles, factor: int) -> tuple[torch.Tensor, 
     u_mean = u[: M * f].reshape(M, f).mean(dim=1)
     dot.addr_(u_mean, u_mean)
     dist = torch.empty(M, M, dtype=torch.float64, device=u.device)
-    step = max(1, 2 ** 22 // (f * n))                                  # block rows per chunk
+    step = max(1, 2**22 // (f * n))  # block rows per chunk
     for i0 in range(0, M, step):
         i1 = min(M, i0 + step)
         rows = slice(i0 * f, i1 * f)
@@ -303,6 +316,7 @@ def profile_block_means(profiles: Profiles, factor: int) -> tuple[torch.Tensor, 
 
 # ---------------------------------------------------------------- generic path: any encoding matrix
 
+
 def position_norms(pe: torch.Tensor) -> torch.Tensor:
     """(n,) Euclidean norm of every row, accumulated in float64 (float32 on MPS)."""
     return torch.linalg.vector_norm(pe.to(float64_capable(pe.device)), dim=1)
@@ -314,8 +328,9 @@ def dot_product_matrix(pe: torch.Tensor) -> torch.Tensor:
     return x @ x.T
 
 
-def _refine(dist2: torch.Tensor, sq_a: torch.Tensor, sq_b: torch.Tensor, x_a: torch.Tensor,
-            x_b: torch.Tensor) -> torch.Tensor:
+def _refine(
+    dist2: torch.Tensor, sq_a: torch.Tensor, sq_b: torch.Tensor, x_a: torch.Tensor, x_b: torch.Tensor
+) -> torch.Tensor:
     """Recompute directly, as ||x_a - x_b||^2, the squared distances that cancellation may have spoiled.
 
     dist2: (r, c) from |x_a|^2 + |x_b|^2 - 2 x_a.x_b; sq_a (r,), sq_b (c,); x_a (r, d), x_b (c, d). In place.
@@ -325,7 +340,7 @@ def _refine(dist2: torch.Tensor, sq_a: torch.Tensor, sq_b: torch.Tensor, x_a: to
     bound = _REFINE_BELOW.get(dist2.dtype, 1e-2) * 2.0 * float(torch.maximum(sq_a.max(), sq_b.max()))
     a, b = (dist2 < bound).nonzero(as_tuple=True)
     for s in range(0, a.numel(), 4096):
-        i, j = a[s:s + 4096], b[s:s + 4096]
+        i, j = a[s : s + 4096], b[s : s + 4096]
         dist2[i, j] = (x_a[i] - x_b[j]).square().sum(dim=1)
     return dist2
 
@@ -359,11 +374,11 @@ def block_means(pe: torch.Tensor, factor: int) -> tuple[torch.Tensor, torch.Tens
     sq = x.square().sum(dim=1)
     dot = torch.empty(M, M, dtype=x.dtype, device=x.device)
     dist = torch.empty_like(dot)
-    step = max(1, 2 ** 22 // (f * M * f))
+    step = max(1, 2**22 // (f * M * f))
     for i0 in range(0, M, step):
         i1 = min(M, i0 + step)
         rows = slice(i0 * f, i1 * f)
-        gram = x[rows] @ x.T                                                  # (rows, M f)
+        gram = x[rows] @ x.T  # (rows, M f)
         dist2 = (-2.0 * gram).add_(sq[rows, None]).add_(sq[None, :])
         _refine(dist2, sq[rows], sq, x[rows], x).clamp_min_(0.0)
         diagonal = torch.arange(rows.start, rows.stop, device=x.device)
@@ -373,7 +388,7 @@ def block_means(pe: torch.Tensor, factor: int) -> tuple[torch.Tensor, torch.Tens
     return dot, 0.5 * (dist + dist.T)
 
 
-def band_gram(pe: torch.Tensor, max_offset: int, chunk_elems: int = 2 ** 22) -> torch.Tensor:
+def band_gram(pe: torch.Tensor, max_offset: int, chunk_elems: int = 2**22) -> torch.Tensor:
     """(n, K+1) band of the Gram matrix: band[p, k] = PE(p) . PE(p+k) (0 where p + k >= n), K = max_offset.
 
     Blocks of B rows times their B + K neighbours (an overlapping view, no copy) in one batched matrix
@@ -383,23 +398,23 @@ def band_gram(pe: torch.Tensor, max_offset: int, chunk_elems: int = 2 ** 22) -> 
     (n, d), K = pe.shape, max_offset
     B = max(16, K)
     band = torch.zeros(n, K + 1, dtype=work, device=pe.device)
-    chunk = max(B, (chunk_elems // d) // B * B)                   # rows converted to float64 at a time
+    chunk = max(B, (chunk_elems // d) // B * B)  # rows converted to float64 at a time
     for c0 in range(0, n, chunk):
         r = min(chunk, n - c0)
-        x = pe[c0: c0 + r + K].to(work)
-        if x.shape[0] < r + K:                                      # the end: p + k >= n meets zero rows
+        x = pe[c0 : c0 + r + K].to(work)
+        if x.shape[0] < r + K:  # the end: p + k >= n meets zero rows
             x = torch.cat([x, x.new_zeros(r + K - x.shape[0], d)])
         x = x.contiguous()
         nb = r // B
         if nb:
             rows = x[: nb * B].view(nb, B, d)
             neighbours = x.as_strided((nb, B + K, d), (B * d, d, 1), x.storage_offset())
-            gram = torch.bmm(rows, neighbours.transpose(1, 2))                             # (nb, B, B + K)
-            band[c0: c0 + nb * B] = gram.as_strided((nb, B, K + 1), (B * (B + K), B + K + 1, 1)).reshape(-1, K + 1)
+            gram = torch.bmm(rows, neighbours.transpose(1, 2))  # (nb, B, B + K)
+            band[c0 : c0 + nb * B] = gram.as_strided((nb, B, K + 1), (B * (B + K), B + K + 1, 1)).reshape(-1, K + 1)
         b = r - nb * B
         if b:
-            gram = x[nb * B: r] @ x[nb * B:].T                                             # (b, b + K)
-            band[c0 + nb * B: c0 + r] = gram.as_strided((b, K + 1), (b + K + 1, 1))
+            gram = x[nb * B : r] @ x[nb * B :].T  # (b, b + K)
+            band[c0 + nb * B : c0 + r] = gram.as_strided((b, K + 1), (b + K + 1, 1))
     return band
 
 
@@ -420,8 +435,8 @@ def _offsets_from_band(pe: torch.Tensor, band: torch.Tensor) -> tuple[torch.Tens
     """(K,) min and max over p of ||PE(p) - PE(p+k)|| from band = band_gram(pe, K), all k at once."""
     n, K = band.shape[0], band.shape[1] - 1
     sq = band[:, 0]
-    sq_ahead = torch.cat([sq, sq.new_zeros(K)]).as_strided((n, K), (1, 1), 1)            # sq[p + k], k = 1..K
-    dist2 = sq[:, None] + sq_ahead - 2.0 * band[:, 1:]                                    # (n, K)
+    sq_ahead = torch.cat([sq, sq.new_zeros(K)]).as_strided((n, K), (1, 1), 1)  # sq[p + k], k = 1..K
+    dist2 = sq[:, None] + sq_ahead - 2.0 * band[:, 1:]  # (n, K)
     valid = (torch.arange(n, device=sq.device)[:, None] + torch.arange(1, K + 1, device=sq.device)) < n
     suspect = valid & (dist2 < _REFINE_BELOW.get(dist2.dtype, 1e-2) * (sq[:, None] + sq_ahead))
     p, k = suspect.nonzero(as_tuple=True)
@@ -435,17 +450,19 @@ def _offsets_from_band(pe: torch.Tensor, band: torch.Tensor) -> tuple[torch.Tens
 
 # ---------------------------------------------------------------- everything the encode stage reports
 
+
 @dataclass
 class Diagnostics:
     """Property checks of an actual encoding matrix plus its dot-product / distance matrices."""
-    norms: torch.Tensor          # (n,) ||PE(p)|| of the matrix
-    offset_lo: torch.Tensor      # (K,) min over p of ||PE(p) - PE(p+k)||, k = 1..K
-    offset_hi: torch.Tensor      # (K,) max over p
+
+    norms: torch.Tensor  # (n,) ||PE(p)|| of the matrix
+    offset_lo: torch.Tensor  # (K,) min over p of ||PE(p) - PE(p+k)||, k = 1..K
+    offset_hi: torch.Tensor  # (K,) max over p
     offset_closed: torch.Tensor  # (K,) the sinusoidal closed form sqrt(sum_i 2 - 2 cos(k w_i)) for this d, base
-    profiles: Profiles | None    # exact 1-D profiles (sinusoidal encodings only)
-    dot_blocks: torch.Tensor     # (M, M) f x f block means of PE PE^T
+    profiles: Profiles | None  # exact 1-D profiles (sinusoidal encodings only)
+    dot_blocks: torch.Tensor  # (M, M) f x f block means of PE PE^T
     distance_blocks: torch.Tensor  # (M, M) f x f block means of the distance matrix
-    factor: int                  # f (1: the blocks are the full matrices)
+    factor: int  # f (1: the blocks are the full matrices)
 
 
 def _property_checks(pe: torch.Tensor, base: float, max_offset: int):

@@ -22,6 +22,7 @@ contiguous axis, in the same order, as one pair alone.
 The crossover (`crossover`, `switch_points`) is the exact ratio at which the k-NN curves switch, found by
 bisection between the grid points that bracket a switch (pipeline.core.sweep evaluates the metrics there).
 """
+
 from __future__ import annotations
 
 import math
@@ -31,19 +32,19 @@ import numpy as np
 
 METRIC_DOCS = {
     "knn_semantic": "share of each word's k nearest neighbours that are also its neighbours in the pure word "
-                    "embeddings (1 = meaning neighbourhoods intact)",
+    "embeddings (1 = meaning neighbourhoods intact)",
     "knn_positional": "share of each word's k nearest neighbours that are also its neighbours in the pure "
-                      "positional encodings (1 = neighbourhoods are those of sentence position)",
+    "positional encodings (1 = neighbourhoods are those of sentence position)",
     "trustworthiness": "sklearn trustworthiness against the pure word embeddings (1 = no neighbour that the "
-                       "embeddings lack)",
+    "embeddings lack)",
     "positional_rank_corr": "Spearman correlation between pairwise distances and |i - j| (1 = distance is "
-                            "sentence distance)",
+    "sentence distance)",
     "group_distance_ratio": "mean distance within the semantic groups / mean distance over all pairs (< 1 = "
-                            "groups such as king/queen stay together)",
+    "groups such as king/queen stay together)",
     "angular_order_2d": "share of consecutive positions turning the same way around the centroid (1 = words "
-                        "fall in clockwise order of position)",
+    "fall in clockwise order of position)",
     "pca_disparity": "Procrustes disparity between this projection and the pure-embedding projection (0 = same "
-                     "picture up to rotation, scale and reflection; 1 = nothing left of it)",
+    "picture up to rotation, scale and reflection; 1 = nothing left of it)",
     "explained_variance_2d": "share of the variance the 2-D PCA picture shows",
 }
 
@@ -78,13 +79,13 @@ def reference_sets(dist_reference: np.ndarray, k: int) -> np.ndarray:
     """(n, n) bool: row i marks i's k nearest points in the reference and every point tied with the k-th
     (positional encodings tie: i-1 and i+1 are equally far from i)."""
     ranked = _off_diagonal(dist_reference)
-    kth = np.sort(ranked, axis=1)[:, k - 1: k]
+    kth = np.sort(ranked, axis=1)[:, k - 1 : k]
     return ranked <= kth
 
 
 def knn_overlaps(dist: np.ndarray, reference: np.ndarray, k: int) -> np.ndarray:
     """(B,) mean over points of |N_k(dist) & R_k| / k; dist (B, n, n), reference (n, n) from reference_sets."""
-    mine = neighbours(dist, k)                                               # (B, n, k)
+    mine = neighbours(dist, k)  # (B, n, k)
     shared = reference[np.arange(dist.shape[-1])[:, None], mine].sum(axis=-1)  # (B, n)
     return (shared / k).mean(axis=-1)
 
@@ -98,6 +99,7 @@ def knn_overlap(dist: np.ndarray, dist_reference: np.ndarray, k: int) -> float:
 
 # trustworthiness and Spearman's rho are written out here (tests check them against scikit-learn
 # and scipy): importing sklearn.manifold alone costs 0.8 s, more than the whole sweep stage's work.
+
 
 def reference_ranks(reference: np.ndarray) -> np.ndarray:
     """(n, n) int: rank[i, j] = 1-based rank of j among i's neighbours in the reference points (n, dim)."""
@@ -113,7 +115,7 @@ def trustworthiness_batch(rank: np.ndarray, dist: np.ndarray, k: int) -> np.ndar
     """(B,) trustworthiness of B embeddings given by their distances dist (B, n, n), against the reference
     ranks rank (n, n) of reference_ranks. Needs k < n / 2."""
     n = rank.shape[0]
-    ranks = rank[np.arange(n)[:, None], neighbours(dist, k)] - k                  # (B, n, k)
+    ranks = rank[np.arange(n)[:, None], neighbours(dist, k)] - k  # (B, n, k)
     penalty = np.where(ranks > 0, ranks, 0).sum(axis=(-2, -1))
     return 1.0 - penalty * (2.0 / (n * k * (2.0 * n - 3.0 * k - 1.0)))
 
@@ -135,13 +137,13 @@ def _average_ranks(values: np.ndarray) -> np.ndarray:
     sorted_values = np.take_along_axis(values, order, axis=-1)
     index = np.broadcast_to(np.arange(m), values.shape)
     new = np.ones(values.shape, dtype=bool)
-    new[..., 1:] = sorted_values[..., 1:] != sorted_values[..., :-1]          # first entry of a tie group
+    new[..., 1:] = sorted_values[..., 1:] != sorted_values[..., :-1]  # first entry of a tie group
     last = np.ones(values.shape, dtype=bool)
-    last[..., :-1] = new[..., 1:]                                             # last entry of a tie group
+    last[..., :-1] = new[..., 1:]  # last entry of a tie group
     first_index = np.maximum.accumulate(np.where(new, index, 0), axis=-1)
     last_index = np.flip(np.minimum.accumulate(np.flip(np.where(last, index, m), axis=-1), axis=-1), axis=-1)
     ranks = np.empty(values.shape)
-    np.put_along_axis(ranks, order, (first_index + last_index + 2) / 2.0, axis=-1)   # mean of 1-based ranks
+    np.put_along_axis(ranks, order, (first_index + last_index + 2) / 2.0, axis=-1)  # mean of 1-based ranks
     return ranks
 
 
@@ -175,7 +177,7 @@ def group_pairs(words: Sequence[str], groups: Sequence[Sequence[str]]) -> tuple[
         members = sorted(index for word in group for index in where.get(word, []))
         for x, a in enumerate(members):
             a_list += [a] * (len(members) - x - 1)
-            b_list += members[x + 1:]
+            b_list += members[x + 1 :]
     return np.array(a_list, dtype=np.int64), np.array(b_list, dtype=np.int64)
 
 
@@ -205,7 +207,7 @@ def angular_orders(coords: np.ndarray) -> np.ndarray:
         return np.full(coords.shape[0], np.nan)
     centred = coords - coords.mean(axis=-2, keepdims=True)
     angles = np.arctan2(centred[..., 1], centred[..., 0])
-    steps = np.angle(np.exp(1j * np.diff(angles, axis=-1)))     # wrapped to (-pi, pi]
+    steps = np.angle(np.exp(1j * np.diff(angles, axis=-1)))  # wrapped to (-pi, pi]
     return np.maximum((steps > 0).mean(axis=-1), (steps < 0).mean(axis=-1))
 
 
@@ -233,10 +235,11 @@ def procrustes_disparities(reference: np.ndarray, others: np.ndarray) -> np.ndar
 class Reference:
     """What every weighting of one sentence is measured against: e, p (n, d) pure embeddings and encodings."""
 
-    def __init__(self, e: np.ndarray, p: np.ndarray, words: Sequence[str], groups: Sequence[Sequence[str]],
-                 k: int) -> None:
+    def __init__(
+        self, e: np.ndarray, p: np.ndarray, words: Sequence[str], groups: Sequence[Sequence[str]], k: int
+    ) -> None:
         self.e, self.p, self.words, self.groups, self.k = e, p, list(words), groups, k
-        self.semantic = reference_sets(pairwise_distances(e), k)       # (n, n)
+        self.semantic = reference_sets(pairwise_distances(e), k)  # (n, n)
         self.positional = reference_sets(pairwise_distances(p), k)
         self.ranks = reference_ranks(e) if k < len(e) / 2 else None
 
@@ -255,28 +258,39 @@ def batch_metrics(z: np.ndarray, coords: np.ndarray, ref: Reference) -> dict[str
     for space, points in (("hd", z), ("2d", coords)):
         dist = pairwise_distances(points)
         out[f"knn_semantic_{space}"], out[f"knn_positional_{space}"] = knn_scores(dist, ref)
-        out[f"trustworthiness_{space}"] = (trustworthiness_batch(ref.ranks, dist, ref.k) if ref.ranks is not None
-                                           else np.full(batch, np.nan))
+        out[f"trustworthiness_{space}"] = (
+            trustworthiness_batch(ref.ranks, dist, ref.k) if ref.ranks is not None else np.full(batch, np.nan)
+        )
         out[f"positional_rank_corr_{space}"] = positional_rank_corrs(dist)
         out[f"group_distance_ratio_{space}"] = group_distance_ratios(dist, ref.words, ref.groups)
     out["angular_order_2d"] = angular_orders(coords)
     return out
 
 
-def sentence_metrics(z: np.ndarray, coords: np.ndarray, e: np.ndarray, p: np.ndarray, words: Sequence[str],
-                     groups: Sequence[Sequence[str]], k: int) -> dict[str, float]:
+def sentence_metrics(
+    z: np.ndarray,
+    coords: np.ndarray,
+    e: np.ndarray,
+    p: np.ndarray,
+    words: Sequence[str],
+    groups: Sequence[Sequence[str]],
+    k: int,
+) -> dict[str, float]:
     """All metrics for one weighted sentence (batch_metrics with B = 1).
 
     z: (n, d) W1*E + W2*P; coords: (n, 2) its PCA projection; e, p: (n, d) pure embeddings and encodings.
     """
-    values = batch_metrics(np.asarray(z, dtype=np.float64)[None], np.asarray(coords, dtype=np.float64)[None],
-                           Reference(e, p, words, groups, k))
+    values = batch_metrics(
+        np.asarray(z, dtype=np.float64)[None],
+        np.asarray(coords, dtype=np.float64)[None],
+        Reference(e, p, words, groups, k),
+    )
     return {key: float(v[0]) for key, v in values.items()}
 
 
 # ---------------------------------------------------------------- the crossover
 
-RTOL = 1e-9   # relative width of the bracket the bisection leaves around each switch point
+RTOL = 1e-9  # relative width of the bracket the bisection leaves around each switch point
 
 
 def positional_wins(semantic: np.ndarray, positional: np.ndarray) -> np.ndarray:
@@ -290,7 +304,7 @@ def bisect_switch(lo: float, hi: float, wins: Callable[[float], bool], state_hi:
     state of hi holds (the switch lies in (hi / (1 + rtol), hi])."""
     while hi / lo - 1 > rtol:
         mid = math.sqrt(lo * hi)
-        if not lo < mid < hi:     # the floats between lo and hi are exhausted
+        if not lo < mid < hi:  # the floats between lo and hi are exhausted
             break
         if wins(mid) == state_hi:
             hi = mid
@@ -299,8 +313,9 @@ def bisect_switch(lo: float, hi: float, wins: Callable[[float], bool], state_hi:
     return hi
 
 
-def switch_points(ratios: np.ndarray, wins_on_grid: np.ndarray, wins: Callable[[float], bool],
-                  rtol: float = RTOL) -> list[tuple[float, bool]]:
+def switch_points(
+    ratios: np.ndarray, wins_on_grid: np.ndarray, wins: Callable[[float], bool], rtol: float = RTOL
+) -> list[tuple[float, bool]]:
     """Every switch between "meaning wins" and "position wins" that the grid brackets, located by bisection.
 
     ratios: (m,) increasing grid; wins_on_grid: (m,) bool, positional_wins on the grid; wins(r): the same

@@ -4,6 +4,7 @@ does) stays light.
 
 Random tables are drawn on the CPU from a `torch.Generator` in float32, then moved and cast, so the same seed
 gives the same values on every device and dtype."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -32,8 +33,9 @@ def check_init(seed: object, init: object, scale: object) -> None:
         raise PipelineError(f"scale = {scale!r} is invalid: it must be a number > 0, e.g. scale=0.05.")
 
 
-def random_table(rows: int, cols: int, generator: "torch.Generator", init: str = "uniform",
-                 scale: float = 0.05) -> "torch.Tensor":
+def random_table(
+    rows: int, cols: int, generator: "torch.Generator", init: str = "uniform", scale: float = 0.05
+) -> "torch.Tensor":
     """(rows, cols) float32 CPU table drawn from `generator`: U(-scale, scale) or N(0, scale^2)."""
     import torch
 
@@ -44,9 +46,16 @@ def random_table(rows: int, cols: int, generator: "torch.Generator", init: str =
     raise PipelineError(f"init = {init!r} is invalid: use one of {', '.join(INITS)}.")
 
 
-def learned_position_table(max_len: int, d_model: int, seed: int, init: str = "uniform", scale: float = 0.05, *,
-                           device: "torch.device | str | None" = None,
-                           dtype: "torch.dtype | None" = None) -> "torch.Tensor":
+def learned_position_table(
+    max_len: int,
+    d_model: int,
+    seed: int,
+    init: str = "uniform",
+    scale: float = 0.05,
+    *,
+    device: "torch.device | str | None" = None,
+    dtype: "torch.dtype | None" = None,
+) -> "torch.Tensor":
     """(max_len, d_model) random position table, a function of (seed, init, scale) only.
 
     Row p is the embedding of position p before any training (Keras Embedding initialisation for
@@ -60,4 +69,6 @@ def learned_position_table(max_len: int, d_model: int, seed: int, init: str = "u
     if not _is_int(max_len) or not _is_int(d_model) or max_len < 1 or d_model < 1:
         raise PipelineError(f"max_len ({max_len!r}) and d_model ({d_model!r}) must be integers >= 1.")
     generator = torch.Generator().manual_seed(int(seed))
-    return random_table(max_len, d_model, generator, init, scale).to(device=device or "cpu", dtype=dtype or torch.float32)
+    return random_table(max_len, d_model, generator, init, scale).to(
+        device=device or "cpu", dtype=dtype or torch.float32
+    )

@@ -13,6 +13,7 @@ ALiBi (pipeline.core.alibi): for each head count of relative.alibi.heads its slo
 Arrays are float64 rounded to 12 significant digits of their largest magnitude (their last bits vary by CPU),
 so that files and figures are the same on every machine.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -78,13 +79,24 @@ def rope_diagnostics(cfg: dict, device: torch.device) -> tuple[dict[str, np.ndar
         bound = _fixed(rope.decay_bound(distances, d, variant.base, position_scale=variant.position_scale))
         arrays[f"bound_{variant.key}"] = bound
         decay[variant.key] = {
-            "base": variant.base, "position_scale": variant.position_scale,
+            "base": variant.base,
+            "position_scale": variant.position_scale,
             "lowest_wavelength": rope.lowest_wavelength(d, variant.base, variant.position_scale),
             **{f"d{r}": float(bound[r]) for r in cfg["report_distances"]},
         }
-    summary = {"d_head": d, "base": cfg["base"], "larger_base": cfg["larger_base"], "scale": cfg["scale"],
-               "layout": layout, "positions": n, "seed": cfg["seed"], "max_distance": cfg["max_distance"],
-               "relative_only": checks, "decay_bound_at_rest": rope.decay_at_rest(d), "decay_bound": decay}
+    summary = {
+        "d_head": d,
+        "base": cfg["base"],
+        "larger_base": cfg["larger_base"],
+        "scale": cfg["scale"],
+        "layout": layout,
+        "positions": n,
+        "seed": cfg["seed"],
+        "max_distance": cfg["max_distance"],
+        "relative_only": checks,
+        "decay_bound_at_rest": rope.decay_at_rest(d),
+        "decay_bound": decay,
+    }
     return arrays, summary
 
 
@@ -99,13 +111,18 @@ def alibi_diagnostics(cfg: dict, device: torch.device) -> tuple[dict[str, np.nda
         bias = alibi.bias(slopes, cfg["length"], causal=cfg["causal"])
         worst = max(worst, alibi.toeplitz_deviation(bias))
         arrays[f"slopes_h{count}"] = _fixed(slopes)
-        arrays[f"bias_h{count}"] = _fixed(bias)                  # -inf (masked) passes unchanged
+        arrays[f"bias_h{count}"] = _fixed(bias)  # -inf (masked) passes unchanged
         arrays[f"penalty_h{count}"] = _fixed(alibi.penalty(slopes, distances))
         heads[f"h{count}"] = {
             "slopes": slopes.cpu().tolist(),
             "slope_exponents": [str(e) for e in alibi.slope_exponents(count)],
             "half_weight_distance": _fixed(alibi.half_weight_distance(slopes)).tolist(),
         }
-    summary = {"length": cfg["length"], "causal": cfg["causal"], "max_distance": cfg["max_distance"],
-               "bias_toeplitz_deviation": worst, "heads": heads}
+    summary = {
+        "length": cfg["length"],
+        "causal": cfg["causal"],
+        "max_distance": cfg["max_distance"],
+        "bias_toeplitz_deviation": worst,
+        "heads": heads,
+    }
     return arrays, summary

@@ -27,6 +27,7 @@ Long-term decay (RoFormer section 3.4.3): with S_j = sum_{k<j} e^{i delta theta_
 bounds |sum_i h_i e^{i delta theta_i}| <= (max_i |h_{i+1} - h_i|) sum_{j=1}^{h} |S_j|; the paper plots the
 relative upper bound (1/h) sum_{j=1}^{h} |S_j| against the relative distance delta = m - n (`decay_bound`).
 """
+
 from __future__ import annotations
 
 import math
@@ -72,12 +73,17 @@ class Scaling(NamedTuple):
 def scalings(base: float, larger_base: float, scale: float, d_head: int) -> list[Scaling]:
     """The variants the diagnostics compare: the base, a larger base, NTK-aware scaling and position
     interpolation for a context extended s = `scale` times."""
-    return [Scaling("base", float(base)), Scaling("larger_base", float(larger_base)),
-            Scaling("ntk", ntk_base(base, scale, d_head)), Scaling("pi", float(base), float(scale))]
+    return [
+        Scaling("base", float(base)),
+        Scaling("larger_base", float(larger_base)),
+        Scaling("ntk", ntk_base(base, scale, d_head)),
+        Scaling("pi", float(base), float(scale)),
+    ]
 
 
-def frequencies(d_head: int, base: float, position_scale: float = 1.0,
-                device: torch.device | str | None = None) -> torch.Tensor:
+def frequencies(
+    d_head: int, base: float, position_scale: float = 1.0, device: torch.device | str | None = None
+) -> torch.Tensor:
     """(d/2,) float64 theta_i = base^(-2i/d) / position_scale (on the CPU for devices without float64)."""
     check_head_dim(d_head)
     work = torch.device(device or "cpu") if has_float64(device) else torch.device("cpu")
@@ -85,9 +91,15 @@ def frequencies(d_head: int, base: float, position_scale: float = 1.0,
     return theta / position_scale if position_scale != 1.0 else theta
 
 
-def angle_tables(positions: torch.Tensor, d_head: int, base: float = 10000.0, *, position_scale: float = 1.0,
-                 device: torch.device | str | None = None,
-                 dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
+def angle_tables(
+    positions: torch.Tensor,
+    d_head: int,
+    base: float = 10000.0,
+    *,
+    position_scale: float = 1.0,
+    device: torch.device | str | None = None,
+    dtype: torch.dtype = torch.float32,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """cos and sin of m theta_i: two (n, d/2) tensors for positions (n,) (integers or reals).
 
     The angle is one float64 product per entry (positions / s folded into theta), rounded once to `dtype`."""
@@ -109,8 +121,14 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str = 
     return torch.cat((first * cos - second * sin, second * cos + first * sin), dim=-1)
 
 
-def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None, base: float = 10000.0, *,
-               layout: str = "half_split", position_scale: float = 1.0) -> torch.Tensor:
+def apply_rope(
+    x: torch.Tensor,
+    positions: torch.Tensor | None = None,
+    base: float = 10000.0,
+    *,
+    layout: str = "half_split",
+    position_scale: float = 1.0,
+) -> torch.Tensor:
     """Queries or keys x (..., n, d) rotated to their positions (n,) (default 0 .. n-1), in x's dtype and device."""
     n, d = x.shape[-2], check_head_dim(x.shape[-1])
     if positions is None:
@@ -127,6 +145,7 @@ def pair_permutation(d_head: int) -> torch.Tensor:
 
 # ---------------------------------------------------------------- diagnostics
 
+
 def _as_complex(x: torch.Tensor, layout: str) -> torch.Tensor:
     """(..., d) real -> (..., d/2) complex128 pairs, as `layout` pairs them."""
     x = x.to(torch.float64)
@@ -135,8 +154,15 @@ def _as_complex(x: torch.Tensor, layout: str) -> torch.Tensor:
     return torch.complex(re, im)
 
 
-def relative_scores(q: torch.Tensor, k: torch.Tensor, offsets: torch.Tensor, base: float = 10000.0, *,
-                    layout: str = "half_split", position_scale: float = 1.0) -> torch.Tensor:
+def relative_scores(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    offsets: torch.Tensor,
+    base: float = 10000.0,
+    *,
+    layout: str = "half_split",
+    position_scale: float = 1.0,
+) -> torch.Tensor:
     """Closed form of the score of q (d,) at m and k (d,) at n for offsets delta = m - n (K,): float64 (K,).
 
     Re sum_i q_i conj(k_i) e^{i delta theta_i}: what every (m, n) with m - n = delta must give."""
@@ -147,11 +173,11 @@ def relative_scores(q: torch.Tensor, k: torch.Tensor, offsets: torch.Tensor, bas
 
 
 class ScoreCheck(NamedTuple):
-    scores: torch.Tensor        # (n, n) (R_m q) . (R_n k) for query position m (rows), key position n (columns)
-    offsets: torch.Tensor       # (2n - 1,) delta = m - n, from -(n - 1) to n - 1
-    closed: torch.Tensor        # (2n - 1,) the closed form for each delta (float64)
-    spread: torch.Tensor        # (2n - 1,) max - min over m of the scores with m - n = delta
-    error: torch.Tensor         # (2n - 1,) max over m of |score - closed form|
+    scores: torch.Tensor  # (n, n) (R_m q) . (R_n k) for query position m (rows), key position n (columns)
+    offsets: torch.Tensor  # (2n - 1,) delta = m - n, from -(n - 1) to n - 1
+    closed: torch.Tensor  # (2n - 1,) the closed form for each delta (float64)
+    spread: torch.Tensor  # (2n - 1,) max - min over m of the scores with m - n = delta
+    error: torch.Tensor  # (2n - 1,) max over m of |score - closed form|
 
 
 def diagonals(matrix: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -165,8 +191,16 @@ def diagonals(matrix: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return hi.scatter_reduce(0, index, values, "amax"), lo.scatter_reduce(0, index, values, "amin")
 
 
-def score_check(q: torch.Tensor, k: torch.Tensor, n: int, base: float = 10000.0, *, layout: str = "half_split",
-                position_scale: float = 1.0, dtype: torch.dtype = torch.float64) -> ScoreCheck:
+def score_check(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    n: int,
+    base: float = 10000.0,
+    *,
+    layout: str = "half_split",
+    position_scale: float = 1.0,
+    dtype: torch.dtype = torch.float64,
+) -> ScoreCheck:
     """Rotate q and k (d,) to every position 0 .. n-1 in `dtype`, form all n x n scores, and measure how far they
     are from depending only on m - n (spread over each diagonal) and from the closed form."""
     device = q.device
@@ -177,22 +211,24 @@ def score_check(q: torch.Tensor, k: torch.Tensor, n: int, base: float = 10000.0,
     offsets = torch.arange(-(n - 1), n, device=device)
     closed = relative_scores(q, k, offsets, base, layout=layout, position_scale=position_scale).to(work)
     hi, lo = diagonals(scores)
-    e_hi, e_lo = diagonals(scores - closed[(torch.arange(n, device=device)[:, None]
-                                            - torch.arange(n, device=device)[None, :]) + n - 1])
+    e_hi, e_lo = diagonals(
+        scores - closed[(torch.arange(n, device=device)[:, None] - torch.arange(n, device=device)[None, :]) + n - 1]
+    )
     return ScoreCheck(scores, offsets, closed, hi - lo, torch.maximum(e_hi.abs(), e_lo.abs()))
 
 
-def decay_bound(distances: torch.Tensor, d_head: int, base: float = 10000.0, *, position_scale: float = 1.0,
-                chunk: int = 4096) -> torch.Tensor:
+def decay_bound(
+    distances: torch.Tensor, d_head: int, base: float = 10000.0, *, position_scale: float = 1.0, chunk: int = 4096
+) -> torch.Tensor:
     """RoFormer's relative upper bound (1/(d/2)) sum_{j=1}^{d/2} |S_j|, S_j = sum_{k<j} e^{i delta theta_k}, for
     each relative distance delta in `distances` (K,): float64 (K,). At delta = 0 it is (d/2 + 1) / 2."""
     theta = frequencies(d_head, base, position_scale, distances.device).to(distances.device)
     out = torch.empty(distances.numel(), dtype=torch.float64, device=distances.device)
     flat = distances.reshape(-1).to(torch.float64)
     for s in range(0, flat.numel(), chunk):
-        angle = flat[s:s + chunk, None] * theta[None, :]                                   # (c, d/2)
-        partial = torch.cumsum(torch.polar(torch.ones_like(angle), angle), dim=-1)         # S_1 .. S_{d/2}
-        out[s:s + chunk] = partial.abs().mean(dim=-1)
+        angle = flat[s : s + chunk, None] * theta[None, :]  # (c, d/2)
+        partial = torch.cumsum(torch.polar(torch.ones_like(angle), angle), dim=-1)  # S_1 .. S_{d/2}
+        out[s : s + chunk] = partial.abs().mean(dim=-1)
     return out.reshape(distances.shape)
 
 

@@ -6,6 +6,7 @@ computed exactly as the sweep computes it (the same k-NN curves on the same rati
 `sqrt_d_semantic` says whether meaning still wins at the Transformer's scaling r = 1/sqrt(d)
 (knn_semantic_hd > knn_positional_hd there).
 """
+
 from __future__ import annotations
 
 import math
@@ -24,7 +25,7 @@ def knn_curves(ref: Reference, ratios: np.ndarray) -> dict[str, np.ndarray]:
     step = max(1, CHUNK_BYTES // (8 * n * n * max(d, 2)))
     semantic, positional = [], []
     for a in range(0, len(ratios), step):
-        z = 1.0 * ref.e + ratios[a:a + step, None, None] * ref.p
+        z = 1.0 * ref.e + ratios[a : a + step, None, None] * ref.p
         s, p = knn_scores(pairwise_distances(z), ref)
         semantic.append(s)
         positional.append(p)
@@ -36,8 +37,11 @@ def sentence_crossover(e: np.ndarray, p: np.ndarray, neighbours: int, ratios: np
     many switch points the grid brackets) and sqrt_d_semantic (1.0: meaning wins at r = 1/sqrt(d), else 0.0)."""
     ref = Reference(e, p, [], [], valid_neighbours(neighbours, len(e)))
     crossover = exact_crossover(ratios, knn_curves(ref, ratios), ref)
-    return {"r_star": crossover["r_star"], "switches": len(crossover["switch_points"]),
-            "sqrt_d_semantic": float(not positional_wins_at(ref)(1 / math.sqrt(e.shape[1])))}
+    return {
+        "r_star": crossover["r_star"],
+        "switches": len(crossover["switch_points"]),
+        "sqrt_d_semantic": float(not positional_wins_at(ref)(1 / math.sqrt(e.shape[1]))),
+    }
 
 
 def random_sentences(vocabulary: Sequence[str], count: int, lengths: Sequence[int], seed: int) -> dict[int, list]:
@@ -47,8 +51,9 @@ def random_sentences(vocabulary: Sequence[str], count: int, lengths: Sequence[in
     out = {}
     for length in lengths:
         rng = np.random.default_rng([seed, length])
-        out[length] = [[vocabulary[i] for i in rng.choice(len(vocabulary), size=length, replace=False)]
-                       for _ in range(count)]
+        out[length] = [
+            [vocabulary[i] for i in rng.choice(len(vocabulary), size=length, replace=False)] for _ in range(count)
+        ]
     return out
 
 
@@ -70,12 +75,18 @@ def distribution(r_star: Sequence[float | None], sqrt_d_semantic: Sequence[float
     multiple_switches, how many switch more than once; sqrt_d_semantic_share, the share where meaning still
     wins at r = 1/sqrt(d)."""
     found = np.array([r for r in r_star if r is not None], dtype=np.float64)
-    quartiles = (np.quantile(found, [0.0, 0.25, 0.5, 0.75, 1.0]).tolist() if len(found)
-                 else [None] * 5)
-    return {"sentences": len(r_star), "median": quartiles[2], "q1": quartiles[1], "q3": quartiles[3],
-            "min": quartiles[0], "max": quartiles[4], "beyond_grid": len(r_star) - len(found),
-            "multiple_switches": int(sum(s > 1 for s in switches)),
-            "sqrt_d_semantic_share": float(np.mean(sqrt_d_semantic)) if len(sqrt_d_semantic) else None}
+    quartiles = np.quantile(found, [0.0, 0.25, 0.5, 0.75, 1.0]).tolist() if len(found) else [None] * 5
+    return {
+        "sentences": len(r_star),
+        "median": quartiles[2],
+        "q1": quartiles[1],
+        "q3": quartiles[3],
+        "min": quartiles[0],
+        "max": quartiles[4],
+        "beyond_grid": len(r_star) - len(found),
+        "multiple_switches": int(sum(s > 1 for s in switches)),
+        "sqrt_d_semantic_share": float(np.mean(sqrt_d_semantic)) if len(sqrt_d_semantic) else None,
+    }
 
 
 def summarize(rows: list[dict]) -> dict:
@@ -88,14 +99,19 @@ def summarize(rows: list[dict]) -> dict:
         random_rows = [row for row in mine if not row["from_file"]]
 
         def dist(selected: list[dict]) -> dict:
-            return distribution([r["r_star"] for r in selected], [r["sqrt_d_semantic"] for r in selected],
-                                [r["switches"] for r in selected])
+            return distribution(
+                [r["r_star"] for r in selected],
+                [r["sqrt_d_semantic"] for r in selected],
+                [r["switches"] for r in selected],
+            )
 
         out[f"d{d}"] = {
             "sqrt_d_ratio": 1 / math.sqrt(d),
             "random": dist(random_rows),
-            "by_length": {f"L{length}": dist([r for r in random_rows if r["length"] == length])
-                          for length in sorted({r["length"] for r in random_rows})},
+            "by_length": {
+                f"L{length}": dist([r for r in random_rows if r["length"] == length])
+                for length in sorted({r["length"] for r in random_rows})
+            },
             "file": dist([row for row in mine if row["from_file"]]),
         }
     return out

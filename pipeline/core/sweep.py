@@ -11,6 +11,7 @@ The crossover r* is exact: wherever the k-NN curves switch between two grid rati
 bisection on r to a relative 1e-9, evaluating the d-dimensional k-NN metrics at the new ratios (they need no
 projection). The grid stays for the curves.
 """
+
 from __future__ import annotations
 
 import math
@@ -21,8 +22,17 @@ import numpy as np
 
 from pipeline.base.files import round_significant
 from pipeline.base.progress import Progress
-from pipeline.core.metrics import (Reference, batch_metrics, crossover, knn_scores, pairwise_distances,
-                                   positional_wins, procrustes_disparities, switch_points, valid_neighbours)
+from pipeline.core.metrics import (
+    Reference,
+    batch_metrics,
+    crossover,
+    knn_scores,
+    pairwise_distances,
+    positional_wins,
+    procrustes_disparities,
+    switch_points,
+    valid_neighbours,
+)
 from pipeline.core.weights import WeightPair, weight_pairs
 
 # metrics.json's transformer_scaling.s{i}: the metrics reported at the paper's scaling
@@ -35,21 +45,21 @@ CHUNK_BYTES = 64 * 2**20
 class SentenceSweep:
     """One sentence of n words through the sweep (P configured pairs, m ratios)."""
 
-    coords: np.ndarray            # (P, n, 2) projections of the configured pairs, baseline first
-    explained: np.ndarray         # (P, 2) explained variance ratios
-    grid_coords: np.ndarray       # (m, n, 2) projections along the ratio grid
-    grid_explained: np.ndarray    # (m, 2)
-    pairs: dict[str, dict[str, float]]   # pair label -> metric -> value
-    curves: dict[str, np.ndarray]        # metric -> (m,) values along the ratio grid
-    crossover: dict                      # r_star (None: beyond the grid), log10_r_star, neighbours, switch_points
-    scaling: dict                        # SCALING_METRICS at W1 = sqrt(d), W2 = 1, and semantic_dominates
+    coords: np.ndarray  # (P, n, 2) projections of the configured pairs, baseline first
+    explained: np.ndarray  # (P, 2) explained variance ratios
+    grid_coords: np.ndarray  # (m, n, 2) projections along the ratio grid
+    grid_explained: np.ndarray  # (m, 2)
+    pairs: dict[str, dict[str, float]]  # pair label -> metric -> value
+    curves: dict[str, np.ndarray]  # metric -> (m,) values along the ratio grid
+    crossover: dict  # r_star (None: beyond the grid), log10_r_star, neighbours, switch_points
+    scaling: dict  # SCALING_METRICS at W1 = sqrt(d), W2 = 1, and semantic_dominates
 
 
 @dataclass(frozen=True)
 class Sweep:
     d_model: int
     pairs: list[WeightPair]
-    ratios: np.ndarray            # (m,) r = W2 / W1 of the grid
+    ratios: np.ndarray  # (m,) r = W2 / W1 of the grid
     sentences: list[SentenceSweep]
 
     @property
@@ -72,8 +82,9 @@ def grid_pairs(ratios: np.ndarray) -> list[WeightPair]:
     return [WeightPair(1.0, float(r), "1", repr(float(r))) for r in ratios]
 
 
-def project(e: np.ndarray, p: np.ndarray, pairs: Sequence[WeightPair], n_components: int = 2,
-            device="cpu") -> tuple[np.ndarray, np.ndarray]:
+def project(
+    e: np.ndarray, p: np.ndarray, pairs: Sequence[WeightPair], n_components: int = 2, device="cpu"
+) -> tuple[np.ndarray, np.ndarray]:
     """PCA of W1 * e + W2 * p for every pair at once (pipeline.core.projection.weighted_pca: one batched eigh
     of the pairs' n x n Gram matrices), as scikit-learn's PCA gives it, signs included.
 
@@ -85,23 +96,31 @@ def project(e: np.ndarray, p: np.ndarray, pairs: Sequence[WeightPair], n_compone
 
     from pipeline.core.projection import weighted_pca
 
-    coords, ratio = weighted_pca(torch.as_tensor(e, device=device), torch.as_tensor(p, device=device),
-                                 [pair.w1 for pair in pairs], [pair.w2 for pair in pairs], n_components=n_components)
+    coords, ratio = weighted_pca(
+        torch.as_tensor(e, device=device),
+        torch.as_tensor(p, device=device),
+        [pair.w1 for pair in pairs],
+        [pair.w2 for pair in pairs],
+        n_components=n_components,
+    )
     coords, ratio = coords.cpu().double().numpy(), ratio.cpu().double().numpy()
     frame_scale = np.abs(coords).max(axis=(1, 2), keepdims=True)
     return round_significant(coords, floor=frame_scale), round_significant(ratio, floor=1.0)
 
 
-def measure(pairs: Sequence[WeightPair], coords: np.ndarray, explained: np.ndarray, baseline: np.ndarray,
-            ref: Reference) -> dict[str, np.ndarray]:
+def measure(
+    pairs: Sequence[WeightPair], coords: np.ndarray, explained: np.ndarray, baseline: np.ndarray, ref: Reference
+) -> dict[str, np.ndarray]:
     """Every metric of B weightings of one sentence, each a (B,) array: coords (B, n, 2) their projections,
     explained (B, 2), baseline (n, 2) the pure-embedding projection, ref the sentence's references (e, p (n, d))."""
     w1 = np.array([pair.w1 for pair in pairs])[:, None, None]
     w2 = np.array([pair.w2 for pair in pairs])[:, None, None]
     n, d = ref.e.shape
     step = max(1, CHUNK_BYTES // (8 * n * n * max(d, 2)))
-    parts = [batch_metrics(w1[a:a + step] * ref.e + w2[a:a + step] * ref.p, coords[a:a + step], ref)
-             for a in range(0, len(pairs), step)]
+    parts = [
+        batch_metrics(w1[a : a + step] * ref.e + w2[a : a + step] * ref.p, coords[a : a + step], ref)
+        for a in range(0, len(pairs), step)
+    ]
     values = {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
     baseline_rows = np.array([pair.is_baseline for pair in pairs])
     values["pca_disparity"] = np.where(baseline_rows, 0.0, procrustes_disparities(baseline, coords))
@@ -127,14 +146,28 @@ def exact_crossover(ratios: np.ndarray, curves: dict[str, np.ndarray], ref: Refe
     wins_on_grid = positional_wins(curves["knn_semantic_hd"], curves["knn_positional_hd"])
     switches = switch_points(ratios, wins_on_grid, positional_wins_at(ref))
     r_star = crossover(ratios, wins_on_grid, switches)
-    return {"r_star": r_star, "log10_r_star": None if r_star is None else math.log10(r_star), "neighbours": ref.k,
-            "switch_points": {str(i): {"r": r, "to": "position" if state else "meaning"}
-                              for i, (r, state) in enumerate(switches)}}
+    return {
+        "r_star": r_star,
+        "log10_r_star": None if r_star is None else math.log10(r_star),
+        "neighbours": ref.k,
+        "switch_points": {
+            str(i): {"r": r, "to": "position" if state else "meaning"} for i, (r, state) in enumerate(switches)
+        },
+    }
 
 
-def sweep_sentence(e: np.ndarray, p: np.ndarray, words: Sequence[str], pairs: list[WeightPair], ratios: np.ndarray,
-                   d_model: int, groups: Sequence[Sequence[str]], neighbours: int, n_components: int = 2,
-                   device="cpu") -> SentenceSweep:
+def sweep_sentence(
+    e: np.ndarray,
+    p: np.ndarray,
+    words: Sequence[str],
+    pairs: list[WeightPair],
+    ratios: np.ndarray,
+    d_model: int,
+    groups: Sequence[Sequence[str]],
+    neighbours: int,
+    n_components: int = 2,
+    device="cpu",
+) -> SentenceSweep:
     """The sweep of one sentence: e, p (n, d) float64 word embeddings and positional encodings of its words."""
     ref = Reference(e, p, words, groups, valid_neighbours(neighbours, len(words)))
     scaling_pair, grid = transformer_pair(d_model), grid_pairs(ratios)
@@ -143,13 +176,15 @@ def sweep_sentence(e: np.ndarray, p: np.ndarray, words: Sequence[str], pairs: li
     values = measure(batch, coords, explained, coords[0], ref)
     n_pairs = len(pairs)
     rows = [{key: float(column[j]) for key, column in values.items()} for j in range(n_pairs + 1)]
-    curves = {key: column[n_pairs + 1:] for key, column in values.items()}
+    curves = {key: column[n_pairs + 1 :] for key, column in values.items()}
     at_scaling = rows[n_pairs]
     scaling = {key: at_scaling[key] for key in SCALING_METRICS}
     scaling["semantic_dominates"] = float(at_scaling["knn_semantic_hd"] > at_scaling["knn_positional_hd"])
     return SentenceSweep(
-        coords=coords[:n_pairs], explained=explained[:n_pairs],
-        grid_coords=coords[n_pairs + 1:], grid_explained=explained[n_pairs + 1:],
+        coords=coords[:n_pairs],
+        explained=explained[:n_pairs],
+        grid_coords=coords[n_pairs + 1 :],
+        grid_explained=explained[n_pairs + 1 :],
         pairs={pair.label: rows[j] for j, pair in enumerate(pairs)},
         curves=curves,
         crossover=exact_crossover(ratios, curves, ref),
@@ -157,8 +192,9 @@ def sweep_sentence(e: np.ndarray, p: np.ndarray, words: Sequence[str], pairs: li
     )
 
 
-def run_sweep(tokens: dict, embeddings: np.ndarray, pe: np.ndarray, d_model: int, sweep_cfg: dict,
-              metrics_cfg: dict, device="cpu") -> Sweep:
+def run_sweep(
+    tokens: dict, embeddings: np.ndarray, pe: np.ndarray, d_model: int, sweep_cfg: dict, metrics_cfg: dict, device="cpu"
+) -> Sweep:
     """Every sentence of tokens.json through the sweep.
 
     embeddings: (V + 1, d) rows by word index; pe: (max_len, d) (a memory map is fine: only the sentences'
@@ -171,8 +207,20 @@ def run_sweep(tokens: dict, embeddings: np.ndarray, pe: np.ndarray, d_model: int
     for ids, positions, words in zip(tokens["ids"], tokens["positions"], tokens["words"]):
         e = np.asarray(embeddings[ids], dtype=np.float64)
         p = np.asarray(pe[positions], dtype=np.float64)
-        sentences.append(sweep_sentence(e, p, words, pairs, ratios, d_model, metrics_cfg["groups"],
-                                        metrics_cfg["neighbours"], sweep_cfg["n_components"], device))
+        sentences.append(
+            sweep_sentence(
+                e,
+                p,
+                words,
+                pairs,
+                ratios,
+                d_model,
+                metrics_cfg["groups"],
+                metrics_cfg["neighbours"],
+                sweep_cfg["n_components"],
+                device,
+            )
+        )
         progress.update(len(sentences))
     return Sweep(d_model, pairs, ratios, sentences)
 
@@ -183,20 +231,22 @@ def metrics(sweep: Sweep, encoded_metrics: dict) -> dict:
     here, e.g. no semantic group in the sentence) becomes None (JSON null)."""
     scaling: dict = {"r": sweep.scaling_ratio}
     scaling.update({f"s{s}": sentence.scaling for s, sentence in enumerate(sweep.sentences)})
-    return _finite({
-        **encoded_metrics,
-        "sweep": {f"s{s}": sentence.pairs for s, sentence in enumerate(sweep.sentences)},
-        "crossover": {f"s{s}": sentence.crossover for s, sentence in enumerate(sweep.sentences)},
-        "transformer_scaling": scaling,
-    })
+    return _finite(
+        {
+            **encoded_metrics,
+            "sweep": {f"s{s}": sentence.pairs for s, sentence in enumerate(sweep.sentences)},
+            "crossover": {f"s{s}": sentence.crossover for s, sentence in enumerate(sweep.sentences)},
+            "transformer_scaling": scaling,
+        }
+    )
 
 
 # reports/headline.json: name -> where its value comes from in metrics.json ({s} stands for each sentence s{i})
 HEADLINE = {
-    "r_star.{s}": "crossover.{s}.r_star",                           # W2/W1 where position overtakes meaning
+    "r_star.{s}": "crossover.{s}.r_star",  # W2/W1 where position overtakes meaning
     "sqrt_d_semantic.{s}": "transformer_scaling.{s}.semantic_dominates",  # 1: meaning still wins at W1=sqrt(d), W2=1
-    "pe_norm_dev": "encoding.norm_max_abs_dev",                     # property 1: max |norm - sqrt(d/2)|
-    "pe_offset_spread": "encoding.offset_distance_max_spread",      # property 2: distance depends on offset only
+    "pe_norm_dev": "encoding.norm_max_abs_dev",  # property 1: max |norm - sqrt(d/2)|
+    "pe_offset_spread": "encoding.offset_distance_max_spread",  # property 2: distance depends on offset only
     "oov_count": "embedding.oov_count",
 }
 
@@ -238,11 +288,23 @@ def projection_meta(sweep: Sweep, tokens: dict, encoded: dict) -> dict:
         "encoding": encoded["kind"],
         "glove": encoded["glove"],
         "d_model": sweep.d_model,
-        "pairs": [{"label": p.label, "title": p.title, "w1": p.w1, "w2": p.w2, "w1_text": p.w1_text,
-                   "w2_text": p.w2_text, "baseline": p.is_baseline} for p in sweep.pairs],
+        "pairs": [
+            {
+                "label": p.label,
+                "title": p.title,
+                "w1": p.w1,
+                "w2": p.w2,
+                "w1_text": p.w1_text,
+                "w2_text": p.w2_text,
+                "baseline": p.is_baseline,
+            }
+            for p in sweep.pairs
+        ],
         "ratios": sweep.ratios.tolist(),
-        "sentences": [{"text": text, "words": words, "positions": positions}
-                      for text, words, positions in zip(tokens["texts"], tokens["words"], tokens["positions"])],
+        "sentences": [
+            {"text": text, "words": words, "positions": positions}
+            for text, words, positions in zip(tokens["texts"], tokens["words"], tokens["positions"])
+        ],
     }
 
 

@@ -1,4 +1,5 @@
 """The W1/W2 weight pairs of the sweep: parsing, broadcasting, labels."""
+
 from __future__ import annotations
 
 import math
@@ -71,7 +72,7 @@ def weight_pairs(w1: Any, w2: Any, d_model: int) -> list[WeightPair]:
     n = max(len(w1s), len(w2s))
     w1s, w2s = (w1s * n if len(w1s) == 1 else w1s), (w2s * n if len(w2s) == 1 else w2s)
     pairs = [WeightPair(*BASELINE, "1", "0")]
-    seen = {pairs[0].label}   # a set: thousands of pairs are checked in linear time
+    seen = {pairs[0].label}  # a set: thousands of pairs are checked in linear time
     for a, b in zip(w1s, w2s, strict=True):
         (v1, t1), (v2, t2) = _parse(a, d_model), _parse(b, d_model)
         pair = WeightPair(v1, v2, t1, t2)

@@ -19,6 +19,7 @@
 - Proxies (HTTPS_PROXY, HTTP_PROXY, NO_PROXY) and CA bundles (REQUESTS_CA_BUNDLE) come from the
   environment, as for pip. Two processes downloading into one folder take turns (a file lock).
 """
+
 from __future__ import annotations
 
 import email.utils
@@ -51,13 +52,13 @@ USER_AGENT = "pe-pipeline (python-requests)"
 class DownloadPolicy:
     """How hard to try. Backoff before retry n (n = 1, 2, ...) is backoff * 2**(n-1), at most max_backoff."""
 
-    connect_timeout: float = 15.0   # seconds to open the connection
-    read_timeout: float = 60.0      # seconds without a byte before the connection counts as dead
-    retries: int = 5                # retries per URL after failures that made no progress
+    connect_timeout: float = 15.0  # seconds to open the connection
+    read_timeout: float = 60.0  # seconds without a byte before the connection counts as dead
+    retries: int = 5  # retries per URL after failures that made no progress
     backoff: float = 0.25
     max_backoff: float = 60.0
-    progress: bool | None = None    # None: a bar when stderr is a terminal and CI is not set
-    reserve_bytes: int = 16 << 20   # free space to leave on the disk
+    progress: bool | None = None  # None: a bar when stderr is a terminal and CI is not set
+    reserve_bytes: int = 16 << 20  # free space to leave on the disk
 
     @classmethod
     def from_config(cls, cfg: dict | None, key: str = "glove.download") -> "DownloadPolicy":
@@ -69,15 +70,23 @@ class DownloadPolicy:
                 raise PipelineError(f"config key {key}.{name} is unknown: expected one of {sorted(known)}.")
             if name == "progress":
                 if value is not None and not isinstance(value, bool):
-                    raise PipelineError(f"config key {key}.progress = {value!r} is invalid: it must be true, "
-                                        "false or null (auto).")
+                    raise PipelineError(
+                        f"config key {key}.progress = {value!r} is invalid: it must be true, false or null (auto)."
+                    )
                 continue
             number = isinstance(value, (int, float)) and not isinstance(value, bool)
             integer = name in ("retries", "reserve_bytes")
-            if not number or value < 0 or (integer and int(value) != value) or (name.endswith("timeout") and value <= 0):
-                raise PipelineError(f"config key {key}.{name} = {value!r} is invalid: it must be a "
-                                    f"{'non-negative integer' if integer else 'positive number'}. "
-                                    f"Fix it in conf/glove/ or override it, e.g. `{key}.{name}=...`.")
+            if (
+                not number
+                or value < 0
+                or (integer and int(value) != value)
+                or (name.endswith("timeout") and value <= 0)
+            ):
+                raise PipelineError(
+                    f"config key {key}.{name} = {value!r} is invalid: it must be a "
+                    f"{'non-negative integer' if integer else 'positive number'}. "
+                    f"Fix it in conf/glove/ or override it, e.g. `{key}.{name}=...`."
+                )
         return cls(**cfg)
 
 
@@ -98,12 +107,20 @@ class _Permanent(Exception):
         self.mismatch = mismatch
 
 
-MISMATCH_HINT = ("Fix: the server sent a file other than the pinned one (a new release, or a wrong or tampered "
-                 "mirror): check the URL, or update the pinned SHA-256 if the new file is the one you want.")
+MISMATCH_HINT = (
+    "Fix: the server sent a file other than the pinned one (a new release, or a wrong or tampered "
+    "mirror): check the URL, or update the pinned SHA-256 if the new file is the one you want."
+)
 
 
-def download(urls: Sequence[str], target: Path, sha256: str | None = None,
-             policy: DownloadPolicy = DownloadPolicy(), hint: str = "", mismatch_hint: str = MISMATCH_HINT) -> dict:
+def download(
+    urls: Sequence[str],
+    target: Path,
+    sha256: str | None = None,
+    policy: DownloadPolicy = DownloadPolicy(),
+    hint: str = "",
+    mismatch_hint: str = MISMATCH_HINT,
+) -> dict:
     """Fetch `target` from the first of `urls` that works; return where it came from.
 
     An existing `target` whose SHA-256 matches (or any, when `sha256` is None) is used as it is.
@@ -123,8 +140,13 @@ def download(urls: Sequence[str], target: Path, sha256: str | None = None,
         if target.exists():
             digest = sha256_file(target)
             if sha256 is None or digest == sha256:
-                return {"url": None, "bytes": target.stat().st_size, "sha256": digest, "cached": True,
-                        "resumed_from": 0}
+                return {
+                    "url": None,
+                    "bytes": target.stat().st_size,
+                    "sha256": digest,
+                    "cached": True,
+                    "resumed_from": 0,
+                }
             log.warning("%s has SHA-256 %s, expected %s: downloading it again", target, digest, sha256)
             target.unlink()
         tried: list[str] = []
@@ -144,16 +166,22 @@ def download(urls: Sequence[str], target: Path, sha256: str | None = None,
                 return {"url": url, "bytes": size, "sha256": digest, "cached": False, "resumed_from": resumed}
     if part.exists() and not (sha256 or meta.exists()):  # nothing could prove a later run resumes the same file
         part.unlink()
-    kept = (f" The {part.stat().st_size:,} bytes received so far are kept in {part} and the next run resumes "
-            "from there (if the server's file is unchanged)." if part.exists() else "")
-    if all(mismatches):   # the network worked: the files differ from the pin
+    kept = (
+        f" The {part.stat().st_size:,} bytes received so far are kept in {part} and the next run resumes "
+        "from there (if the server's file is unchanged)."
+        if part.exists()
+        else ""
+    )
+    if all(mismatches):  # the network worked: the files differ from the pin
         hint = mismatch_hint
-    raise PipelineError(f"could not download {target.name}. Tried:\n" + "\n".join(f"  - {t}" for t in tried)
-                        + f"\n{hint}{kept}")
+    raise PipelineError(
+        f"could not download {target.name}. Tried:\n" + "\n".join(f"  - {t}" for t in tried) + f"\n{hint}{kept}"
+    )
 
 
-def _from_url(session, url: str, part: Path, meta: Path, sha256: str | None,
-              policy: DownloadPolicy) -> tuple[int, str, int]:
+def _from_url(
+    session, url: str, part: Path, meta: Path, sha256: str | None, policy: DownloadPolicy
+) -> tuple[int, str, int]:
     """Download one URL into `part` with retries; (bytes, sha256, resumed_from). Raises _Permanent."""
     failures, fresh_retry_used = 0, False
     while True:
@@ -174,16 +202,21 @@ def _from_url(session, url: str, part: Path, meta: Path, sha256: str | None,
             meta.unlink(missing_ok=True)
             if resumed and not fresh_retry_used:  # the partial from before may be stale: one try from zero
                 fresh_retry_used = True
-                log.warning("download of %s resumed at byte %d has the wrong SHA-256: downloading it from the "
-                            "start", redact(url), resumed)
+                log.warning(
+                    "download of %s resumed at byte %d has the wrong SHA-256: downloading it from the start",
+                    redact(url),
+                    resumed,
+                )
                 continue
-            raise _Permanent(f"SHA-256 mismatch: got {digest}, expected {sha256}; the downloaded file was deleted",
-                             mismatch=True)
+            raise _Permanent(
+                f"SHA-256 mismatch: got {digest}, expected {sha256}; the downloaded file was deleted", mismatch=True
+            )
         return size, digest, resumed
 
 
-def _transfer(session, url: str, part: Path, meta: Path, policy: DownloadPolicy,
-              pinned: bool = False) -> tuple[int, str, int]:
+def _transfer(
+    session, url: str, part: Path, meta: Path, policy: DownloadPolicy, pinned: bool = False
+) -> tuple[int, str, int]:
     """One HTTP request: resume `part` if it provably holds the start of the same file, else start it afresh.
     pinned: a SHA-256 will check the result (a wrong splice is then caught and retried from zero).
     Returns (bytes, sha256, resumed_from)."""
@@ -192,8 +225,13 @@ def _transfer(session, url: str, part: Path, meta: Path, policy: DownloadPolicy,
     offset = part.stat().st_size if part.exists() else 0
     validator = _read_validator(meta, url)
     if offset and not (validator or pinned):
-        log.info("%s: %s holds %s bytes of unknown version (no ETag/Last-Modified recorded, no SHA-256 pinned): "
-                 "downloading from byte 0", redact(url), part.name, f"{offset:,}")
+        log.info(
+            "%s: %s holds %s bytes of unknown version (no ETag/Last-Modified recorded, no SHA-256 pinned): "
+            "downloading from byte 0",
+            redact(url),
+            part.name,
+            f"{offset:,}",
+        )
         part.unlink()
         meta.unlink(missing_ok=True)
         offset = 0
@@ -203,14 +241,24 @@ def _transfer(session, url: str, part: Path, meta: Path, policy: DownloadPolicy,
         if validator:
             headers["If-Range"] = validator
     try:
-        response = session.get(url, stream=True, headers=headers, allow_redirects=True,
-                               timeout=(policy.connect_timeout, policy.read_timeout))
-    except (requests.exceptions.InvalidURL, requests.exceptions.InvalidSchema,
-            requests.exceptions.MissingSchema) as exc:
+        response = session.get(
+            url,
+            stream=True,
+            headers=headers,
+            allow_redirects=True,
+            timeout=(policy.connect_timeout, policy.read_timeout),
+        )
+    except (
+        requests.exceptions.InvalidURL,
+        requests.exceptions.InvalidSchema,
+        requests.exceptions.MissingSchema,
+    ) as exc:
         raise _Permanent(f"invalid URL ({exc})") from None
     except requests.exceptions.SSLError as exc:
-        raise _Permanent(f"TLS error ({_short(exc)}); behind a proxy with its own certificate authority, set "
-                         "REQUESTS_CA_BUNDLE to its certificate file") from None
+        raise _Permanent(
+            f"TLS error ({_short(exc)}); behind a proxy with its own certificate authority, set "
+            "REQUESTS_CA_BUNDLE to its certificate file"
+        ) from None
     except requests.exceptions.ProxyError as exc:
         raise _Transient(f"proxy error ({_short(exc)}); check HTTPS_PROXY / HTTP_PROXY") from None
     except requests.exceptions.RequestException as exc:
@@ -237,8 +285,10 @@ def _transfer(session, url: str, part: Path, meta: Path, policy: DownloadPolicy,
             if validator and _validator(response.headers) not in (None, validator):  # If-Range ignored
                 part.unlink(missing_ok=True)
                 meta.unlink(missing_ok=True)
-                raise _Transient("the server sent a range of another version of the file (it ignored If-Range); "
-                                 "restarting from byte 0")
+                raise _Transient(
+                    "the server sent a range of another version of the file (it ignored If-Range); "
+                    "restarting from byte 0"
+                )
         else:
             if offset:
                 log.info("%s ignored the range request: downloading it from byte 0", redact(url))
@@ -268,8 +318,10 @@ def _transfer(session, url: str, part: Path, meta: Path, policy: DownloadPolicy,
                 except (requests.exceptions.RequestException, OSError) as exc:
                     if encoded:
                         part.unlink(missing_ok=True)
-                    raise _Transient(f"connection lost after {offset + written:,} bytes: {_describe(exc, policy)}",
-                                     progressed=written > 0 and not encoded) from None
+                    raise _Transient(
+                        f"connection lost after {offset + written:,} bytes: {_describe(exc, policy)}",
+                        progressed=written > 0 and not encoded,
+                    ) from None
                 _write(out, chunk, part)
                 digest.update(chunk)
                 written += len(chunk)
@@ -285,8 +337,10 @@ def _write(out, chunk: bytes, part: Path) -> None:
         out.write(chunk)
     except OSError as exc:
         if exc.errno == errno.ENOSPC:
-            raise PipelineError(f"the disk holding {part} is full: free some space and run again (the download "
-                                "resumes from where it stopped).") from None
+            raise PipelineError(
+                f"the disk holding {part} is full: free some space and run again (the download "
+                "resumes from where it stopped)."
+            ) from None
         raise
 
 
@@ -296,9 +350,11 @@ def _check_space(folder: Path, needed: int | None, reserve: int) -> None:
         return
     free = shutil.disk_usage(folder).free
     if free < needed + reserve:
-        raise PipelineError(f"not enough free disk space in {folder}: {human(needed)} to write, {human(free)} free. "
-                            "Fix: free some space, or download the file elsewhere and point the config at it "
-                            "(glove.zip=... or glove.path=...).")
+        raise PipelineError(
+            f"not enough free disk space in {folder}: {human(needed)} to write, {human(free)} free. "
+            "Fix: free some space, or download the file elsewhere and point the config at it "
+            "(glove.zip=... or glove.path=...)."
+        )
 
 
 def human(size: int) -> str:
@@ -326,10 +382,15 @@ def _describe(exc: Exception, policy: DownloadPolicy) -> str:
         return f"no data for {policy.read_timeout:g} s (read timeout)"
     chain, seen = [exc], exc
     while seen is not None and len(chain) < 8:  # the cause is often 2-3 wrappers deep
-        seen = getattr(seen, "reason", None) or seen.__cause__ or seen.__context__ or (
-            seen.args[0] if seen.args and isinstance(seen.args[0], BaseException) else None)
+        seen = (
+            getattr(seen, "reason", None)
+            or seen.__cause__
+            or seen.__context__
+            or (seen.args[0] if seen.args and isinstance(seen.args[0], BaseException) else None)
+        )
         if seen is not None:
             chain.append(seen)
+
     def found(kind) -> BaseException | None:
         return next((c for c in chain if isinstance(c, kind)), None)
 
@@ -416,8 +477,18 @@ def _progress(total: int | None, initial: int, name: str, policy: DownloadPolicy
             log.info("resuming %s at %s of %s", name, human(initial), size)
         else:
             log.info("downloading %s (%s)", name, size)
-    with tqdm(total=total, initial=initial, desc=name, unit="B", unit_scale=True, unit_divisor=1024,
-              disable=not enabled, file=sys.stderr, mininterval=0.5, dynamic_ncols=True) as bar:
+    with tqdm(
+        total=total,
+        initial=initial,
+        desc=name,
+        unit="B",
+        unit_scale=True,
+        unit_divisor=1024,
+        disable=not enabled,
+        file=sys.stderr,
+        mininterval=0.5,
+        dynamic_ncols=True,
+    ) as bar:
         yield bar
 
 

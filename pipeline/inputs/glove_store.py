@@ -5,6 +5,7 @@ A store is a folder:
     vocab.txt      UTF-8, one word per line, row i of vectors.npy is line i
     manifest.json  format, dim, rows, SHA-256 of both files, and where the vectors came from
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -34,15 +35,17 @@ def write_store(target: Path, vectors: np.ndarray, words: Sequence[str], origin:
     def build(tmp: Path) -> None:
         write_npy(tmp / VECTORS, vectors.astype(np.float32, copy=False))
         write_text(tmp / VOCAB, "".join(f"{w}\n" for w in words))
-        manifest.update({
-            "format": FORMAT,
-            "rows": int(vectors.shape[0]),
-            "dim": int(vectors.shape[1]),
-            "dtype": "float32",
-            "vectors_sha256": sha256_file(tmp / VECTORS),
-            "vocab_sha256": sha256_file(tmp / VOCAB),
-            "origin": origin,
-        })
+        manifest.update(
+            {
+                "format": FORMAT,
+                "rows": int(vectors.shape[0]),
+                "dim": int(vectors.shape[1]),
+                "dtype": "float32",
+                "vectors_sha256": sha256_file(tmp / VECTORS),
+                "vocab_sha256": sha256_file(tmp / VOCAB),
+                "origin": origin,
+            }
+        )
         write_json(tmp / MANIFEST, manifest)
 
     replace_dir(target, build)
@@ -61,21 +64,28 @@ class GloveStore:
     def open(cls, path: Path, verify: bool = False) -> "GloveStore":
         path = Path(path)
         if not (path / MANIFEST).exists():
-            raise PipelineError(f"no GloVe store at {path} (missing {MANIFEST}): run the glove stage first "
-                                "(`dvc repro glove`).")
+            raise PipelineError(
+                f"no GloVe store at {path} (missing {MANIFEST}): run the glove stage first (`dvc repro glove`)."
+            )
         manifest = read_json(path / MANIFEST)
         if manifest.get("format") != FORMAT:
-            raise PipelineError(f"{path / MANIFEST} has format {manifest.get('format')!r}, expected {FORMAT!r}: "
-                                "re-create the store with `dvc repro -f glove`.")
+            raise PipelineError(
+                f"{path / MANIFEST} has format {manifest.get('format')!r}, expected {FORMAT!r}: "
+                "re-create the store with `dvc repro -f glove`."
+            )
         vectors = np.load(path / VECTORS, mmap_mode="r")
         if vectors.shape != (manifest["rows"], manifest["dim"]) or vectors.dtype != np.float32:
-            raise PipelineError(f"{path / VECTORS} holds {vectors.shape} {vectors.dtype}, the manifest says "
-                                f"({manifest['rows']}, {manifest['dim']}) float32: re-create it with `dvc repro -f glove`.")
+            raise PipelineError(
+                f"{path / VECTORS} holds {vectors.shape} {vectors.dtype}, the manifest says "
+                f"({manifest['rows']}, {manifest['dim']}) float32: re-create it with `dvc repro -f glove`."
+            )
         if verify:
             for name, key in ((VECTORS, "vectors_sha256"), (VOCAB, "vocab_sha256")):
                 if sha256_file(path / name) != manifest[key]:
-                    raise PipelineError(f"{path / name} does not match its SHA-256 in the manifest: "
-                                        "re-create the store with `dvc repro -f glove`.")
+                    raise PipelineError(
+                        f"{path / name} does not match its SHA-256 in the manifest: "
+                        "re-create the store with `dvc repro -f glove`."
+                    )
         return cls(path, manifest, vectors)
 
     @property
@@ -115,12 +125,15 @@ def embedding_matrix(word_index: dict[str, int], store: GloveStore) -> tuple[np.
     return matrix, missing
 
 
-def check_sentences_covered(texts: Sequence[str], words: Sequence[Sequence[str]], missing: Sequence[str],
-                            source: str) -> None:
+def check_sentences_covered(
+    texts: Sequence[str], words: Sequence[Sequence[str]], missing: Sequence[str], source: str
+) -> None:
     """Refuse a sentence none of whose words has a vector: its embeddings would all be zero."""
     missing_set = set(missing)
     for i, sentence in enumerate(words):
         if all(word in missing_set for word in sentence):
-            raise PipelineError(f"every word of sentence {i} ({texts[i]!r}) is missing from the GloVe vocabulary "
-                                f"({source}): its embedding would be all zeros. Fix the text (GloVe 6B is "
-                                "lower-case) or choose another glove source.")
+            raise PipelineError(
+                f"every word of sentence {i} ({texts[i]!r}) is missing from the GloVe vocabulary "
+                f"({source}): its embedding would be all zeros. Fix the text (GloVe 6B is "
+                "lower-case) or choose another glove source."
+            )

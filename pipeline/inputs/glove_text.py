@@ -18,6 +18,7 @@ count error, a stray `\r`) goes to `parse_line`, the plain Python reference, whi
 with `float()` or raises the PipelineError naming the line. Without numba every line goes through
 `parse_line` (same results, slowly).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -33,11 +34,12 @@ from pipeline.base.errors import PipelineError
 
 log = logging.getLogger("pipeline")
 
-BLOCK = 4 << 20           # bytes read at a time (then split between threads); more buys no speed
-COUNT_BLOCK = 4 << 20     # bytes per read of the counting pass
+BLOCK = 4 << 20  # bytes read at a time (then split between threads); more buys no speed
+COUNT_BLOCK = 4 << 20  # bytes per read of the counting pass
 MAX_LINE_BYTES = 64 << 20  # a longer line is refused (not GloVe: e.g. a zip bomb's NULs) before memory runs out
 BOM = b"\xef\xbb\xbf"
 _BAD_NUMBER_CHARS = frozenset(b"_ \t\n\r\x0b\x0c")  # float() would accept them; GloVe fields never hold them
+
 
 @dataclass
 class GloveText:
@@ -52,6 +54,7 @@ class GloveText:
 
 # ---------------------------------------------------------------- the reference (one line at a time)
 
+
 def parse_line(line: bytes, dim: int, origin: str, number: int) -> tuple[str, np.ndarray]:
     """Parse one GloVe line (without its "\\n"; a final "\\r" is dropped) -> (word, (dim,) float32).
 
@@ -64,41 +67,53 @@ def parse_line(line: bytes, dim: int, origin: str, number: int) -> tuple[str, np
     try:
         line.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise PipelineError(f"{origin} line {number} is not UTF-8 ({exc.reason} at column {exc.start + 1}): "
-                            "GloVe files are UTF-8; convert the file (e.g. iconv -t UTF-8) or replace it.") from None
+        raise PipelineError(
+            f"{origin} line {number} is not UTF-8 ({exc.reason} at column {exc.start + 1}): "
+            "GloVe files are UTF-8; convert the file (e.g. iconv -t UTF-8) or replace it."
+        ) from None
     fields = line.split(b" ")
     if len(fields) != dim + 1:
-        raise PipelineError(f"{origin} line {number}: expected a word and {dim} numbers separated by single "
-                            f"spaces, found {len(fields) - 1} numbers. Fix: check glove.dim (= {dim}) against the "
-                            "file, or replace the corrupt file.")
+        raise PipelineError(
+            f"{origin} line {number}: expected a word and {dim} numbers separated by single "
+            f"spaces, found {len(fields) - 1} numbers. Fix: check glove.dim (= {dim}) against the "
+            "file, or replace the corrupt file."
+        )
     word = fields[0].decode("utf-8")
     if not word:
-        raise PipelineError(f"{origin} line {number} starts with a space (empty word): each line must be "
-                            "`word v1 ... vN`. Fix: replace the corrupt file.")
+        raise PipelineError(
+            f"{origin} line {number} starts with a space (empty word): each line must be "
+            "`word v1 ... vN`. Fix: replace the corrupt file."
+        )
     values = np.empty(dim, dtype=np.float32)
     for j, field in enumerate(fields[1:]):
         if not field:
-            raise PipelineError(f"{origin} line {number}: field {j + 1} of word {word!r} is empty (two spaces in a "
-                                "row, or a space at the end of the line). Fix: replace the corrupt file.")
+            raise PipelineError(
+                f"{origin} line {number}: field {j + 1} of word {word!r} is empty (two spaces in a "
+                "row, or a space at the end of the line). Fix: replace the corrupt file."
+            )
         try:
             if _BAD_NUMBER_CHARS.intersection(field) or not field.isascii():
                 raise ValueError
             with np.errstate(over="ignore"):
                 values[j] = float(field)
         except ValueError:
-            raise PipelineError(f"{origin} line {number}: field {j + 1} of word {word!r} is not a number "
-                                f"({field.decode('utf-8', 'replace')!r}). Fix: replace the corrupt file.") from None
+            raise PipelineError(
+                f"{origin} line {number}: field {j + 1} of word {word!r} is not a number "
+                f"({field.decode('utf-8', 'replace')!r}). Fix: replace the corrupt file."
+            ) from None
         if not np.isfinite(values[j]):
-            raise PipelineError(f"{origin} line {number}: field {j + 1} of word {word!r} is "
-                                f"{field.decode('ascii')!r}, which is not a finite float32 (NaN, infinity, or beyond "
-                                "+-3.4e38): a vector must be finite. Fix: replace the corrupt file.")
+            raise PipelineError(
+                f"{origin} line {number}: field {j + 1} of word {word!r} is "
+                f"{field.decode('ascii')!r}, which is not a finite float32 (NaN, infinity, or beyond "
+                "+-3.4e38): a vector must be finite. Fix: replace the corrupt file."
+            )
     return word, values
 
 
 # ---------------------------------------------------------------- the compiled loop
 
-POW10 = np.array([10.0 ** k for k in range(23)])  # exact doubles
-_MAX_MANTISSA = (1 << 53) // 10 - 1                # m * 10 + 9 still below 2**53
+POW10 = np.array([10.0**k for k in range(23)])  # exact doubles
+_MAX_MANTISSA = (1 << 53) // 10 - 1  # m * 10 + 9 still below 2**53
 _DONE, _SLOW, _FULL = 0, 1, 2
 
 
@@ -170,7 +185,7 @@ def _parse_lines(buf, pos, end, dim, out, row, words, wpos, pow10):  # pragma: n
             if mantissa == 0:
                 value = 0.0
             elif -22 <= scale < 0:
-                value = mantissa / pow10[-scale]   # both exact: one correctly rounded division
+                value = mantissa / pow10[-scale]  # both exact: one correctly rounded division
             elif 0 <= scale <= 22:
                 value = mantissa * pow10[scale]
             else:
@@ -219,6 +234,7 @@ def _no_kernel(buf, pos, end, dim, out, row, words, wpos, pow10):
 
 # ---------------------------------------------------------------- file level
 
+
 def count_lines(path: Path) -> tuple[int, int, bool]:
     """(lines, bytes, starts_with_bom) of a file: lines = "\\n" count, plus one for a last line without it."""
     lines, size, last, first = 0, 0, b"\n", b""
@@ -260,12 +276,13 @@ def _parse_part(part: _Part, dim: int, out: np.ndarray, origin: str, kernel) -> 
         if status == _DONE:
             break
         if status == _FULL or row >= out.shape[0]:
-            raise PipelineError(f"{origin} grew while it was read (more lines than counted): read it again "
-                                "once nothing writes to it.")
+            raise PipelineError(
+                f"{origin} grew while it was read (more lines than counted): read it again once nothing writes to it."
+            )
         line_end = _next_newline(buf, pos, part.end)
         word, out[row] = parse_line(buf[pos:line_end].tobytes(), dim, origin, row + 1)
         encoded = word.encode("utf-8") + b"\n"
-        words[wpos:wpos + len(encoded)] = np.frombuffer(encoded, dtype=np.uint8)
+        words[wpos : wpos + len(encoded)] = np.frombuffer(encoded, dtype=np.uint8)
         wpos += len(encoded)
         pos, row = line_end + 1, row + 1
     part.words = words[:wpos].tobytes()
@@ -273,8 +290,15 @@ def _parse_part(part: _Part, dim: int, out: np.ndarray, origin: str, kernel) -> 
     return fast
 
 
-def read_glove_text(path: Path, dim: int, origin: str | None = None, *, sha256: bool = True,
-                    threads: int | None = None, fast: bool = True) -> GloveText:
+def read_glove_text(
+    path: Path,
+    dim: int,
+    origin: str | None = None,
+    *,
+    sha256: bool = True,
+    threads: int | None = None,
+    fast: bool = True,
+) -> GloveText:
     """Read a GloVe text file into a (rows, dim) float32 matrix and its words, checking every line.
 
     sha256: also hash the file (in a parallel thread). threads: parsing threads (default: CPU count,
@@ -301,20 +325,22 @@ def read_glove_text(path: Path, dim: int, origin: str | None = None, *, sha256: 
             buf = np.empty(BLOCK + 1, dtype=np.uint8)  # +1: room for a "\n" after a last line without one
             carry = 0
             while True:
-                got = handle.readinto(memoryview(buf)[carry:len(buf) - 1])
+                got = handle.readinto(memoryview(buf)[carry : len(buf) - 1])
                 filled = carry + got
-                if got == 0:                       # end of file: the rest is the last line
+                if got == 0:  # end of file: the rest is the last line
                     if filled and buf[filled - 1] != 10:
                         buf[filled] = 10
                         filled += 1
                     cut = filled
                 else:
                     cut = _last_newline(buf, filled) + 1
-                    if cut == 0:                   # one line longer than the buffer: grow it
+                    if cut == 0:  # one line longer than the buffer: grow it
                         if len(buf) > MAX_LINE_BYTES:
-                            raise PipelineError(f"{origin} line {row + 1} is longer than {MAX_LINE_BYTES >> 20} MiB "
-                                                "(a 300-d GloVe line is about 3 kB): this is not GloVe text. Fix: "
-                                                "point the glove config at a GloVe text file.")
+                            raise PipelineError(
+                                f"{origin} line {row + 1} is longer than {MAX_LINE_BYTES >> 20} MiB "
+                                "(a 300-d GloVe line is about 3 kB): this is not GloVe text. Fix: "
+                                "point the glove config at a GloVe text file."
+                            )
                         buf = np.concatenate([buf, np.empty(len(buf), dtype=np.uint8)])
                         carry = filled
                         continue
@@ -325,12 +351,14 @@ def read_glove_text(path: Path, dim: int, origin: str | None = None, *, sha256: 
                     row = parts[-1].row
                 if got == 0:
                     break
-                buf[:filled - cut] = buf[cut:filled].copy()
+                buf[: filled - cut] = buf[cut:filled].copy()
                 carry = filled - cut
         digest, hashed = hashing.result() if hashing else (None, size)
     if row != rows or hashed != size:
-        raise PipelineError(f"{origin} changed while it was read ({rows} lines counted, {row} parsed): read it "
-                            "again once nothing writes to it.")
+        raise PipelineError(
+            f"{origin} changed while it was read ({rows} lines counted, {row} parsed): read it "
+            "again once nothing writes to it."
+        )
     if rows == 0:
         raise PipelineError(f"{origin} holds no vectors: point the glove config at a GloVe text file.")
     words = _decode_words(b"".join(pieces), origin)
@@ -360,7 +388,7 @@ def _next_newline(buf: np.ndarray, pos: int, end: int) -> int:
     """Index of the first "\\n" in buf[pos:end], or -1; looks at a few KiB first (lines are short)."""
     window = 4096
     while pos < end:
-        hits = np.flatnonzero(buf[pos:min(end, pos + window)] == 10)
+        hits = np.flatnonzero(buf[pos : min(end, pos + window)] == 10)
         if len(hits):
             return pos + int(hits[0])
         pos, window = pos + window, window * 4
@@ -384,8 +412,10 @@ def _decode_words(data: bytes, origin: str) -> list[str]:
         return data.decode("utf-8").split("\n")[:-1]
     except UnicodeDecodeError as exc:
         number = data.count(b"\n", 0, exc.start) + 1
-        raise PipelineError(f"{origin} line {number} is not UTF-8 ({exc.reason} in the word): GloVe files are "
-                            "UTF-8; convert the file (e.g. iconv -t UTF-8) or replace it.") from None
+        raise PipelineError(
+            f"{origin} line {number} is not UTF-8 ({exc.reason} in the word): GloVe files are "
+            "UTF-8; convert the file (e.g. iconv -t UTF-8) or replace it."
+        ) from None
 
 
 def check_unique(words: list[str], origin: str) -> None:
@@ -400,5 +430,7 @@ def check_unique(words: list[str], origin: str) -> None:
         else:
             first[word] = number
     shown = ", ".join(f"{w!r} (lines {a} and {b})" for w, a, b in repeats[:5])
-    raise PipelineError(f"{origin} repeats {len(repeats)} word(s): {shown}{' ...' if len(repeats) > 5 else ''}. "
-                        "A word must have one vector. Fix: deduplicate the file (keep the first occurrence).")
+    raise PipelineError(
+        f"{origin} repeats {len(repeats)} word(s): {shown}{' ...' if len(repeats) > 5 else ''}. "
+        "A word must have one vector. Fix: deduplicate the file (keep the first occurrence)."
+    )

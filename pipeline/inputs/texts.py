@@ -4,6 +4,7 @@ The config itself (one of the two keys set, sentences non-empty) is checked by p
 `read_sentences` is the one parser of texts files, used by the tokenize stage and by the compose-time check
 of input files (pipeline.config.check_inputs), so both read a file the same way.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,8 +12,10 @@ from pathlib import Path
 from pipeline.base.errors import PipelineError
 from pipeline.inputs.local_files import user_file
 
-FIX = "Fix: point texts.file at a UTF-8 file with one sentence per line (under data/texts/ so DVC tracks it), " \
-      "or choose texts=seed."
+FIX = (
+    "Fix: point texts.file at a UTF-8 file with one sentence per line (under data/texts/ so DVC tracks it), "
+    "or choose texts=seed."
+)
 
 
 # What str.splitlines() would also split on, besides "\n" and "\r\n": inside a line of a texts file these
@@ -38,8 +41,10 @@ def read_sentences(file: str, root: Path) -> list[str]:
     try:
         lines = split_lines(path.read_bytes().decode("utf-8"))
     except UnicodeDecodeError as exc:
-        raise PipelineError(f"texts.file: {path} is not UTF-8 ({exc.reason} at byte {exc.start}). Fix: save it as "
-                            "UTF-8, or choose texts=seed.") from None
+        raise PipelineError(
+            f"texts.file: {path} is not UTF-8 ({exc.reason} at byte {exc.start}). Fix: save it as "
+            "UTF-8, or choose texts=seed."
+        ) from None
     sentences = [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
     if not sentences:
         raise PipelineError(f"texts.file: {path} holds no sentence (only blank lines and '#' comments). {FIX}")

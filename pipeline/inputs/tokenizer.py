@@ -81,9 +81,7 @@ class Tokenizer:
                 f"`num_words` must be None (keep all words) or an int >= 1, "
                 f"got {num_words!r}; use e.g. num_words=len(word_index) + 1."
             )
-        if isinstance(filters, (list, tuple)) and all(
-            isinstance(c, str) and len(c) == 1 for c in filters
-        ):
+        if isinstance(filters, (list, tuple)) and all(isinstance(c, str) and len(c) == 1 for c in filters):
             filters = "".join(filters)
         if not isinstance(filters, str):
             raise ValueError(
@@ -92,20 +90,14 @@ class Tokenizer:
             )
         if not isinstance(split, str) or split == "":
             raise ValueError(
-                f"`split` must be a non-empty str separator, got {split!r}; "
-                "use split=' ' to split on spaces."
+                f"`split` must be a non-empty str separator, got {split!r}; use split=' ' to split on spaces."
             )
         if not isinstance(lower, (bool, np.bool_)):
             raise ValueError(f"`lower` must be True or False, got {lower!r}.")
         if not isinstance(char_level, (bool, np.bool_)):
-            raise ValueError(
-                f"`char_level` must be True or False, got {char_level!r}."
-            )
+            raise ValueError(f"`char_level` must be True or False, got {char_level!r}.")
         if oov_token is not None and not isinstance(oov_token, str):
-            raise ValueError(
-                f"`oov_token` must be None or a str such as '<OOV>', "
-                f"got {oov_token!r}."
-            )
+            raise ValueError(f"`oov_token` must be None or a str such as '<OOV>', got {oov_token!r}.")
         self.num_words = None if num_words is None else int(num_words)
         self.filters = filters
         self.lower = bool(lower)
@@ -125,32 +117,27 @@ class Tokenizer:
         """Validate ``texts`` and return one token list per document."""
         if isinstance(texts, (str, bytes)):
             raise ValueError(
-                f"`{arg}` must be a list of texts, got a single string; "
-                f"wrap it in a list: [{texts[:20]!r}...]."
+                f"`{arg}` must be a list of texts, got a single string; wrap it in a list: [{texts[:20]!r}...]."
             )
         try:
             items = list(texts)
         except TypeError:
             raise ValueError(
-                f"`{arg}` must be an iterable of str (or of lists of str), "
-                f"got {type(texts).__name__}."
+                f"`{arg}` must be an iterable of str (or of lists of str), got {type(texts).__name__}."
             ) from None
         out: List[List[str]] = []
         for i, text in enumerate(items):
             if isinstance(text, list):
                 if not all(isinstance(t, str) for t in text):
                     raise ValueError(
-                        f"`{arg}[{i}]` is a list but not all of its tokens are "
-                        "str; convert tokens with str() first."
+                        f"`{arg}[{i}]` is a list but not all of its tokens are str; convert tokens with str() first."
                     )
                 out.append([t.lower() for t in text] if self.lower else list(text))
             elif isinstance(text, str):
                 if self.char_level:
                     out.append(list(text.lower() if self.lower else text))
                 else:
-                    out.append(
-                        text_to_word_sequence(text, self.filters, self.lower, self.split)
-                    )
+                    out.append(text_to_word_sequence(text, self.filters, self.lower, self.split))
             else:
                 raise ValueError(
                     f"`{arg}[{i}]` must be a str (or a list of str tokens), got "
@@ -184,10 +171,7 @@ class Tokenizer:
     def texts_to_sequences(self, texts: Iterable[Text]) -> List[List[int]]:
         """Map each text to a list of word indices (ragged, n_docs lists)."""
         if not self._fitted:
-            raise ValueError(
-                "Tokenizer has no vocabulary; call fit_on_texts(texts) before "
-                "texts_to_sequences()."
-            )
+            raise ValueError("Tokenizer has no vocabulary; call fit_on_texts(texts) before texts_to_sequences().")
         num_words = self.num_words
         oov_index = self.word_index.get(self.oov_token)
         result: List[List[int]] = []
@@ -231,14 +215,9 @@ def _check_pad_args(padding: str, truncating: str, maxlen: Optional[int]) -> Non
     if padding not in ("pre", "post"):
         raise ValueError(f"`padding` must be 'pre' or 'post', got {padding!r}.")
     if truncating not in ("pre", "post"):
-        raise ValueError(
-            f"`truncating` must be 'pre' or 'post', got {truncating!r}."
-        )
+        raise ValueError(f"`truncating` must be 'pre' or 'post', got {truncating!r}.")
     if maxlen is not None and (not _is_int(maxlen) or maxlen < 1):
-        raise ValueError(
-            f"`maxlen` must be None (use the longest sequence) or an int >= 1, "
-            f"got {maxlen!r}."
-        )
+        raise ValueError(f"`maxlen` must be None (use the longest sequence) or an int >= 1, got {maxlen!r}.")
 
 
 def pad_sequences(
@@ -265,9 +244,7 @@ def pad_sequences(
     """
     _check_pad_args(padding, truncating, maxlen)
     if not hasattr(sequences, "__len__") or isinstance(sequences, (str, bytes)):
-        raise ValueError(
-            "`sequences` must be a list of sequences (e.g. list of lists of int)."
-        )
+        raise ValueError("`sequences` must be a list of sequences (e.g. list of lists of int).")
     lengths = []
     for i, s in enumerate(sequences):
         if not hasattr(s, "__len__") or isinstance(s, (str, bytes)):
@@ -307,7 +284,7 @@ def pad_sequences(
         if padding == "post":
             x[idx, : len(trunc)] = trunc
         else:
-            x[idx, -len(trunc):] = trunc
+            x[idx, -len(trunc) :] = trunc
     return x
 
 
@@ -341,8 +318,12 @@ def pad_sequences_with_mask(
             ``maxlen`` and got cut.
     """
     padded = pad_sequences(
-        sequences, maxlen=maxlen, dtype=dtype, padding=padding,
-        truncating=truncating, value=value,
+        sequences,
+        maxlen=maxlen,
+        dtype=dtype,
+        padding=padding,
+        truncating=truncating,
+        value=value,
     )
     n, width = padded.shape[0], padded.shape[1]
     lengths = np.array([len(s) for s in sequences], dtype=np.int64)

@@ -3,6 +3,7 @@ their own, quoted sentences, labels, wrapped titles and the semantic group colou
 
 Plain Python (no matplotlib, no Hydra): the report stage uses it too, and either import would double its time.
 """
+
 from __future__ import annotations
 
 import textwrap
@@ -13,13 +14,13 @@ from typing import Sequence
 # weights, per sentence, and not the encoding, projection or tutorial figures, which a sweep of the weights does not
 # change (or repeats once per pair). pipeline.config.schema restates the names as the choices of figures.name.
 FIGURE_SETS: dict[str, tuple[str, ...]] = {
-    "encoding": ("all",),                 # pe_heatmap, pe_dot_product, pe_distance, pe_norms, pe_offset_distance
-    "projection": ("all",),               # projection_s{i}_{pair}: the notebook's figures, one per weight pair
-    "panels": ("all", "summary"),         # panels_s{i}: every weight pair on one shared PCA basis
-    "ratio_sweep": ("all", "summary"),    # ratio_sweep_s{i}: the metrics against r, r* and the pairs marked
-    "crossover": ("all", "summary"),      # crossover_all_sentences: r* of every sentence (more than max_sentences)
-    "tutorials": ("all",),                # tutorial*: the tutorials' examples
-    "relative": ("all",),                 # rope_relative_scores, rope_decay, alibi_bias, alibi_penalty
+    "encoding": ("all",),  # pe_heatmap, pe_dot_product, pe_distance, pe_norms, pe_offset_distance
+    "projection": ("all",),  # projection_s{i}_{pair}: the notebook's figures, one per weight pair
+    "panels": ("all", "summary"),  # panels_s{i}: every weight pair on one shared PCA basis
+    "ratio_sweep": ("all", "summary"),  # ratio_sweep_s{i}: the metrics against r, r* and the pairs marked
+    "crossover": ("all", "summary"),  # crossover_all_sentences: r* of every sentence (more than max_sentences)
+    "tutorials": ("all",),  # tutorial*: the tutorials' examples
+    "relative": ("all",),  # rope_relative_scores, rope_decay, alibi_bias, alibi_penalty
 }
 
 
@@ -43,13 +44,13 @@ def short_text(words: Sequence[str], width: int = 80) -> str:
     """The tokens a figure shows, quoted, on one line of at most `width` characters (cut at a word, with an ellipsis)."""
     text = " ".join(words)
     if len(text) + 2 > width:
-        text = text[:width - 3].rsplit(" ", 1)[0] + " \u2026"
-    return f"\"{text}\""
+        text = text[: width - 3].rsplit(" ", 1)[0] + " \u2026"
+    return f'"{text}"'
 
 
 def clip_label(word: str, width: int = 14) -> str:
     """A word as a cell or tick label: at most `width` characters."""
-    return word if len(word) <= width else word[:width - 1] + "\u2026"
+    return word if len(word) <= width else word[: width - 1] + "\u2026"
 
 
 def wrap(text: str, width: int = 70) -> str:

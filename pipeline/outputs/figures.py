@@ -1,4 +1,5 @@
 """Plotting primitives: labelled heatmaps, 2-D word projections, PE property curves (matplotlib, Agg)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -30,6 +31,7 @@ def clip_label(word: str, width: int = 14) -> str:
     """figure_plan.clip_label, literal for matplotlib."""
     return literal(figure_plan.clip_label(word, width))
 
+
 # Reproducible PNG bytes: no software/version stamp.
 PNG_METADATA = {"Software": None}
 
@@ -46,7 +48,7 @@ class Batch:
 
     def __init__(self) -> None:
         self.jobs: list[tuple] = []
-        self.here: list[int] = []   # indices of the jobs this process draws
+        self.here: list[int] = []  # indices of the jobs this process draws
 
     def add(self, draw, *args, **kwargs) -> None:
         self.jobs.append((draw, args, kwargs))
@@ -120,17 +122,30 @@ def save(fig, path: Path, dpi: int) -> None:
         engine.execute(fig)
         fig.set_layout_engine("none")
     fig.canvas.draw()
-    for hook in BEFORE_SAVE:   # they see the laid-out figure as it is written
+    for hook in BEFORE_SAVE:  # they see the laid-out figure as it is written
         hook(fig, path)
-    with atomic_path(path, suffix=".png") as tmp:   # what savefig's print_png does with the drawn canvas
+    with atomic_path(path, suffix=".png") as tmp:  # what savefig's print_png does with the drawn canvas
         imsave(tmp, fig.canvas.buffer_rgba(), format="png", origin="upper", dpi=dpi, metadata=PNG_METADATA)
     plt.close(fig)
 
 
 # ---------------------------------------------------------------- honest colours, ticks and titles
 
-DIVERGING = {"RdBu", "RdBu_r", "coolwarm", "bwr", "seismic", "PiYG", "PRGn", "BrBG", "PuOr", "RdGy", "RdYlBu",
-             "RdYlGn", "Spectral"}
+DIVERGING = {
+    "RdBu",
+    "RdBu_r",
+    "coolwarm",
+    "bwr",
+    "seismic",
+    "PiYG",
+    "PRGn",
+    "BrBG",
+    "PuOr",
+    "RdGy",
+    "RdYlBu",
+    "RdYlGn",
+    "Spectral",
+}
 
 
 def centred_at_zero(values: np.ndarray) -> bool:
@@ -163,8 +178,9 @@ def integer_ticks(*axes) -> None:
 DIRECTIONS = [(1, 0), (0, 1), (-1, 0), (0, -1), (1, 1), (-1, 1), (-1, -1), (1, -1)]
 
 
-def place_labels(ax, xy: np.ndarray, texts: Sequence[str], *, marker_pt: float, fontsize: float,
-                 rings: int = 6, **text_kw) -> int:
+def place_labels(
+    ax, xy: np.ndarray, texts: Sequence[str], *, marker_pt: float, fontsize: float, rings: int = 6, **text_kw
+) -> int:
     """Label each point of xy (n, 2, data coordinates) in the first free spot around it.
 
     A spot is free when the label stays inside the axes and overlaps neither another label nor a marker
@@ -176,7 +192,7 @@ def place_labels(ax, xy: np.ndarray, texts: Sequence[str], *, marker_pt: float, 
     fig = ax.figure
     ax.apply_aspect()
     renderer = fig.canvas.get_renderer()
-    px = fig.dpi / 72.0                      # pixels per point
+    px = fig.dpi / 72.0  # pixels per point
     frame = ax.get_window_extent(renderer).padded(-2)
     points = ax.transData.transform(np.asarray(xy, dtype=np.float64))
     r = marker_pt * px
@@ -187,21 +203,48 @@ def place_labels(ax, xy: np.ndarray, texts: Sequence[str], *, marker_pt: float, 
         probe = ax.annotate(text, point, fontsize=fontsize, **text_kw)
         w, h = probe.get_window_extent(renderer).size + 2 * gap
         probe.remove()
-        spots = ((ring, Bbox.from_bounds(x + ux * (w / 2 + r + ring * step) - w / 2,
-                                         y + uy * (h / 2 + r + ring * step) - h / 2, w, h))
-                 for ring in range(rings) for ux, uy in DIRECTIONS)
-        ring, spot = next(((ring, box) for ring, box in spots
-                           if frame.contains(box.x0, box.y0) and frame.contains(box.x1, box.y1)
-                           and not any(box.overlaps(other) for other in taken)), (0, None))
+        spots = (
+            (
+                ring,
+                Bbox.from_bounds(
+                    x + ux * (w / 2 + r + ring * step) - w / 2, y + uy * (h / 2 + r + ring * step) - h / 2, w, h
+                ),
+            )
+            for ring in range(rings)
+            for ux, uy in DIRECTIONS
+        )
+        ring, spot = next(
+            (
+                (ring, box)
+                for ring, box in spots
+                if frame.contains(box.x0, box.y0)
+                and frame.contains(box.x1, box.y1)
+                and not any(box.overlaps(other) for other in taken)
+            ),
+            (0, None),
+        )
         if spot is None:
             left_out += 1
             continue
         taken.append(spot)
-        leader = {"arrowprops": {"arrowstyle": "-", "color": "0.5", "lw": 0.6, "shrinkA": 0,
-                                 "shrinkB": marker_pt}} if ring else {}
-        ax.annotate(text, point, xytext=((spot.x0 + w / 2 - x) / px, (spot.y0 + h / 2 - y) / px),
-                    textcoords="offset points", ha="center", va="center", fontsize=fontsize, zorder=4,
-                    gid="word-label", **leader, **text_kw)
+        leader = (
+            {"arrowprops": {"arrowstyle": "-", "color": "0.5", "lw": 0.6, "shrinkA": 0, "shrinkB": marker_pt}}
+            if ring
+            else {}
+        )
+        ax.annotate(
+            text,
+            point,
+            xytext=((spot.x0 + w / 2 - x) / px, (spot.y0 + h / 2 - y) / px),
+            textcoords="offset points",
+            ha="center",
+            va="center",
+            fontsize=fontsize,
+            zorder=4,
+            gid="word-label",
+            **leader,
+            **text_kw,
+        )
     return left_out
 
 
@@ -223,9 +266,22 @@ def block_average(matrix: np.ndarray, max_size: int) -> tuple[np.ndarray, tuple[
     return trimmed.reshape(rows // fr, fr, cols // fc, fc).mean(axis=(1, 3)), (fr, fc)
 
 
-def heatmap(matrix: np.ndarray, path: Path, *, title: str, xlabel: str, ylabel: str, cbar: str,
-            dpi: int, max_size: int, cmap: str = "RdBu", sequential: str = "viridis", square: bool = False,
-            centred: bool | None = None, cell: int | tuple[int, int] = 1) -> None:
+def heatmap(
+    matrix: np.ndarray,
+    path: Path,
+    *,
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    cbar: str,
+    dpi: int,
+    max_size: int,
+    cmap: str = "RdBu",
+    sequential: str = "viridis",
+    square: bool = False,
+    centred: bool | None = None,
+    cell: int | tuple[int, int] = 1,
+) -> None:
     """The matrix as a colour map with position 0 at the bottom left (as the notebook's pcolormesh).
 
     cmap: the diverging map, used only for data centred at 0 (`colour_scale`), else `sequential`;
@@ -238,8 +294,14 @@ def heatmap(matrix: np.ndarray, path: Path, *, title: str, xlabel: str, ylabel: 
     title = wrap(title, 62 if square else 75)
     fig, ax = plt.subplots(figsize=(7.5, 6.5) if square else (9, 6), layout="constrained")
     extent = (0, shown.shape[1] * fc, 0, shown.shape[0] * fr)
-    image = ax.imshow(shown, origin="lower", aspect="equal" if square else "auto", extent=extent,
-                      interpolation="nearest", **colour_scale(shown, cmap, sequential, centred))
+    image = ax.imshow(
+        shown,
+        origin="lower",
+        aspect="equal" if square else "auto",
+        extent=extent,
+        interpolation="nearest",
+        **colour_scale(shown, cmap, sequential, centred),
+    )
     fig.colorbar(image, ax=ax, label=cbar)
     ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
     integer_ticks(ax.xaxis, ax.yaxis)
@@ -263,29 +325,57 @@ def equal_aspect_limits(ax, xlim, ylim):
     return (x0 - dx / 2, x1 + dx / 2), (y0 - dy / 2, y1 + dy / 2)
 
 
-def projection(coords: np.ndarray, words: Sequence[str], positions: Sequence[int], path: Path, *,
-               title: str, explained: Sequence[float], dpi: int, cmap: str = "viridis") -> None:
+def projection(
+    coords: np.ndarray,
+    words: Sequence[str],
+    positions: Sequence[int],
+    path: Path,
+    *,
+    title: str,
+    explained: Sequence[float],
+    dpi: int,
+    cmap: str = "viridis",
+) -> None:
     """Scatter of (n, 2) PCA coordinates, each point labelled 'word (position)', coloured by position.
 
     Laid out by hand (fixed margins for a title of up to three lines), so that labels are placed in final axes."""
     fig = plt.figure(figsize=(9, 6.5))
     ax = fig.add_axes((0.09, 0.09, 0.75, 0.75))
-    points = ax.scatter(coords[:, 0], coords[:, 1], c=positions, cmap=cmap, s=55, zorder=3,
-                        edgecolors="black", linewidths=0.5)
+    points = ax.scatter(
+        coords[:, 0], coords[:, 1], c=positions, cmap=cmap, s=55, zorder=3, edgecolors="black", linewidths=0.5
+    )
     xlim, ylim = equal_aspect_limits(ax, *padded_limits(coords))
-    ax.set(xlim=xlim, ylim=ylim, xlabel=f"PC1 ({100 * explained[0]:.1f}% of variance)",
-           ylabel=f"PC2 ({100 * explained[1]:.1f}% of variance)")
+    ax.set(
+        xlim=xlim,
+        ylim=ylim,
+        xlabel=f"PC1 ({100 * explained[0]:.1f}% of variance)",
+        ylabel=f"PC2 ({100 * explained[1]:.1f}% of variance)",
+    )
     ax.grid(True, alpha=0.3)
     bar = fig.colorbar(points, cax=fig.add_axes((0.87, 0.15, 0.025, 0.63)), label="position in the padded sequence")
     integer_ticks(bar.ax.yaxis)
-    left_out = place_labels(ax, coords, [f"{literal(word)} ({pos})" for word, pos in zip(words, positions)], marker_pt=4,
-                            fontsize=11, bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.7})
+    left_out = place_labels(
+        ax,
+        coords,
+        [f"{literal(word)} ({pos})" for word, pos in zip(words, positions)],
+        marker_pt=4,
+        fontsize=11,
+        bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.7},
+    )
     ax.set_title(title + left_out_note(left_out, len(words)))
     save(fig, path, dpi)
 
 
-def norms_plot(positions: np.ndarray, norms: np.ndarray, expected: float, path: Path, *, title: str,
-               dpi: int, reference: str = "sqrt(d/2)") -> None:
+def norms_plot(
+    positions: np.ndarray,
+    norms: np.ndarray,
+    expected: float,
+    path: Path,
+    *,
+    title: str,
+    dpi: int,
+    reference: str = "sqrt(d/2)",
+) -> None:
     """||PE(pos)|| against position, with the line sqrt(d/2) (labelled `reference`) and the largest deviation."""
     fig, ax = plt.subplots(figsize=(9, 4.5), layout="constrained")
     integer_ticks(ax.xaxis)
@@ -299,8 +389,17 @@ def norms_plot(positions: np.ndarray, norms: np.ndarray, expected: float, path: 
     save(fig, path, dpi)
 
 
-def offset_distance_plot(k: np.ndarray, lo: np.ndarray, hi: np.ndarray, closed: np.ndarray, path: Path, *,
-                         title: str, dpi: int, closed_label: str = "closed form sqrt(sum_i 2 - 2 cos(k w_i))") -> None:
+def offset_distance_plot(
+    k: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    closed: np.ndarray,
+    path: Path,
+    *,
+    title: str,
+    dpi: int,
+    closed_label: str = "closed form sqrt(sum_i 2 - 2 cos(k w_i))",
+) -> None:
     """min..max over p of ||PE(p) - PE(p+k)|| against k (lo, hi, closed: (K,)), and the sinusoid's closed form."""
     fig, ax = plt.subplots(figsize=(9, 4.5), layout="constrained")
     integer_ticks(ax.xaxis)
@@ -308,8 +407,11 @@ def offset_distance_plot(k: np.ndarray, lo: np.ndarray, hi: np.ndarray, closed: 
     ax.plot(k, hi, marker="o", markersize=3, label="max over p")
     ax.plot(k, closed, linestyle="--", color="black", label=closed_label)
     spread = float((hi - lo).max()) if len(k) else 0.0
-    ax.set(title=wrap(f"{title}\nlargest spread over p: {spread:.2e}", 85), xlabel="offset k (positions apart)",
-           ylabel="||PE(p) - PE(p + k)||")
+    ax.set(
+        title=wrap(f"{title}\nlargest spread over p: {spread:.2e}", 85),
+        xlabel="offset k (positions apart)",
+        ylabel="||PE(p) - PE(p + k)||",
+    )
     ax.legend(loc="lower right")
     ax.grid(True, alpha=0.3)
     save(fig, path, dpi)
@@ -326,7 +428,7 @@ def shared_projection(xs: Sequence[np.ndarray]) -> list[np.ndarray]:
     normed = []
     for x in xs:
         centred = np.asarray(x, dtype=np.float64) - np.asarray(x, dtype=np.float64).mean(axis=0)
-        rms = np.sqrt((centred ** 2).sum(axis=1).mean()) or 1.0
+        rms = np.sqrt((centred**2).sum(axis=1).mean()) or 1.0
         normed.append(centred / rms)
     stacked = np.concatenate(normed)
     _, _, vt = np.linalg.svd(stacked - stacked.mean(axis=0), full_matrices=False)
@@ -336,9 +438,18 @@ def shared_projection(xs: Sequence[np.ndarray]) -> list[np.ndarray]:
     return list(round_significant(panels, floor=float(np.abs(panels).max())))
 
 
-def projection_panels(panels: Sequence[np.ndarray], titles: Sequence[str], words: Sequence[str],
-                      positions: Sequence[int], groups: Sequence[Sequence[str]], path: Path, *,
-                      title: str, arrows: bool, dpi: int) -> None:
+def projection_panels(
+    panels: Sequence[np.ndarray],
+    titles: Sequence[str],
+    words: Sequence[str],
+    positions: Sequence[int],
+    groups: Sequence[Sequence[str]],
+    path: Path,
+    *,
+    title: str,
+    arrows: bool,
+    dpi: int,
+) -> None:
     """Scatter panels (five a row) on shared axes; points coloured by semantic group and numbered by position.
 
     Laid out by hand in inches (title, rows of panels, legend), so that labels are placed in final axes; at most
@@ -349,7 +460,7 @@ def projection_panels(panels: Sequence[np.ndarray], titles: Sequence[str], words
         panels, titles = panels[:15], titles[:15]
     ncols = min(5, len(panels))
     nrows = -(-len(panels) // ncols)
-    legend_rows = -(-len(legend) // 5) + 1                                  # entries, and the legend's title
+    legend_rows = -(-len(legend) // 5) + 1  # entries, and the legend's title
     xlim, ylim = padded_limits(np.concatenate(panels), 0.08)
     # inches: title; per row the panel (its height follows the data's aspect), its title and x label; the legend
     top, bottom, gap, panel = 1.05, 0.25 + 0.25 * legend_rows, 0.85, 3.0
@@ -357,35 +468,58 @@ def projection_panels(panels: Sequence[np.ndarray], titles: Sequence[str], words
     width = max(7.5, 0.9 + ncols * panel + (ncols - 1) * 0.6)
     height = top + nrows * panel_h + (nrows - 1) * gap + 0.45 + bottom
     fig = plt.figure(figsize=(width, height))
-    grid = fig.add_gridspec(nrows, ncols, left=0.75 / width, right=1 - 0.15 / width, top=1 - top / height,
-                            bottom=(bottom + 0.45) / height, hspace=gap / panel_h, wspace=0.6 / panel)
+    grid = fig.add_gridspec(
+        nrows,
+        ncols,
+        left=0.75 / width,
+        right=1 - 0.15 / width,
+        top=1 - top / height,
+        bottom=(bottom + 0.45) / height,
+        hspace=gap / panel_h,
+        wspace=0.6 / panel,
+    )
     left_out = 0
     for k, (coords, panel_title) in enumerate(zip(panels, titles)):
         ax = fig.add_subplot(grid[k // ncols, k % ncols])
         if arrows:
             for a, b in zip(coords[:-1], coords[1:]):
-                ax.annotate("", xy=b, xytext=a, arrowprops={"arrowstyle": "->", "color": "0.6", "lw": 0.8},
-                            zorder=1)
+                ax.annotate("", xy=b, xytext=a, arrowprops={"arrowstyle": "->", "color": "0.6", "lw": 0.8}, zorder=1)
         ax.scatter(coords[:, 0], coords[:, 1], c=colours, s=70, zorder=3, edgecolors="black", linewidths=0.4)
         for (x, y), pos in zip(coords, positions):
-            ax.annotate(f"{pos}", (x, y), ha="center", va="center", fontsize=7, color="white", zorder=4,
-                        fontweight="bold")
+            ax.annotate(
+                f"{pos}", (x, y), ha="center", va="center", fontsize=7, color="white", zorder=4, fontweight="bold"
+            )
         ax.set(xlim=xlim, ylim=ylim, xlabel="shared PC1", ylabel="shared PC2" if k % ncols == 0 else "")
         ax.set_title(panel_title, fontsize=10)
         ax.set_aspect("equal", adjustable="box")
         ax.grid(True, alpha=0.3)
         left_out = max(left_out, place_labels(ax, coords, [literal(w) for w in words], marker_pt=4.5, fontsize=8))
     handles = [plt.Line2D([], [], marker="o", linestyle="", color=c, label=g) for g, c in legend.items()]
-    fig.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 0.1 / height), ncol=min(5, len(handles)),
-               frameon=False, fontsize=9, title="semantic group (number in the dot = position in the sentence)",
-               title_fontsize=9)
+    fig.legend(
+        handles=handles,
+        loc="lower center",
+        bbox_to_anchor=(0.5, 0.1 / height),
+        ncol=min(5, len(handles)),
+        frameon=False,
+        fontsize=9,
+        title="semantic group (number in the dot = position in the sentence)",
+        title_fontsize=9,
+    )
     note = f"\nup to {left_out} of {len(words)} words unlabelled in a panel (no room)" if left_out else ""
     fig.suptitle(title + note, fontsize=11, y=1 - 0.1 / height, va="top")
     save(fig, path, dpi)
 
 
-def ratio_curves(ratios: np.ndarray, curves: dict[str, np.ndarray], path: Path, *, title: str,
-                 r_star: float | None, marks: dict[str, float], dpi: int) -> None:
+def ratio_curves(
+    ratios: np.ndarray,
+    curves: dict[str, np.ndarray],
+    path: Path,
+    *,
+    title: str,
+    r_star: float | None,
+    marks: dict[str, float],
+    dpi: int,
+) -> None:
     """Metrics against r = W2/W1 (log axis), the crossover r* and the named weight pairs marked."""
     fig, ax = plt.subplots(figsize=(12, 5.2), layout="constrained")
     for label, values in curves.items():
@@ -395,10 +529,16 @@ def ratio_curves(ratios: np.ndarray, curves: dict[str, np.ndarray], path: Path, 
     for i, (name, r) in enumerate(marks.items()):
         ax.axvline(r, color="0.35", linestyle=styles[i % len(styles)], linewidth=1.2, label=f"{name} (r = {r:.3g})")
     if r_star is not None:
-        ax.axvline(r_star, color="black", linestyle="--", linewidth=2,
-                   label=f"r* = {r_star:.3g}: positional neighbours overtake semantic ones")
-    ax.set(xlabel="r = W2 / W1 (weight of the positional encoding relative to the word embedding)",
-           ylabel="metric value")
+        ax.axvline(
+            r_star,
+            color="black",
+            linestyle="--",
+            linewidth=2,
+            label=f"r* = {r_star:.3g}: positional neighbours overtake semantic ones",
+        )
+    ax.set(
+        xlabel="r = W2 / W1 (weight of the positional encoding relative to the word embedding)", ylabel="metric value"
+    )
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=9)
@@ -413,19 +553,24 @@ def crossover_summary(r_star: Sequence[float | None], path: Path, *, shown: int,
     if len(found):
         lo, hi = np.log10(found.min()), np.log10(found.max())
         ax.hist(found, bins=np.logspace(lo - 0.05, hi + 0.05, 31), color="tab:blue", edgecolor="white")
-        ax.axvline(float(np.median(found)), color="black", linestyle="--",
-                   label=f"median r* = {float(np.median(found)):.3g}")
+        ax.axvline(
+            float(np.median(found)), color="black", linestyle="--", label=f"median r* = {float(np.median(found)):.3g}"
+        )
         ax.legend(loc="upper right")
     ax.set_xscale("log")
     integer_ticks(ax.yaxis)
-    ax.set(xlabel="r* = W2 / W1 where positional neighbours overtake semantic ones", ylabel="sentences",
-           title=f"Crossover r* of all {len(r_star)} sentences ({len(r_star) - len(found)} without a crossover on "
-                 f"the grid)\nper-sentence figures for the first {shown} only (figures.max_sentences)")
+    ax.set(
+        xlabel="r* = W2 / W1 where positional neighbours overtake semantic ones",
+        ylabel="sentences",
+        title=f"Crossover r* of all {len(r_star)} sentences ({len(r_star) - len(found)} without a crossover on "
+        f"the grid)\nper-sentence figures for the first {shown} only (figures.max_sentences)",
+    )
     ax.grid(True, alpha=0.3)
     save(fig, path, dpi)
 
 
 # ---------------------------------------------------------------- what the figures say, per encoding
+
 
 def encoding_tag(kind: str, d: int, n: int, cfg: dict) -> str:
     """What a title names the encoding by: 'max_len=100, d=50, base=10000' or, for a learned table, its draw."""
@@ -441,43 +586,64 @@ def encoding_figure_text(kind: str, pe_layout: str | None, d: int, tag: str) -> 
     unpaired last sine column bends both a little; a learned (random, untrained) table has neither property,
     and its figures must not claim them.
     """
-    xlabel = {"interleaved": "encoding dimension i (even: sin, odd: cos)",
-              "concatenated": f"encoding dimension i (i < {(d + 1) // 2}: sin, then cos)"}.get(pe_layout or "",
-                                                                                          "encoding dimension i")
+    xlabel = {
+        "interleaved": "encoding dimension i (even: sin, odd: cos)",
+        "concatenated": f"encoding dimension i (i < {(d + 1) // 2}: sin, then cos)",
+    }.get(pe_layout or "", "encoding dimension i")
     if kind != "sinusoidal":
         return {
-            "pe_heatmap": {"title": f"Learned position table PE(pos, i), random and untrained ({tag})",
-                           "xlabel": xlabel},
-            "pe_dot_product": {"title": f"Dot products PE(a) . PE(b) ({tag})\n"
-                                        "diagonal: ||PE(a)||^2, which varies with a; no pattern in a - b elsewhere"},
-            "pe_distance": {"title": f"Euclidean distances ||PE(a) - PE(b)|| ({tag})\n"
-                                     "zero on the diagonal; elsewhere unrelated to |a - b|"},
-            "pe_norms": {"title": f"Norms of the learned table vary with the position, unlike the sinusoid's "
-                                  f"constant sqrt(d/2) ({tag})", "reference": "sinusoid's sqrt(d/2), for reference"},
-            "pe_offset_distance": {"title": f"||PE(p) - PE(p+k)|| of the learned table depends on p, not only on k "
-                                            f"({tag})", "closed_label": "the sinusoid's closed form, for reference"},
+            "pe_heatmap": {
+                "title": f"Learned position table PE(pos, i), random and untrained ({tag})",
+                "xlabel": xlabel,
+            },
+            "pe_dot_product": {
+                "title": f"Dot products PE(a) . PE(b) ({tag})\n"
+                "diagonal: ||PE(a)||^2, which varies with a; no pattern in a - b elsewhere"
+            },
+            "pe_distance": {
+                "title": f"Euclidean distances ||PE(a) - PE(b)|| ({tag})\n"
+                "zero on the diagonal; elsewhere unrelated to |a - b|"
+            },
+            "pe_norms": {
+                "title": f"Norms of the learned table vary with the position, unlike the sinusoid's "
+                f"constant sqrt(d/2) ({tag})",
+                "reference": "sinusoid's sqrt(d/2), for reference",
+            },
+            "pe_offset_distance": {
+                "title": f"||PE(p) - PE(p+k)|| of the learned table depends on p, not only on k ({tag})",
+                "closed_label": "the sinusoid's closed form, for reference",
+            },
         }
     if d % 2 == 0:
         norms = f"Property 1: every position has the same norm sqrt(d/2) ({tag})"
         offsets = f"Property 2: ||PE(p) - PE(p+k)|| depends only on k ({tag})"
     else:
-        norms = (f"Property 1 needs even d: the unpaired sine column of d={d} moves the norm between "
-                 f"sqrt((d-1)/2) and sqrt((d+1)/2) ({tag})")
-        offsets = (f"Property 2 needs even d: with d={d}, ||PE(p) - PE(p+k)|| depends on k and, through the "
-                   f"unpaired sine column, a little on p ({tag})")
+        norms = (
+            f"Property 1 needs even d: the unpaired sine column of d={d} moves the norm between "
+            f"sqrt((d-1)/2) and sqrt((d+1)/2) ({tag})"
+        )
+        offsets = (
+            f"Property 2 needs even d: with d={d}, ||PE(p) - PE(p+k)|| depends on k and, through the "
+            f"unpaired sine column, a little on p ({tag})"
+        )
     return {
-        "pe_heatmap": {"title": f"Sinusoidal positional encoding PE(pos, i) ({tag}, {pe_layout} layout)",
-                       "xlabel": xlabel},
-        "pe_dot_product": {"title": f"Dot products PE(a) . PE(b) ({tag})\nlargest on the diagonal, "
-                                    f"{'' if d % 2 == 0 else 'about '}d/2 = {d / 2:g}"},
-        "pe_distance": {"title": f"Euclidean distances ||PE(a) - PE(b)|| ({tag})\n"
-                                 "zero on the diagonal, growing with |a - b|"},
+        "pe_heatmap": {
+            "title": f"Sinusoidal positional encoding PE(pos, i) ({tag}, {pe_layout} layout)",
+            "xlabel": xlabel,
+        },
+        "pe_dot_product": {
+            "title": f"Dot products PE(a) . PE(b) ({tag})\nlargest on the diagonal, "
+            f"{'' if d % 2 == 0 else 'about '}d/2 = {d / 2:g}"
+        },
+        "pe_distance": {
+            "title": f"Euclidean distances ||PE(a) - PE(b)|| ({tag})\nzero on the diagonal, growing with |a - b|"
+        },
         "pe_norms": {"title": norms, "reference": "sqrt(d/2)"},
         "pe_offset_distance": {"title": offsets, "closed_label": "closed form sqrt(sum_i 2 - 2 cos(k w_i))"},
     }
 
 
-RATIO_CURVES = {   # label in the ratio-sweep figure -> column of reports/plots/ratio_sweep/s{i}.csv
+RATIO_CURVES = {  # label in the ratio-sweep figure -> column of reports/plots/ratio_sweep/s{i}.csv
     "k-NN overlap with word embeddings (d-dim)": "knn_semantic_hd",
     "k-NN overlap with positional encodings (d-dim)": "knn_positional_hd",
     "trustworthiness of the 2-D picture": "trustworthiness_2d",

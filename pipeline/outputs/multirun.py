@@ -8,6 +8,7 @@ Files in the sweep dir (hydra.sweep.dir), whatever the launcher (basic, joblib, 
                             "running" at the end died without a word (killed, out of memory)
     sweep_summary.json      at the end: job count, failed jobs and why, best/worst per summary metric
 """
+
 from __future__ import annotations
 
 import json
@@ -43,8 +44,9 @@ def summary_metrics(metrics: dict) -> dict[str, float]:
     """reports/metrics.json of one job -> {summary metric: value} (metrics it lacks are left out)."""
     flat = flatten(metrics)
     out = {key: float(flat[key]) for key in SUMMARY_METRICS if _number(flat.get(key))}
-    disparities = [float(v) for k, v in flat.items()
-                   if k.startswith("sweep.") and k.endswith(".pca_disparity") and _number(v)]
+    disparities = [
+        float(v) for k, v in flat.items() if k.startswith("sweep.") and k.endswith(".pca_disparity") and _number(v)
+    ]
     if disparities:
         out["sweep.pca_disparity_max"] = max(disparities)
         out["sweep.pca_disparity_mean"] = sum(disparities) / len(disparities)
@@ -57,10 +59,14 @@ def _write(path: Path, obj: Any) -> None:
     write_json(path, obj)
 
 
-def start_sweep(sweep_dir: Path, overrides: list[str], parent_run_id: str | None,
-                tracking_uri: str | None) -> dict:
-    record = {"sweep_id": uuid.uuid4().hex, "overrides": overrides, "parent_run_id": parent_run_id,
-              "tracking_uri": tracking_uri, "started": time.time()}
+def start_sweep(sweep_dir: Path, overrides: list[str], parent_run_id: str | None, tracking_uri: str | None) -> dict:
+    record = {
+        "sweep_id": uuid.uuid4().hex,
+        "overrides": overrides,
+        "parent_run_id": parent_run_id,
+        "tracking_uri": tracking_uri,
+        "started": time.time(),
+    }
     _write(Path(sweep_dir) / SWEEP_FILE, record)
     return record
 
@@ -119,6 +125,8 @@ def summary_lines(summary: dict) -> list[str]:
         lines.append(f"  FAILED {job_label({'num': fail['job'], 'overrides': fail['overrides']})}: {fail['error']}")
     for key, stat in summary["metrics"].items():
         best, worst = stat["best"], stat["worst"]
-        lines.append(f"  {key} ({stat['better']} is better): best {best['value']:.6g} (#{best['job']}), "
-                     f"worst {worst['value']:.6g} (#{worst['job']})")
+        lines.append(
+            f"  {key} ({stat['better']} is better): best {best['value']:.6g} (#{best['job']}), "
+            f"worst {worst['value']:.6g} (#{worst['job']})"
+        )
     return lines

@@ -6,6 +6,7 @@ embedded as data URIs, the explorer is an inline SVG driven by a few lines of Ja
 browser test). Its text follows the encoding: a sinusoid's constant norms and offset-only distances are
 claimed for `encoding=sinusoidal` only, never for a learned (random) table.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,7 +41,7 @@ def aligned_frames(frames: np.ndarray) -> np.ndarray:
     previous = None
     for i, frame in enumerate(frames):
         x = frame - frame.mean(axis=0)
-        x = x / (np.sqrt((x ** 2).sum(axis=1).mean()) or 1.0)
+        x = x / (np.sqrt((x**2).sum(axis=1).mean()) or 1.0)
         if previous is not None:
             u, _, vt = np.linalg.svd(x.T @ previous)
             x = x @ (u @ vt)
@@ -60,9 +61,18 @@ def embedded_figures(figures_dir: Path, shown: int, pair_labels: Sequence[str], 
     panels and ratio sweep, then the notebook's single projections) while their data URIs fit in `budget`."""
     per_sentence = [f"{kind}_s{s}.png" for s in range(shown) for kind in ("panels", "ratio_sweep")]
     projections = [f"projection_s{s}_{label}.png" for s in range(shown) for label in pair_labels]
-    order = ["pe_heatmap.png", "pe_norms.png", "pe_offset_distance.png", "pe_dot_product.png", "pe_distance.png",
-             "crossover_all_sentences.png", *sorted(p.name for p in figures_dir.glob("tutorial*.png")),
-             *per_sentence, *RELATIVE_FIGURES, *projections]
+    order = [
+        "pe_heatmap.png",
+        "pe_norms.png",
+        "pe_offset_distance.png",
+        "pe_dot_product.png",
+        "pe_distance.png",
+        "crossover_all_sentences.png",
+        *sorted(p.name for p in figures_dir.glob("tutorial*.png")),
+        *per_sentence,
+        *RELATIVE_FIGURES,
+        *projections,
+    ]
     chosen, used = set(), 0
     for name in order:
         path = figures_dir / name
@@ -73,7 +83,9 @@ def embedded_figures(figures_dir: Path, shown: int, pair_labels: Sequence[str], 
     return chosen
 
 
-def explorer_data(meta: dict, arrays, groups: Sequence[Sequence[str]], columns: Sequence[dict[str, np.ndarray]]) -> dict:
+def explorer_data(
+    meta: dict, arrays, groups: Sequence[Sequence[str]], columns: Sequence[dict[str, np.ndarray]]
+) -> dict:
     """What the slider needs: per shown sentence the aligned frames, words, positions, group colours and metrics.
 
     columns: per shown sentence its ratio-sweep table (reports/plots/ratio_sweep/s{i}.csv as {column: (m,)})."""
@@ -83,16 +95,18 @@ def explorer_data(meta: dict, arrays, groups: Sequence[Sequence[str]], columns: 
     for s, (sentence, column) in enumerate(zip(meta["sentences"], columns)):
         frames = aligned_frames(arrays[f"s{s}_grid_coords"])
         colours, _ = group_colours(sentence["words"], groups)
-        sentences.append({
-            "text": short_text(sentence["words"]),
-            "words": sentence["words"],
-            "positions": sentence["positions"],
-            "colours": colours,
-            "frames": np.round(frames, 4).tolist(),
-            "knn_semantic": np.round(column["knn_semantic_hd"], 4).tolist(),
-            "knn_positional": np.round(column["knn_positional_hd"], 4).tolist(),
-            "disparity": np.round(column["pca_disparity"], 4).tolist(),
-        })
+        sentences.append(
+            {
+                "text": short_text(sentence["words"]),
+                "words": sentence["words"],
+                "positions": sentence["positions"],
+                "colours": colours,
+                "frames": np.round(frames, 4).tolist(),
+                "knn_semantic": np.round(column["knn_semantic_hd"], 4).tolist(),
+                "knn_positional": np.round(column["knn_positional_hd"], 4).tolist(),
+                "disparity": np.round(column["pca_disparity"], 4).tolist(),
+            }
+        )
     return {"ratios": [float(r) for r in meta["ratios"]], "sentences": sentences}
 
 
@@ -116,22 +130,37 @@ def shown_config(params: dict, meta: dict) -> str:
     """The settings the page depends on, as JSON: the encoding, the semantic groups, the weight pairs and the ratio
     grid (the rest of the configuration is in params.yaml and in the MLflow run's params)."""
     ratios = meta["ratios"]
-    shown = {"encoding": params["encoding"], "metrics": {"groups": params["metrics"]["groups"]},
-             "sweep": {"pairs": [pair["title"] for pair in meta["pairs"]],
-                       "ratios": {"min": ratios[0], "max": ratios[-1], "points": len(ratios)}}}
+    shown = {
+        "encoding": params["encoding"],
+        "metrics": {"groups": params["metrics"]["groups"]},
+        "sweep": {
+            "pairs": [pair["title"] for pair in meta["pairs"]],
+            "ratios": {"min": ratios[0], "max": ratios[-1], "points": len(ratios)},
+        },
+    }
     return json.dumps(shown, indent=1)
 
 
 # How the report names RoPE's base-scaling variants (keys of relative.json's rope.decay_bound).
-RELATIVE_VARIANTS = {"base": "base", "larger_base": "a larger base", "ntk": "NTK-aware scaling",
-                     "pi": "position interpolation"}
+RELATIVE_VARIANTS = {
+    "base": "base",
+    "larger_base": "a larger base",
+    "ntk": "NTK-aware scaling",
+    "pi": "position interpolation",
+}
 
 
 def _environment():
     import jinja2
 
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True, undefined=jinja2.StrictUndefined,
-                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
     env.filters["fmt"] = fmt
     # |tojson escapes <, >, & and ' (a sentence cannot close the script), and script_json U+2028/2029 (line ends in
     # older JavaScript); compact, in the order given
@@ -146,8 +175,15 @@ def script_json(obj: Any, **kwargs: Any) -> str:
     return json.dumps(obj, **kwargs).replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
-def build_report(params: dict, metrics: dict, meta: dict, arrays, columns: Sequence[dict[str, np.ndarray]],
-                 figures_dir: Path, relative: dict | None = None) -> str:
+def build_report(
+    params: dict,
+    metrics: dict,
+    meta: dict,
+    arrays,
+    columns: Sequence[dict[str, np.ndarray]],
+    figures_dir: Path,
+    relative: dict | None = None,
+) -> str:
     """The report as one HTML string.
 
     params: reads encoding, metrics.groups and figures.name only; metrics: reports/metrics.json; meta, arrays:
@@ -164,22 +200,37 @@ def build_report(params: dict, metrics: dict, meta: dict, arrays, columns: Seque
 
     def figure(name: str, alt: str) -> Markup:
         path = figures_dir / name
-        if not path.exists():   # not in this run's figure set (figures.name)
-            return Markup('<p><i>{}: reports/figures/{} not drawn (figures={})</i></p>').format(
-                alt, name, figure_set)
+        if not path.exists():  # not in this run's figure set (figures.name)
+            return Markup("<p><i>{}: reports/figures/{} not drawn (figures={})</i></p>").format(alt, name, figure_set)
         if name not in embedded:
-            return Markup('<p><i>{}: reports/figures/{} (not embedded, to keep this page under 5 MB)</i></p>').format(
-                alt, name)
+            return Markup("<p><i>{}: reports/figures/{} (not embedded, to keep this page under 5 MB)</i></p>").format(
+                alt, name
+            )
         return Markup('<figure><img alt="{}" src="{}"></figure>').format(alt, png_data_uri(path))
 
-    sentences = [{**sentence, "title": short_text(sentence["words"])} for sentence in meta["sentences"][:len(columns)]]
+    sentences = [{**sentence, "title": short_text(sentence["words"])} for sentence in meta["sentences"][: len(columns)]]
     pair_keys = list(next(iter(metrics["sweep"]["s0"].values()))) if sentences else []
-    return _environment().get_template(TEMPLATE).render(
-        enc=metrics["encoding"], oov=metrics["embedding"]["oov_count"], glove=meta["glove"],
-        encoding=encoding_facts(params["encoding"], metrics["encoding"]),
-        metrics=metrics, meta=meta, sentences=sentences, total=len(meta["sentences"]), pair_keys=pair_keys, metric_doc=metric_doc,
-        docs=METRIC_DOCS, figure=figure, tutorials=sorted(figures_dir.glob("tutorial*.png")),
-        data=explorer_data(meta, arrays, params["metrics"]["groups"], columns),
-        config=shown_config(params, meta), last=len(meta["ratios"]) - 1, relative=relative,
-        variants=RELATIVE_VARIANTS,
+    return (
+        _environment()
+        .get_template(TEMPLATE)
+        .render(
+            enc=metrics["encoding"],
+            oov=metrics["embedding"]["oov_count"],
+            glove=meta["glove"],
+            encoding=encoding_facts(params["encoding"], metrics["encoding"]),
+            metrics=metrics,
+            meta=meta,
+            sentences=sentences,
+            total=len(meta["sentences"]),
+            pair_keys=pair_keys,
+            metric_doc=metric_doc,
+            docs=METRIC_DOCS,
+            figure=figure,
+            tutorials=sorted(figures_dir.glob("tutorial*.png")),
+            data=explorer_data(meta, arrays, params["metrics"]["groups"], columns),
+            config=shown_config(params, meta),
+            last=len(meta["ratios"]) - 1,
+            relative=relative,
+            variants=RELATIVE_VARIANTS,
+        )
     )

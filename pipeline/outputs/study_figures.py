@@ -1,5 +1,6 @@
 """The crossover study's figure (reports/study/crossover_study.png): r* by sentence length, one box per GloVe
 dimension, the Transformer's r = 1/sqrt(d) marked."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -32,21 +33,36 @@ def crossover_study(rows: list[dict], summary: dict, path: Path, *, dpi: int = 1
         stats = summary[f"d{d}"]
         data = []
         for group in groups:
-            selected = [row for row in rows if row["d"] == d and row["r_star"] is not None
-                        and (row["from_file"] if group == "texts file"
-                             else not row["from_file"] and str(row["length"]) == group)]
+            selected = [
+                row
+                for row in rows
+                if row["d"] == d
+                and row["r_star"] is not None
+                and (
+                    row["from_file"] if group == "texts file" else not row["from_file"] and str(row["length"]) == group
+                )
+            ]
             data.append(np.array([row["r_star"] for row in selected], dtype=np.float64))
         positions = np.arange(len(groups)) + (i - (len(dims) - 1) / 2) * width
         filled = [j for j, values in enumerate(data) if len(values)]
         if filled:
-            ax.boxplot([data[j] for j in filled], positions=positions[filled], widths=width * 0.85, whis=(0, 100),
-                       patch_artist=True, boxprops={"facecolor": colour, "alpha": 0.45}, medianprops={"color": "black"},
-                       manage_ticks=False)
+            ax.boxplot(
+                [data[j] for j in filled],
+                positions=positions[filled],
+                widths=width * 0.85,
+                whis=(0, 100),
+                patch_artist=True,
+                boxprops={"facecolor": colour, "alpha": 0.45},
+                medianprops={"color": "black"},
+                manage_ticks=False,
+            )
         share = stats["random"]["sqrt_d_semantic_share"]
         beyond = stats["random"]["beyond_grid"] + stats["file"]["beyond_grid"]
-        label = (f"d = {d}: r = 1/sqrt(d) = {stats['sqrt_d_ratio']:.3g}"
-                 + (f", meaning wins there for {share:.0%}" if share is not None else "")
-                 + (f" ({beyond} never cross)" if beyond else ""))
+        label = (
+            f"d = {d}: r = 1/sqrt(d) = {stats['sqrt_d_ratio']:.3g}"
+            + (f", meaning wins there for {share:.0%}" if share is not None else "")
+            + (f" ({beyond} never cross)" if beyond else "")
+        )
         ax.axhline(stats["sqrt_d_ratio"], color=colour, linestyle="--", linewidth=1.5, label=label)
     ax.set_yscale("log")
     ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))

@@ -16,6 +16,7 @@ table (`runs_page`), not the GenAI overview; runs are named by what tells them a
 artifact is stored once (the report is logged with its figures referenced, not embedded: `linked_report`); the
 GloVe store and the texts are logged as MLflow datasets (digests only, no copy of the data).
 """
+
 from __future__ import annotations
 
 import atexit
@@ -64,14 +65,14 @@ def tracking_uri(cfg: dict, root: Path | None = None) -> str:
     if uri:
         if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
             # a relative sqlite path would follow the cwd: anchor it at the project root
-            uri = "sqlite:///" + str((project_root(root) / uri[len("sqlite:///"):]).resolve())
+            uri = "sqlite:///" + str((project_root(root) / uri[len("sqlite:///") :]).resolve())
         return uri
     return f"sqlite:///{mlflow_db(root)}"
 
 
 def sqlite_file(uri: str) -> Path | None:
     """The database file of an absolute sqlite:/// URI, else None."""
-    return Path(uri[len("sqlite:///"):]) if uri.startswith("sqlite:////") else None
+    return Path(uri[len("sqlite:///") :]) if uri.startswith("sqlite:////") else None
 
 
 def artifact_location(uri: str, root: Path | None = None) -> str | None:
@@ -88,11 +89,15 @@ def artifact_location(uri: str, root: Path | None = None) -> str | None:
 # of MLflow's defaults (7 retries, exponential backoff, 120 s timeout: ~8 minutes). Set for this process only, and
 # only where the user has not set them. MLflow's own "View run at <URI>" lines (two per run, and a request each) are
 # left out: the stages print the runs table's link, without credentials.
-HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
-                 "MLFLOW_HTTP_REQUEST_BACKOFF_JITTER": "0.5", "MLFLOW_HTTP_REQUEST_TIMEOUT": "8",
-                 "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true"}
+HTTP_DEFAULTS = {
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_JITTER": "0.5",
+    "MLFLOW_HTTP_REQUEST_TIMEOUT": "8",
+    "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",
+}
 
-_CLIENTS: dict[tuple[str, str], tuple[Any, str]] = {}   # (uri, experiment) -> (client, experiment id), per process
+_CLIENTS: dict[tuple[str, str], tuple[Any, str]] = {}  # (uri, experiment) -> (client, experiment id), per process
 
 
 def redact(text: str) -> str:
@@ -111,7 +116,7 @@ def _client(cfg: dict, root: Path | None):
         if uri.startswith(("http://", "https://")):
             for name, value in HTTP_DEFAULTS.items():
                 os.environ.setdefault(name, value)
-            if without_credentials(uri) != uri:   # MLflow would print the URI, password included
+            if without_credentials(uri) != uri:  # MLflow would print the URI, password included
                 os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
         _CLIENTS[key] = _open_experiment(uri, cfg["experiment"], root)
     client, experiment_id = _CLIENTS[key]
@@ -127,8 +132,9 @@ def _open_experiment(uri: str, name: str, root: Path | None) -> tuple[Any, str]:
         client = MlflowClient(uri)  # opens the store, creating a fresh one's tables
         experiment = client.get_experiment_by_name(name)
         if experiment is None:
-            experiment_id = client.create_experiment(name, artifact_location=artifact_location(uri, root),
-                                                     tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND})
+            experiment_id = client.create_experiment(
+                name, artifact_location=artifact_location(uri, root), tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND}
+            )
         else:
             experiment_id = experiment.experiment_id
             if EXPERIMENT_KIND_TAG not in experiment.tags:  # made before the tag was set (or by someone else)
@@ -147,8 +153,13 @@ def git_commit(root: Path) -> str | None:
     """HEAD's hash (`-dirty` with uncommitted changes to tracked files); once per process (a sweep's jobs)."""
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     if out.returncode != 0:
@@ -157,8 +168,7 @@ def git_commit(root: Path) -> str | None:
 
 
 def _numeric_metrics(metrics: dict) -> dict[str, float]:
-    return {k: float(v) for k, v in flatten(metrics).items()
-            if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    return {k: float(v) for k, v in flatten(metrics).items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
 def _params(params: dict) -> list:
@@ -205,7 +215,7 @@ def linked_report(html: str, figures_dir: Path, run_id: str) -> str:
     stays self-contained."""
     import re
 
-    from pipeline.base.files import png_data_uri   # how the report embeds a figure
+    from pipeline.base.files import png_data_uri  # how the report embeds a figure
 
     names = {png_data_uri(png): png.name for png in sorted(figures_dir.glob("*.png"))}
 
@@ -213,7 +223,7 @@ def linked_report(html: str, figures_dir: Path, run_id: str) -> str:
         name = names.get(match.group(1))
         return f'src="figures/{name}"' if name else match.group(0)
 
-    html = re.sub(r'src="(data:image/png;base64,[^"]*)"', link, html)   # one pass over the page
+    html = re.sub(r'src="(data:image/png;base64,[^"]*)"', link, html)  # one pass over the page
     return html.replace("</body>", _FIGURES_FROM_SERVER.format(run_id=run_id) + "</body>", 1)
 
 
@@ -226,19 +236,34 @@ def _datasets(params: dict, layout: "Layout") -> list:
 
     manifest = read_json(layout.glove_manifest)
     glove = Dataset(
-        name=f"glove {params['glove']['name']}", digest=manifest["vectors_sha256"][:12], source_type="local",
-        source=json.dumps({"uri": layout.glove_dir.resolve().as_uri(), "vectors_sha256": manifest["vectors_sha256"],
-                           "vocab_sha256": manifest["vocab_sha256"], "origin": manifest.get("origin")}),
-        profile=json.dumps({"rows": manifest["rows"], "dim": manifest["dim"], "dtype": manifest["dtype"]}))
+        name=f"glove {params['glove']['name']}",
+        digest=manifest["vectors_sha256"][:12],
+        source_type="local",
+        source=json.dumps(
+            {
+                "uri": layout.glove_dir.resolve().as_uri(),
+                "vectors_sha256": manifest["vectors_sha256"],
+                "vocab_sha256": manifest["vocab_sha256"],
+                "origin": manifest.get("origin"),
+            }
+        ),
+        profile=json.dumps({"rows": manifest["rows"], "dim": manifest["dim"], "dtype": manifest["dtype"]}),
+    )
     tokens_sha = sha256_file(layout.tokens)
     texts = params["texts"]
     texts_ds = Dataset(
-        name=f"texts {texts['name']}", digest=tokens_sha[:12], source_type="local",
-        source=json.dumps({"uri": layout.tokens.resolve().as_uri(), "tokens_sha256": tokens_sha,
-                           "texts_file": texts.get("file")}),
-        profile=json.dumps({"sentences": len(read_json(layout.tokens)["texts"])}))
-    return [DatasetInput(glove, [InputTag("mlflow.data.context", "embeddings")]),
-            DatasetInput(texts_ds, [InputTag("mlflow.data.context", "texts")])]
+        name=f"texts {texts['name']}",
+        digest=tokens_sha[:12],
+        source_type="local",
+        source=json.dumps(
+            {"uri": layout.tokens.resolve().as_uri(), "tokens_sha256": tokens_sha, "texts_file": texts.get("file")}
+        ),
+        profile=json.dumps({"sentences": len(read_json(layout.tokens)["texts"])}),
+    )
+    return [
+        DatasetInput(glove, [InputTag("mlflow.data.context", "embeddings")]),
+        DatasetInput(texts_ds, [InputTag("mlflow.data.context", "texts")]),
+    ]
 
 
 # What a store says when two writers insert the same row at once (SQLite, PostgreSQL, MySQL)
@@ -275,13 +300,21 @@ def _shared_inputs(client, layout: "Layout", shared_with: str) -> str:
     return folder
 
 
-_LOGGED_SHARED: set[tuple[str, str]] = set()   # (parent run, inputs/<digest>) logged by this process
+_LOGGED_SHARED: set[tuple[str, str]] = set()  # (parent run, inputs/<digest>) logged by this process
 
 
-def log_result(params: dict, layout: "Layout", root: Path, *, run_name: str | None = None,
-               parent_run_id: str | None = None, extra_tags: dict[str, str] | None = None,
-               start_time: int | None = None, share_inputs: bool = False,
-               previous: dict | None = None) -> dict[str, Any]:
+def log_result(
+    params: dict,
+    layout: "Layout",
+    root: Path,
+    *,
+    run_name: str | None = None,
+    parent_run_id: str | None = None,
+    extra_tags: dict[str, str] | None = None,
+    start_time: int | None = None,
+    share_inputs: bool = False,
+    previous: dict | None = None,
+) -> dict[str, Any]:
     """Log one pipeline result (the outputs of `layout`) as one MLflow run; returns its ids, URI, name and times.
 
     params: the composed config (flattened into params, with the metrics in one log_batch); datasets: the GloVe
@@ -300,8 +333,13 @@ def log_result(params: dict, layout: "Layout", root: Path, *, run_name: str | No
 
     cfg = params["tracking"]
     client, experiment_id, uri = _client(cfg, root)
-    tags = {"git_commit": git_commit(root) or "unknown", "glove": params["glove"]["name"],
-            "texts": params["texts"]["name"], "params_digest": params_digest(params), **(extra_tags or {})}
+    tags = {
+        "git_commit": git_commit(root) or "unknown",
+        "glove": params["glove"]["name"],
+        "texts": params["texts"]["name"],
+        "params_digest": params_digest(params),
+        **(extra_tags or {}),
+    }
     if os.environ.get("DVC_EXP_NAME"):
         tags["dvc_exp_name"] = os.environ["DVC_EXP_NAME"]
     if parent_run_id:
@@ -317,26 +355,36 @@ def log_result(params: dict, layout: "Layout", root: Path, *, run_name: str | No
 
             metrics = read_json(layout.metrics)
             now = int(time.time() * 1000)
-            inputs = [path for path in (layout.params, layout.glove_manifest, layout.tokens, layout.encode_summary)
-                      if path.exists()]
+            inputs = [
+                path
+                for path in (layout.params, layout.glove_manifest, layout.tokens, layout.encode_summary)
+                if path.exists()
+            ]
             if share_inputs and parent_run_id:
                 folder = _shared_inputs(client, layout, parent_run_id)
                 input_tags = [RunTag("shared_inputs", f"{folder}/ of the parent run {parent_run_id}")]
                 inputs, where = [layout.params], {}
             else:
                 same_store = previous and (previous.get("tracking_uri"), previous.get("experiment_id")) == (
-                    redact(uri), experiment_id)
-                inputs, input_tags, where = _reused_inputs(client, run_id, inputs,
-                                                           previous.get("inputs") if same_store else None)
-            client.log_batch(run_id, params=_params(params), tags=input_tags,
-                             metrics=[Metric(k, v, now, 0) for k, v in _numeric_metrics(metrics).items()])
+                    redact(uri),
+                    experiment_id,
+                )
+                inputs, input_tags, where = _reused_inputs(
+                    client, run_id, inputs, previous.get("inputs") if same_store else None
+                )
+            client.log_batch(
+                run_id,
+                params=_params(params),
+                tags=input_tags,
+                metrics=[Metric(k, v, now, 0) for k, v in _numeric_metrics(metrics).items()],
+            )
             if layout.glove_manifest.exists() and layout.tokens.exists():
                 _log_inputs(client, run_id, _datasets(params, layout))
             _log_artifacts(client, run_id, layout, inputs)
             end_time = int(time.time() * 1000)
             client.set_terminated(run_id, "FINISHED", end_time=end_time)
     except PipelineError:
-        raise   # the server stopped answering: the run stays pending, ended FAILED by the next run that reaches it
+        raise  # the server stopped answering: the run stays pending, ended FAILED by the next run that reaches it
     except BaseException as exc:
         with _server_errors(uri, f"end run {run_id} as FAILED"):
             client.set_terminated(run_id, "FAILED")
@@ -344,8 +392,15 @@ def log_result(params: dict, layout: "Layout", root: Path, *, run_name: str | No
         pending.unlink(missing_ok=True)
         raise
     pending.unlink(missing_ok=True)
-    return {"run_id": run_id, "experiment_id": experiment_id, "tracking_uri": redact(uri), "run_name": name,
-            "start_time": run.info.start_time, "end_time": end_time, "inputs": where}
+    return {
+        "run_id": run_id,
+        "experiment_id": experiment_id,
+        "tracking_uri": redact(uri),
+        "run_name": name,
+        "start_time": run.info.start_time,
+        "end_time": end_time,
+        "inputs": where,
+    }
 
 
 def _reused_inputs(client, run_id: str, files: list[Path], previous: dict | None) -> tuple[list[Path], list, dict]:
@@ -386,14 +441,17 @@ def _log_artifacts(client, run_id: str, layout: "Layout", inputs: list[Path]) ->
     if layout.report_html.exists():
         with tempfile.TemporaryDirectory() as tmp:
             report = Path(tmp) / layout.report_html.name
-            report.write_text(linked_report(layout.report_html.read_text(encoding="utf-8"), layout.figures_dir,
-                                            run_id), encoding="utf-8")
+            report.write_text(
+                linked_report(layout.report_html.read_text(encoding="utf-8"), layout.figures_dir, run_id),
+                encoding="utf-8",
+            )
             client.log_artifact(run_id, str(report))
     for path in inputs:
         client.log_artifact(run_id, str(path), "inputs")
 
 
 # ---------------------------------------------------------------- a tracking server that stops answering
+
 
 def _unreachable(exc: BaseException) -> bool:
     """Whether `exc` says an HTTP tracking server did not answer (refused, reset, timed out, retries exhausted)."""
@@ -403,8 +461,10 @@ def _unreachable(exc: BaseException) -> bool:
         if type(exc).__module__.startswith(("requests", "urllib3")) or isinstance(exc, (ConnectionError, TimeoutError)):
             return True
         text = str(exc)
-        if "API request to" in text and any(word in text for word in (
-                "Max retries exceeded", "timed out", "timeout", "Connection", "RemoteDisconnected")):
+        if "API request to" in text and any(
+            word in text
+            for word in ("Max retries exceeded", "timed out", "timeout", "Connection", "RemoteDisconnected")
+        ):
             return True
         exc = exc.__cause__ or exc.__context__
     return False
@@ -422,7 +482,8 @@ def _server_errors(uri: str, doing: str):
         raise PipelineError(
             f"MLflow server {redact(uri)} stopped answering while trying to {doing} ({reason}). The run is ended "
             "as FAILED by the next run that reaches the server. Fix: restart the server (`python -m pipeline.server`"
-            ", see README) and re-run; or log locally (unset MLFLOW_TRACKING_URI) or use tracking=disabled.") from None
+            ", see README) and re-run; or log locally (unset MLFLOW_TRACKING_URI) or use tracking=disabled."
+        ) from None
 
 
 def _pending(root: Path | None, uri: str, run_id: str) -> Path:
@@ -435,8 +496,16 @@ def _pending(root: Path | None, uri: str, run_id: str) -> Path:
     from pipeline.base.paths import mlflow_pending
 
     path = mlflow_pending(root) / f"{run_id}.json"
-    write_json(path, {"run_id": run_id, "store": _store_key(uri), "pid": os.getpid(), "host": socket.gethostname(),
-                      "created": time.time()})
+    write_json(
+        path,
+        {
+            "run_id": run_id,
+            "store": _store_key(uri),
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "created": time.time(),
+        },
+    )
     return path
 
 
@@ -474,21 +543,35 @@ def close_abandoned_runs(client, uri: str, root: Path | None) -> list[str]:
         run_id = record["run_id"]
         try:
             if client.get_run(run_id).info.status == "RUNNING":
-                client.set_tag(run_id, "error", "the process logging this run was killed, or the tracking server "
-                                                "stopped answering: the run is incomplete")
+                client.set_tag(
+                    run_id,
+                    "error",
+                    "the process logging this run was killed, or the tracking server "
+                    "stopped answering: the run is incomplete",
+                )
                 client.set_terminated(run_id, "FAILED")
                 closed.append(run_id)
         except Exception as exc:  # noqa: BLE001 - deleted run, or a store that no longer knows it: nothing to end
             log.debug("pending run %s: %s", run_id, redact(str(exc)))
         path.unlink(missing_ok=True)
     if closed:
-        log.warning("mlflow: ended %d run(s) left RUNNING by a killed process or a lost server as FAILED: %s",
-                    len(closed), ", ".join(closed))
+        log.warning(
+            "mlflow: ended %d run(s) left RUNNING by a killed process or a lost server as FAILED: %s",
+            len(closed),
+            ", ".join(closed),
+        )
     return closed
 
 
-def log_failed_run(params: dict, root: Path, *, run_name: str, error: str, parent_run_id: str | None = None,
-                   extra_tags: dict[str, str] | None = None) -> str:
+def log_failed_run(
+    params: dict,
+    root: Path,
+    *,
+    run_name: str,
+    error: str,
+    parent_run_id: str | None = None,
+    extra_tags: dict[str, str] | None = None,
+) -> str:
     """Record a job that failed as a FAILED run (its config as params, the error as tag `error`); returns its id."""
     client, experiment_id, uri = _client(params["tracking"], root)
     tags = {"error": redact(error)[:5000], "git_commit": git_commit(root) or "unknown", **(extra_tags or {})}
@@ -514,8 +597,12 @@ def check_reachable(cfg: dict, root: Path | None = None) -> None:
     import urllib.request
 
     parts = urllib.parse.urlsplit(uri)
-    request = urllib.request.Request(urllib.parse.urlunsplit(
-        parts._replace(netloc=parts.hostname + (f":{parts.port}" if parts.port else ""))).rstrip("/") + "/health")
+    request = urllib.request.Request(
+        urllib.parse.urlunsplit(
+            parts._replace(netloc=parts.hostname + (f":{parts.port}" if parts.port else ""))
+        ).rstrip("/")
+        + "/health"
+    )
     if parts.username is not None:
         user = urllib.parse.unquote(parts.username) + ":" + urllib.parse.unquote(parts.password or "")
         request.add_header("Authorization", "Basic " + base64.b64encode(user.encode()).decode())
@@ -523,9 +610,11 @@ def check_reachable(cfg: dict, root: Path | None = None) -> None:
         with urllib.request.urlopen(request, timeout=10) as response:
             response.read()
     except (OSError, ValueError) as exc:
-        raise PipelineError(f"MLflow server {redact(uri)} does not answer ({redact(str(exc))}): start it (`python -m "
-                            "pipeline.server`, see README), fix tracking.uri / MLFLOW_TRACKING_URI, or use "
-                            "tracking=disabled.") from None
+        raise PipelineError(
+            f"MLflow server {redact(uri)} does not answer ({redact(str(exc))}): start it (`python -m "
+            "pipeline.server`, see README), fix tracking.uri / MLFLOW_TRACKING_URI, or use "
+            "tracking=disabled."
+        ) from None
 
 
 # ---------------------------------------------------------------- Hydra multirun: one parent run per sweep
@@ -569,9 +658,16 @@ class MultirunParentRun(Callback):
                 raise SystemExit(2) from None  # Hydra turns a callback's exception into a warning
             client, experiment_id, uri = _client(tracking, root)
             launcher = OmegaConf.select(config, "hydra.launcher._target_", default="") or ""
-            run = client.create_run(experiment_id, run_name=sweep_run_name(overrides, time.time()), tags={
-                "sweep_overrides": " ".join(overrides), "git_commit": git_commit(root) or "unknown",
-                "launcher": launcher.rsplit(".", 1)[-1], "sweep_dir": str(sweep_dir)})
+            run = client.create_run(
+                experiment_id,
+                run_name=sweep_run_name(overrides, time.time()),
+                tags={
+                    "sweep_overrides": " ".join(overrides),
+                    "git_commit": git_commit(root) or "unknown",
+                    "launcher": launcher.rsplit(".", 1)[-1],
+                    "sweep_dir": str(sweep_dir),
+                },
+            )
             parent = run.info.run_id
             client.log_param(parent, "sweep_overrides", " ".join(overrides)[:6000])
             self._open = (uri, parent)
@@ -600,8 +696,9 @@ class MultirunParentRun(Callback):
             # sweep.json holds the URI redacted: the live one comes from this process (or the config)
             uri = self._open[0] if self._open else tracking_uri(OmegaConf.to_container(config.tracking, resolve=True))
             try:
-                _log_summary(uri, sweep["parent_run_id"], summary, sweep_dir / SUMMARY_FILE,
-                             "FAILED" if failed else "FINISHED")
+                _log_summary(
+                    uri, sweep["parent_run_id"], summary, sweep_dir / SUMMARY_FILE, "FAILED" if failed else "FINISHED"
+                )
             finally:
                 self._open = None
         if failed:
@@ -636,9 +733,13 @@ def _log_summary(uri: str, parent: str, summary: dict, summary_file: Path, statu
             tags[f"{side}.{key}"] = job_label({"num": stat[side]["job"], "overrides": stat[side]["overrides"]})
     if summary["failed"]:
         tags["failed_jobs"] = "\n".join(
-            f"{job_label({'num': f['job'], 'overrides': f['overrides']})}: {f['error']}" for f in summary["failed"])[:5000]
+            f"{job_label({'num': f['job'], 'overrides': f['overrides']})}: {f['error']}" for f in summary["failed"]
+        )[:5000]
     tags["mlflow.note.content"] = "\n".join(summary_lines(summary))[:5000]  # shown as the run's description
-    client.log_batch(parent, metrics=[Metric(k, float(v), now, 0) for k, v in metrics.items()],
-                     tags=[RunTag(k, v) for k, v in tags.items()])
+    client.log_batch(
+        parent,
+        metrics=[Metric(k, float(v), now, 0) for k, v in metrics.items()],
+        tags=[RunTag(k, v) for k, v in tags.items()],
+    )
     client.log_artifact(parent, str(summary_file))
     client.set_terminated(parent, status)

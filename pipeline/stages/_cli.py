@@ -5,6 +5,7 @@ checked it is fresh) before any of them runs. A user error exits 2 with one mess
 or in $PE_ERROR_FILE when that is set, so that `python -m pipeline.repro` prints it once, after
 DVC's own report. Bugs keep their traceback.
 """
+
 from __future__ import annotations
 
 import logging
@@ -39,11 +40,11 @@ def stage_main(name: str, run: Callable[[dict, Layout, Path], object]) -> None:
     try:
         root = checkout_root()
         layout = Layout(root)
-        clean_stale_temporaries([*layout.work_dirs, download_cache(root)])   # a killed run's, if any
+        clean_stale_temporaries([*layout.work_dirs, download_cache(root)])  # a killed run's, if any
         run(read_params_file(layout.params), layout, root)
     except PipelineError as exc:
         message = f"error in stage {name}: {exc}"
-        if os.environ.get(ERROR_FILE_ENV):   # pipeline.repro prints it once, after DVC's own report
+        if os.environ.get(ERROR_FILE_ENV):  # pipeline.repro prints it once, after DVC's own report
             Path(os.environ[ERROR_FILE_ENV]).write_text(message + "\n", encoding="utf-8")
         else:
             print(message, file=sys.stderr)

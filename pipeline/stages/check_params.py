@@ -5,6 +5,7 @@ see nothing to do, and the old results would pass for the new config. It also ch
 files the config names (texts file, GloVe file or zip) and that the MLflow tracking server answers,
 so that a bad one stops the run before any computing.
 """
+
 from __future__ import annotations
 
 from pathlib import Path

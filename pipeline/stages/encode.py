@@ -14,6 +14,7 @@ The numbers are computed by pipeline.core.encode.
 
 Reads params: encoding, glove.dim, glove.name; files: the GloVe store, tokens.json.
 """
+
 from __future__ import annotations
 
 import logging
@@ -50,7 +51,7 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
     write_npy(layout.dot_matrix, matrices["dot"])
     write_npy(layout.distance_matrix, matrices["distance"])
     profiles = encode.profile_arrays(diag, cfg["max_len"])
-    layout.profiles.unlink(missing_ok=True)          # a learned table has none
+    layout.profiles.unlink(missing_ok=True)  # a learned table has none
     if profiles is not None:
         write_npz(layout.profiles, profiles)
     info = encode.matrices_info(cfg, diag)
@@ -59,10 +60,20 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
     norm_columns, offset_columns = encode.property_columns(diag, summary["norm_expected"])
     write_columns(layout.pe_norms_csv, norm_columns)
     write_columns(layout.offset_distance_csv, offset_columns)
-    log.info("encode: PE %dx%d (%s) on %s; max |norm - sqrt(d/2)| = %.2e; max spread over p of "
-             "||PE(p)-PE(p+k)|| = %.2e; matrices %dx%d (blocks of %d); %d OOV", cfg["max_len"], d,
-             info["layout"] or cfg["name"], device, summary["norm_max_abs_dev"],
-             summary["offset_distance_max_spread"], info["side"], info["side"], info["block"], len(missing))
+    log.info(
+        "encode: PE %dx%d (%s) on %s; max |norm - sqrt(d/2)| = %.2e; max spread over p of "
+        "||PE(p)-PE(p+k)|| = %.2e; matrices %dx%d (blocks of %d); %d OOV",
+        cfg["max_len"],
+        d,
+        info["layout"] or cfg["name"],
+        device,
+        summary["norm_max_abs_dev"],
+        summary["offset_distance_max_spread"],
+        info["side"],
+        info["side"],
+        info["block"],
+        len(missing),
+    )
     return summary
 
 

@@ -5,6 +5,7 @@ Reads params: figures, metrics.groups, encoding (base, or the learned table's se
 and through the tutorials' figures tutorials, tokenizer, texts; files: tokens.json, data/encode/, data/sweep/,
 metrics.json, the plot CSVs.
 """
+
 from __future__ import annotations
 
 import logging
@@ -33,7 +34,7 @@ def render(params: dict, layout: Layout, out: Path) -> list[str]:
 
     cfg = params["figures"]
     kinds = drawn_kinds(cfg["name"])
-    if not kinds:   # figures=none
+    if not kinds:  # figures=none
         return []
     from pipeline.outputs import figures as fig
     from pipeline.outputs.relative_figures import queue_relative_figures
@@ -47,7 +48,7 @@ def render(params: dict, layout: Layout, out: Path) -> list[str]:
 
     meta = read_json(layout.projections_meta)
     shown = shown_sentences(len(meta["sentences"]), cfg["max_sentences"])
-    if "tutorials" in kinds:   # they use torch: drawn in this process, while the workers draw the rest
+    if "tutorials" in kinds:  # they use torch: drawn in this process, while the workers draw the rest
         batch.add_here(render_tutorials, params, layout, out)
     if kinds & {"panels", "ratio_sweep"}:
         render_comparisons(params, layout, meta, shown, kinds, path, batch)
@@ -85,26 +86,71 @@ def render_encoding(params: dict, layout: Layout, path, batch) -> None:
     encoded = read_json(layout.encode_summary)
     mats = read_json(layout.matrices_info)  # layout; dot/distance.npy hold block x block means
     d, kind = encoded["d_model"], encoded["kind"]
-    text = fig.encoding_figure_text(kind, mats["layout"], d,
-                                    fig.encoding_tag(kind, d, encoded["max_len"], params["encoding"]))
+    text = fig.encoding_figure_text(
+        kind, mats["layout"], d, fig.encoding_tag(kind, d, encoded["max_len"], params["encoding"])
+    )
 
     # averaged here, so that a worker gets at most max_size x max_size values, whatever max_len is
     pe, pe_cell = fig.block_average(np.load(layout.pe_matrix, mmap_mode="r"), max_size)
-    batch.add(fig.heatmap, pe, path("pe_heatmap.png"), cell=pe_cell, **text["pe_heatmap"],
-              ylabel="position pos", cbar="PE value", dpi=dpi, max_size=max_size, **colours)
-    batch.add(fig.heatmap, np.load(layout.dot_matrix, mmap_mode="r"), path("pe_dot_product.png"),
-              **text["pe_dot_product"], xlabel="position b", ylabel="position a", cbar="PE(a) . PE(b)", dpi=dpi,
-              max_size=max_size, square=True, cell=mats["block"], **colours)
-    batch.add(fig.heatmap, np.load(layout.distance_matrix, mmap_mode="r"), path("pe_distance.png"),
-              **text["pe_distance"], xlabel="position b", ylabel="position a", cbar="||PE(a) - PE(b)||", dpi=dpi,
-              max_size=max_size, square=True, cell=mats["block"], **colours)
+    batch.add(
+        fig.heatmap,
+        pe,
+        path("pe_heatmap.png"),
+        cell=pe_cell,
+        **text["pe_heatmap"],
+        ylabel="position pos",
+        cbar="PE value",
+        dpi=dpi,
+        max_size=max_size,
+        **colours,
+    )
+    batch.add(
+        fig.heatmap,
+        np.load(layout.dot_matrix, mmap_mode="r"),
+        path("pe_dot_product.png"),
+        **text["pe_dot_product"],
+        xlabel="position b",
+        ylabel="position a",
+        cbar="PE(a) . PE(b)",
+        dpi=dpi,
+        max_size=max_size,
+        square=True,
+        cell=mats["block"],
+        **colours,
+    )
+    batch.add(
+        fig.heatmap,
+        np.load(layout.distance_matrix, mmap_mode="r"),
+        path("pe_distance.png"),
+        **text["pe_distance"],
+        xlabel="position b",
+        ylabel="position a",
+        cbar="||PE(a) - PE(b)||",
+        dpi=dpi,
+        max_size=max_size,
+        square=True,
+        cell=mats["block"],
+        **colours,
+    )
 
     norms = read_columns(layout.pe_norms_csv)
-    batch.add(fig.norms_plot, norms["position"], norms["norm"], encoded["norm_expected"], path("pe_norms.png"),
-              **text["pe_norms"], dpi=dpi)
+    batch.add(
+        fig.norms_plot,
+        norms["position"],
+        norms["norm"],
+        encoded["norm_expected"],
+        path("pe_norms.png"),
+        **text["pe_norms"],
+        dpi=dpi,
+    )
     offsets = read_columns(layout.offset_distance_csv)
-    batch.add(fig.offset_distance_plot, *(offsets[c] for c in ("k", "min_over_p", "max_over_p", "closed_form")),
-              path("pe_offset_distance.png"), **text["pe_offset_distance"], dpi=dpi)
+    batch.add(
+        fig.offset_distance_plot,
+        *(offsets[c] for c in ("k", "min_over_p", "max_over_p", "closed_form")),
+        path("pe_offset_distance.png"),
+        **text["pe_offset_distance"],
+        dpi=dpi,
+    )
 
 
 def render_projections(params: dict, meta: dict, shown: int, layout: Layout, path, batch) -> None:
@@ -118,12 +164,23 @@ def render_projections(params: dict, meta: dict, shown: int, layout: Layout, pat
         for s, sentence in enumerate(meta["sentences"][:shown]):
             coords, ratio = arrays[f"s{s}_coords"], arrays[f"s{s}_explained_variance_ratio"]
             for j, pair in enumerate(meta["pairs"]):
-                what = ("Word embeddings only (W1=1, W2=0)" if pair["baseline"]
-                        else f"{pair['title']}: W1 * embedding + W2 * PE")
+                what = (
+                    "Word embeddings only (W1=1, W2=0)"
+                    if pair["baseline"]
+                    else f"{pair['title']}: W1 * embedding + W2 * PE"
+                )
                 title = f"{what}, sentence {s + 1}, d={d}, PCA to 2-D\n" + fig.short_text(sentence["words"])
-                batch.add(fig.projection, coords[j], sentence["words"], sentence["positions"],
-                          path(f"projection_s{s}_{pair['label']}.png"), title=title, explained=ratio[j],
-                          dpi=params["figures"]["dpi"], cmap=params["figures"]["sequential_cmap"])
+                batch.add(
+                    fig.projection,
+                    coords[j],
+                    sentence["words"],
+                    sentence["positions"],
+                    path(f"projection_s{s}_{pair['label']}.png"),
+                    title=title,
+                    explained=ratio[j],
+                    dpi=params["figures"]["dpi"],
+                    cmap=params["figures"]["sequential_cmap"],
+                )
 
 
 def render_comparisons(params: dict, layout: Layout, meta: dict, shown: int, kinds: set[str], path, batch) -> None:
@@ -150,15 +207,31 @@ def render_comparisons(params: dict, layout: Layout, meta: dict, shown: int, kin
             with threadpool_limits(1, user_api="blas"):
                 panels = fig.shared_projection([pair["w1"] * e + pair["w2"] * p for pair in meta["pairs"]])
             titles = ["embeddings only" if pair["baseline"] else pair["title"] for pair in meta["pairs"]]
-            batch.add(fig.projection_panels, panels, titles, sentence["words"], sentence["positions"],
-                      params["metrics"]["groups"], path(f"panels_s{s}.png"), arrows=cfg["arrows"], dpi=cfg["dpi"],
-                      title=f"Sentence {s + 1}, d={d}: W1 * embedding + W2 * PE on one shared PCA basis\n{quoted}")
+            batch.add(
+                fig.projection_panels,
+                panels,
+                titles,
+                sentence["words"],
+                sentence["positions"],
+                params["metrics"]["groups"],
+                path(f"panels_s{s}.png"),
+                arrows=cfg["arrows"],
+                dpi=cfg["dpi"],
+                title=f"Sentence {s + 1}, d={d}: W1 * embedding + W2 * PE on one shared PCA basis\n{quoted}",
+            )
         if "ratio_sweep" in kinds:
             column = read_columns(layout.ratio_sweep_csv(s))
             curves = {label: column[name] for label, name in fig.RATIO_CURVES.items()}
-            batch.add(fig.ratio_curves, column["r"], curves, path(f"ratio_sweep_s{s}.png"),
-                      r_star=metrics["crossover"][f"s{s}"]["r_star"], marks=marks, dpi=cfg["dpi"],
-                      title=f"Sentence {s + 1}, d={d}: when does position overtake meaning?\n{quoted}")
+            batch.add(
+                fig.ratio_curves,
+                column["r"],
+                curves,
+                path(f"ratio_sweep_s{s}.png"),
+                r_star=metrics["crossover"][f"s{s}"]["r_star"],
+                marks=marks,
+                dpi=cfg["dpi"],
+                title=f"Sentence {s + 1}, d={d}: when does position overtake meaning?\n{quoted}",
+            )
 
 
 def render_summary(layout: Layout, meta: dict, shown: int, path, batch, dpi: int) -> None:

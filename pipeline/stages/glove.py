@@ -1,4 +1,5 @@
 """Stage glove: the configured GloVe source -> data/glove/ (the project's binary store)."""
+
 from __future__ import annotations
 
 import logging
@@ -16,8 +17,15 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
     manifest = acquire(cfg, layout.glove_dir, root, cache_dir=download_cache(root))
     origin = manifest["origin"]
     where = origin.get("url") or origin.get("path") or origin.get("package")
-    log.info("glove: %s rows x %s dims from %s %s%s -> %s", manifest["rows"], manifest["dim"], origin["source"],
-             where, f" ({origin['member']})" if origin.get("member") else "", layout.glove_dir)
+    log.info(
+        "glove: %s rows x %s dims from %s %s%s -> %s",
+        manifest["rows"],
+        manifest["dim"],
+        origin["source"],
+        where,
+        f" ({origin['member']})" if origin.get("member") else "",
+        layout.glove_dir,
+    )
     return manifest
 
 

@@ -8,6 +8,7 @@ kept out of headline.json).
 
 Reads params: relative, encoding.device; files: none (after check_params).
 """
+
 from __future__ import annotations
 
 import logging
@@ -34,11 +35,16 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
     write_json(layout.relative_metrics, summary)
     checks = rope_summary["relative_only"][rope_summary["layout"]]
     base = rope_summary["decay_bound"]["base"]
-    log.info("relative: RoPE d=%d (%s): max spread over m of q.R(m-n)k: %.2e (float64), %.2e (float32); decay bound "
-             "%s; ALiBi slopes for %s heads", rope_summary["d_head"], rope_summary["layout"],
-             checks["float64_max_spread"], checks["float32_max_spread"],
-             ", ".join(f"{key[1:]}: {value:.3f}" for key, value in base.items() if key.startswith("d")),
-             ", ".join(key[1:] for key in alibi_summary["heads"]))
+    log.info(
+        "relative: RoPE d=%d (%s): max spread over m of q.R(m-n)k: %.2e (float64), %.2e (float32); decay bound "
+        "%s; ALiBi slopes for %s heads",
+        rope_summary["d_head"],
+        rope_summary["layout"],
+        checks["float64_max_spread"],
+        checks["float32_max_spread"],
+        ", ".join(f"{key[1:]}: {value:.3f}" for key, value in base.items() if key.startswith("d")),
+        ", ".join(key[1:] for key in alibi_summary["heads"]),
+    )
     return summary
 
 

@@ -5,6 +5,7 @@ Reads params: metrics.groups, encoding, figures.name and figures.max_sentences (
 their own; the figures it names as not drawn); files: data/sweep/ (projections), metrics.json, the ratio-sweep CSVs,
 the figures.
 """
+
 from __future__ import annotations
 
 import logging
@@ -26,8 +27,15 @@ def run(params: dict, layout: Layout, root: Path) -> Path:
     shown = shown_sentences(len(meta["sentences"]), params["figures"]["max_sentences"])
     columns = [read_columns(layout.ratio_sweep_csv(s)) for s in range(shown)]
     with np.load(layout.projections) as arrays:
-        page = build_report(params, read_json(layout.metrics), meta, arrays, columns, layout.figures_dir,
-                            relative=read_json(layout.relative_metrics))
+        page = build_report(
+            params,
+            read_json(layout.metrics),
+            meta,
+            arrays,
+            columns,
+            layout.figures_dir,
+            relative=read_json(layout.relative_metrics),
+        )
     write_text(layout.report_html, page)
     log.info("report: %s (%d kB)", layout.report_html, len(page) // 1024)
     return layout.report_html

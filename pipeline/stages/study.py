@@ -14,6 +14,7 @@ crossover_study.png (the figure, pipeline.outputs.study_figures).
 Reads params: study, tokenizer, encoding.base/layout/dtype, sweep.ratios, metrics.neighbours, figures.dpi;
 files: the GloVe store, study.texts_file (under data/texts/).
 """
+
 from __future__ import annotations
 
 import logging
@@ -38,8 +39,14 @@ def find_stores(dims: list[int], layout: Layout, root: Path) -> tuple[dict, dict
         found.setdefault(store.dim, store)
     # the configured store is always studied: a run of any GloVe source has its own dimension's distribution
     stores = {d: found[d] for d in sorted(set(dims) | {configured.dim}) if d in found}
-    missing = {d: (f"no {d}-d GloVe store here: build one with `python -m pipeline glove=6B-{d}d` (downloads the "
-                   "official zip into data/cache/), then `dvc repro -f study`") for d in dims if d not in found}
+    missing = {
+        d: (
+            f"no {d}-d GloVe store here: build one with `python -m pipeline glove=6B-{d}d` (downloads the "
+            "official zip into data/cache/), then `dvc repro -f study`"
+        )
+        for d in dims
+        if d not in found
+    }
     return stores, missing, sorted(found)
 
 
@@ -67,14 +74,21 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
     lengths = [n for n in cfg["lengths"] if n <= len(vocabulary)]
     skipped = [n for n in cfg["lengths"] if n > len(vocabulary)]
     if skipped:
-        log.warning("study: lengths %s skipped: the %d-d store has %d alphabetic words (study.vocabulary = %d)",
-                    skipped, first.dim, len(vocabulary), cfg["vocabulary"])
+        log.warning(
+            "study: lengths %s skipped: the %d-d store has %d alphabetic words (study.vocabulary = %d)",
+            skipped,
+            first.dim,
+            len(vocabulary),
+            cfg["vocabulary"],
+        )
     sentences = study_lib.random_sentences(vocabulary, cfg["sentences"], lengths, cfg["seed"])
     file_words, file_positions, texts = [], [], []
     if cfg["texts_file"] is not None:
         if not (root / cfg["texts_file"]).is_file():
-            raise PipelineError(f"study.texts_file = {cfg['texts_file']!r}: no such file under {root}. Fix: name a "
-                                "file under data/texts/, or set study.texts_file=null.")
+            raise PipelineError(
+                f"study.texts_file = {cfg['texts_file']!r}: no such file under {root}. Fix: name a "
+                "file under data/texts/, or set study.texts_file=null."
+            )
         texts = read_sentences(cfg["texts_file"], root)
         tokens = tokenize(texts, params["tokenizer"])
         file_words, file_positions = tokens["words"], tokens["positions"]
@@ -82,12 +96,20 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
 
     rows = []
     for d, store in sorted(stores.items()):
-        pe = sinusoidal_encoding(longest, d, enc["base"], layout=enc["layout"],
-                                 dtype=resolve_dtype(enc["dtype"])).double().numpy()
-        cases = [(length, False, s, words, list(range(length)))
-                 for length, group in sentences.items() for s, words in enumerate(group)]
-        cases += [(len(words), True, s, words, positions)
-                  for s, (words, positions) in enumerate(zip(file_words, file_positions))]
+        pe = (
+            sinusoidal_encoding(longest, d, enc["base"], layout=enc["layout"], dtype=resolve_dtype(enc["dtype"]))
+            .double()
+            .numpy()
+        )
+        cases = [
+            (length, False, s, words, list(range(length)))
+            for length, group in sentences.items()
+            for s, words in enumerate(group)
+        ]
+        cases += [
+            (len(words), True, s, words, positions)
+            for s, (words, positions) in enumerate(zip(file_words, file_positions))
+        ]
         progress = Progress(f"study: d={d}, sentences", len(cases))
         for done, (length, from_file, s, words, positions) in enumerate(cases, 1):
             e = np.asarray(store.lookup(words)[0], dtype=np.float64)
@@ -97,10 +119,14 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
         log.info("study: d=%d, %d sentences", d, len(cases))
     summary = {
         "dims": study_lib.summarize(rows),
-        "stores": {f"d{d}": {"path": str(store.path.relative_to(root) if store.path.is_relative_to(root)
-                                         else store.path),
-                             "origin": store.manifest.get("origin", {}).get("name"),
-                             "vectors_sha256": store.manifest["vectors_sha256"]} for d, store in sorted(stores.items())},
+        "stores": {
+            f"d{d}": {
+                "path": str(store.path.relative_to(root) if store.path.is_relative_to(root) else store.path),
+                "origin": store.manifest.get("origin", {}).get("name"),
+                "vectors_sha256": store.manifest["vectors_sha256"],
+            }
+            for d, store in sorted(stores.items())
+        },
         "missing_dims": {f"d{d}": why for d, why in sorted(missing.items())},
         "skipped_lengths": skipped,
         "texts_file": {"file": cfg["texts_file"], "sentences": texts},
@@ -109,19 +135,32 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
 
     def build(folder: Path) -> None:
         write_json(folder / layout.study_summary.name, summary)
-        write_columns(folder / layout.study_table.name, {
-            "d": [r["d"] for r in rows], "length": [r["length"] for r in rows],
-            "from_file": [int(r["from_file"]) for r in rows], "sentence": [r["sentence"] for r in rows],
-            "r_star": [r["r_star"] for r in rows], "switches": [r["switches"] for r in rows],
-            "sqrt_d_semantic": [r["sqrt_d_semantic"] for r in rows]})
+        write_columns(
+            folder / layout.study_table.name,
+            {
+                "d": [r["d"] for r in rows],
+                "length": [r["length"] for r in rows],
+                "from_file": [int(r["from_file"]) for r in rows],
+                "sentence": [r["sentence"] for r in rows],
+                "r_star": [r["r_star"] for r in rows],
+                "switches": [r["switches"] for r in rows],
+                "sqrt_d_semantic": [r["sqrt_d_semantic"] for r in rows],
+            },
+        )
         crossover_study(rows, summary["dims"], folder / layout.study_figure.name, dpi=params["figures"]["dpi"])
 
     replace_dir(layout.study_dir, build)
     for key, stats in summary["dims"].items():
         random = stats["random"]
-        log.info("study %s: r* median %s (quartiles %s..%s) over %d random sentences; meaning wins at 1/sqrt(d) "
-                 "for %s", key, _fmt(random["median"]), _fmt(random["q1"]), _fmt(random["q3"]),
-                 random["sentences"], _fmt(random["sqrt_d_semantic_share"]))
+        log.info(
+            "study %s: r* median %s (quartiles %s..%s) over %d random sentences; meaning wins at 1/sqrt(d) for %s",
+            key,
+            _fmt(random["median"]),
+            _fmt(random["q1"]),
+            _fmt(random["q3"]),
+            random["sentences"],
+            _fmt(random["sqrt_d_semantic_share"]),
+        )
     for key, why in summary["missing_dims"].items():
         log.info("study %s: %s", key, why)
     return summary

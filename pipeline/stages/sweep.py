@@ -8,6 +8,7 @@ config lingers).
 
 Reads params: sweep, metrics, encoding.device; files: tokens.json, data/encode/ (encode.json, embeddings, PE).
 """
+
 from __future__ import annotations
 
 import logging
@@ -30,8 +31,15 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
     encoded = read_json(layout.encode_summary)
     embeddings = np.load(layout.embedding_matrix)
     pe = np.load(layout.pe_matrix, mmap_mode="r")
-    result = sweep_lib.run_sweep(tokens, embeddings, pe, encoded["d_model"], params["sweep"], params["metrics"],
-                                 resolve_device(params["encoding"]["device"]))
+    result = sweep_lib.run_sweep(
+        tokens,
+        embeddings,
+        pe,
+        encoded["d_model"],
+        params["sweep"],
+        params["metrics"],
+        resolve_device(params["encoding"]["device"]),
+    )
     metrics = sweep_lib.metrics(result, summary_metrics(encoded))
 
     write_npz(layout.projections, sweep_lib.projection_arrays(result))
@@ -45,9 +53,13 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
             write_columns(folder / layout.ratio_sweep_csv(s).name, sweep_lib.ratio_columns(result, s))
 
     replace_dir(layout.ratio_sweep_dir, write_ratio_sweep)
-    log.info("sweep: %d weight pairs + %d ratios x %d sentences; r* = %s", len(result.pairs), len(result.ratios),
-             len(result.sentences), ", ".join(f"{c['r_star']:.3g}" if c["r_star"] else "beyond grid"
-                                              for c in metrics["crossover"].values()))
+    log.info(
+        "sweep: %d weight pairs + %d ratios x %d sentences; r* = %s",
+        len(result.pairs),
+        len(result.ratios),
+        len(result.sentences),
+        ", ".join(f"{c['r_star']:.3g}" if c["r_star"] else "beyond grid" for c in metrics["crossover"].values()),
+    )
     return metrics
 
 

@@ -1,4 +1,5 @@
 """Stage tokenize: texts -> word index, sequences, padded ids and padding mask (data/tokens/tokens.json)."""
+
 from __future__ import annotations
 
 import logging
@@ -16,8 +17,12 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
 
     tokens = tokenize(load_texts(params["texts"], root), params["tokenizer"])
     write_json(layout.tokens, tokens)
-    log.info("tokenize: %d sentences, %d distinct words, padded to %d", len(tokens["texts"]),
-             len(tokens["word_index"]), len(tokens["padded"][0]))
+    log.info(
+        "tokenize: %d sentences, %d distinct words, padded to %d",
+        len(tokens["texts"]),
+        len(tokens["word_index"]),
+        len(tokens["padded"][0]),
+    )
     return tokens
 
 

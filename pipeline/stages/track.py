@@ -7,6 +7,7 @@ where to the result was logged by experiment name), so that logging a run does n
 
 The run's start is the pipeline's, not this stage's (`pipeline_start`), so its duration covers the repro.
 """
+
 from __future__ import annotations
 
 import logging
@@ -35,7 +36,7 @@ def pipeline_start(layout: Layout, now: float) -> float:
     times = []
     for name in names:
         path = getattr(layout, name)
-        for file in (path.rglob("*") if path.is_dir() else [path]):
+        for file in path.rglob("*") if path.is_dir() else [path]:
             if file.is_file() and since < file.stat().st_mtime <= now:
                 times.append(file.stat().st_mtime)
     return min(times, default=now)
@@ -55,8 +56,12 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
         start = pipeline_start(layout, time.time())
         # the previous run's record: its unchanged input files are referenced, not uploaded again
         previous = read_json(layout.mlflow_last_run) if layout.mlflow_last_run.exists() else None
-        record = {"enabled": True, **log_result(params, layout, root, extra_tags={"runner": "dvc"},
-                                                start_time=int(start * 1000), previous=previous)}
+        record = {
+            "enabled": True,
+            **log_result(
+                params, layout, root, extra_tags={"runner": "dvc"}, start_time=int(start * 1000), previous=previous
+            ),
+        }
         uri = record["tracking_uri"]
         server = without_credentials(uri) if uri.startswith(("http://", "https://")) else "http://127.0.0.1:5000"
         # the URI as logged is redacted (no password); the link has no user info; the local one is `mlflow ui`'s

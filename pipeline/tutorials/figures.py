@@ -10,6 +10,7 @@
 
 Entry point: `render_tutorial_figures(params, out_dir)`.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -20,6 +21,7 @@ PAD_LABEL = "<pad>"
 
 
 # ---------------------------------------------------------------- data
+
 
 def signature_embeddings(cfg: dict) -> dict:
     """Tutorial 001's setup: vectorize the phrases, run both position-embedding layers.
@@ -38,10 +40,17 @@ def signature_embeddings(cfg: dict) -> dict:
     ids = vectorizer(sig["phrases"])
     vocabulary = vectorizer.get_vocabulary()
     inputs = torch.as_tensor(ids)
-    random_layer = PositionEmbedding(sig["sequence_length"], sig["vocab_size"], sig["output_dim"], seed=cfg["seed"],
-                                     init=sig["init"], scale=sig["scale"])
-    fixed_layer = FixedPositionEmbedding(sig["sequence_length"], sig["vocab_size"], sig["output_dim"],
-                                         base=float(sig["base"]))
+    random_layer = PositionEmbedding(
+        sig["sequence_length"],
+        sig["vocab_size"],
+        sig["output_dim"],
+        seed=cfg["seed"],
+        init=sig["init"],
+        scale=sig["scale"],
+    )
+    fixed_layer = FixedPositionEmbedding(
+        sig["sequence_length"], sig["vocab_size"], sig["output_dim"], base=float(sig["base"])
+    )
     with torch.no_grad():
         random, fixed = random_layer(inputs).numpy(), fixed_layer(inputs).numpy()
     words = [[vocabulary[t] if t else PAD_LABEL for t in row] for row in ids]
@@ -63,26 +72,35 @@ def mask_inputs(params: dict, root: Path | None = None, tokens: dict | None = No
     padded = np.asarray(tokens["padded"], dtype=np.int64)
     keep = np.asarray(tokens["mask"], dtype=bool)
     index_word = {int(i): w for w, i in tokens["word_index"].items()}
-    words = [[index_word.get(int(t), "?") if k else PAD_LABEL for t, k in zip(row, krow)]
-             for row, krow in zip(padded, keep)]
+    words = [
+        [index_word.get(int(t), "?") if k else PAD_LABEL for t, k in zip(row, krow)] for row, krow in zip(padded, keep)
+    ]
     return {"texts": tokens["texts"], "padded": padded, "padding": ~keep, "words": words}
 
 
 # ---------------------------------------------------------------- figures
 
+
 def _binary_image(ax, fig, matrix: np.ndarray):
     """Draw a boolean matrix (True = masked) with a two-entry colorbar naming both forms."""
     from matplotlib.colors import ListedColormap
 
-    image = ax.imshow(matrix.astype(float), cmap=ListedColormap(["#d9ecd0", "#c0392b"]), vmin=0, vmax=1,
-                      interpolation="nearest", aspect="auto")
+    image = ax.imshow(
+        matrix.astype(float),
+        cmap=ListedColormap(["#d9ecd0", "#c0392b"]),
+        vmin=0,
+        vmax=1,
+        interpolation="nearest",
+        aspect="auto",
+    )
     bar = fig.colorbar(image, ax=ax, ticks=[0.25, 0.75], shrink=0.8)
     bar.ax.set_yticklabels(["attend\n(False, +0)", "masked\n(True, -1e9)"])
     return image
 
 
-def _signature_figure(emb: np.ndarray, words: list[list[str]], titles: list[str], suptitle: str, path: Path,
-                      dpi: int, cmaps: dict) -> None:
+def _signature_figure(
+    emb: np.ndarray, words: list[list[str]], titles: list[str], suptitle: str, path: Path, dpi: int, cmaps: dict
+) -> None:
     import matplotlib.pyplot as plt
 
     from pipeline.outputs.figures import clip_label, colour_scale, integer_ticks, save
@@ -115,10 +133,16 @@ def _padding_figure(data: dict, length: int, rows: int, path: Path, dpi: int) ->
     ax.set_xticks(range(length))
     ax.set_yticks(range(n), [f"sentence {s + 1}" for s in range(n)])
     full, total = data["padding"].shape[1], data["padding"].shape[0]
-    ax.set(xlabel="position in the padded sequence (key)", ylabel="sentence",
-           title=wrap(f"Padding mask (batch, seq): True where the tokenizer padded; first {length} of {full} "
-                      f"positions{f' of the first {n} of {total} sentences' if n < total else ''}. "
-                      "Attention form: (batch, 1, 1, seq); additive form: -1e9 where True", 90))
+    ax.set(
+        xlabel="position in the padded sequence (key)",
+        ylabel="sentence",
+        title=wrap(
+            f"Padding mask (batch, seq): True where the tokenizer padded; first {length} of {full} "
+            f"positions{f' of the first {n} of {total} sentences' if n < total else ''}. "
+            "Attention form: (batch, 1, 1, seq); additive form: -1e9 where True",
+            90,
+        ),
+    )
     save(fig, path, dpi)
 
 
@@ -133,10 +157,13 @@ def _look_ahead_figure(data: dict, length: int, path: Path, dpi: int) -> None:
     # The tokenizer's length-based padding mask: right even if a real token had the padding id.
     both = combined_mask(torch.as_tensor(data["padding"][:1, :length]))[:, 0].numpy()
     labels = [f"{p}: {clip_label(w)}" for p, w in enumerate(data["words"][0][:length])]
-    fig, axes = plt.subplots(1, 2, figsize=(2 * max(6.0, 0.45 * length + 3), max(5.5, 0.4 * length + 2)),
-                             layout="constrained")
-    for ax, matrix, title in ((axes[0], ahead, f"Look-ahead mask ({length}, {length}): True above the diagonal"),
-                              (axes[1], both[0], "Look-ahead OR padding, sentence 1 (decoder self-attention)")):
+    fig, axes = plt.subplots(
+        1, 2, figsize=(2 * max(6.0, 0.45 * length + 3), max(5.5, 0.4 * length + 2)), layout="constrained"
+    )
+    for ax, matrix, title in (
+        (axes[0], ahead, f"Look-ahead mask ({length}, {length}): True above the diagonal"),
+        (axes[1], both[0], "Look-ahead OR padding, sentence 1 (decoder self-attention)"),
+    ):
         _binary_image(ax, fig, matrix)
         ax.set_xticks(range(length), labels, rotation=90, fontsize=7)
         ax.set_yticks(range(length), labels, fontsize=7)
@@ -157,9 +184,12 @@ def _pe_columns_figure(cfg: dict, path: Path, dpi: int) -> None:
     for c in cfg["columns"]:
         kind = "sin" if c % 2 == 0 else "cos"
         ax.plot(np.arange(steps), pe[:, c], marker=".", markersize=3, label=f"Col {c} ({kind}, i={c // 2})")
-    ax.set(title=f"Positional encoding columns over positions (d={dim}, {steps} positions, base 10000)\n"
-                 "each sin/cos pair turns at its own frequency 1 / 10000^(2i/d)",
-           xlabel="Row (position)", ylabel="PE(position, column)")
+    ax.set(
+        title=f"Positional encoding columns over positions (d={dim}, {steps} positions, base 10000)\n"
+        "each sin/cos pair turns at its own frequency 1 / 10000^(2i/d)",
+        xlabel="Row (position)",
+        ylabel="PE(position, column)",
+    )
     ax.grid(True, alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
     save(fig, path, dpi)
@@ -174,11 +204,13 @@ def _random_embedding_figure(example: dict, path: Path, dpi: int, cmaps: dict) -
 
     tokens = example["tokens"]
     n, dim = example["output"].shape
-    rows = min(n, 20)      # a long sentence: its first 20 positions
+    rows = min(n, 20)  # a long sentence: its first 20 positions
     fig, axes = plt.subplots(3, 1, figsize=(12, min(16.0, 2.2 + 1.5 * rows)), sharex=True, layout="constrained")
-    panels = (("input_embeddings", "random embedding matrix[ids] (np.random.rand, uniform [0, 1))"),
-              ("pe", "sinusoidal positional encoding PE(pos)"),
-              ("output", "input embeddings with positional encoding (sum)"))
+    panels = (
+        ("input_embeddings", "random embedding matrix[ids] (np.random.rand, uniform [0, 1))"),
+        ("pe", "sinusoidal positional encoding PE(pos)"),
+        ("output", "input embeddings with positional encoding (sum)"),
+    )
     for ax, (key, title) in zip(axes, panels):
         values = example[key][:rows]
         image = ax.imshow(values, aspect="auto", interpolation="nearest", **colour_scale(values, **cmaps))
@@ -191,8 +223,9 @@ def _random_embedding_figure(example: dict, path: Path, dpi: int, cmaps: dict) -
     save(fig, path, dpi)
 
 
-def render_tutorial_figures(params: dict, out_dir: Path, *, root: Path | None = None,
-                            tokens: dict | None = None) -> list[str]:
+def render_tutorial_figures(
+    params: dict, out_dir: Path, *, root: Path | None = None, tokens: dict | None = None
+) -> list[str]:
     """Render every tutorial figure into out_dir; returns the PNG names written.
 
     `tokens`: the tokenize stage's output for the mask figures (None: tokenize the configured texts).
@@ -201,7 +234,7 @@ def render_tutorial_figures(params: dict, out_dir: Path, *, root: Path | None = 
     from pipeline.core.encoding import sinusoidal_encoding
     from pipeline.tutorials.position_modules import random_embedding_with_pe
 
-    cfg = params["tutorials"]   # validated by pipeline.config's schema
+    cfg = params["tutorials"]  # validated by pipeline.config's schema
     figures = params["figures"]
     dpi, max_size = figures["dpi"], figures["max_heatmap_size"]
     cmaps = {"diverging": figures["cmap"], "sequential": figures["sequential_cmap"]}
@@ -215,12 +248,24 @@ def render_tutorial_figures(params: dict, out_dir: Path, *, root: Path | None = 
     sig = cfg["signature"]
     data = signature_embeddings(cfg)
     shape = f"sequence length {sig['sequence_length']}, output dim {sig['output_dim']}, vocabulary {sig['vocab_size']}"
-    _signature_figure(data["random"], data["words"], sig["titles"],
-                      f"Random Embedding (trainable tables, {sig['init']} init, scale {sig['scale']:g}, "
-                      f"seed {cfg['seed']}; {shape})", path("tutorial001_random_embedding.png"), dpi, cmaps)
-    _signature_figure(data["fixed"], data["words"], sig["titles"],
-                      f"Fixed Weight Embedding from Attention is All You Need (sinusoidal tables; {shape})",
-                      path("tutorial001_fixed_embedding.png"), dpi, cmaps)
+    _signature_figure(
+        data["random"],
+        data["words"],
+        sig["titles"],
+        f"Random Embedding (trainable tables, {sig['init']} init, scale {sig['scale']:g}, seed {cfg['seed']}; {shape})",
+        path("tutorial001_random_embedding.png"),
+        dpi,
+        cmaps,
+    )
+    _signature_figure(
+        data["fixed"],
+        data["words"],
+        sig["titles"],
+        f"Fixed Weight Embedding from Attention is All You Need (sinusoidal tables; {shape})",
+        path("tutorial001_fixed_embedding.png"),
+        dpi,
+        cmaps,
+    )
 
     rnd = cfg["random_embedding"]
     example = random_embedding_with_pe(rnd["sentence"], rnd["embed_dim"], seed=cfg["seed"])
@@ -233,9 +278,17 @@ def render_tutorial_figures(params: dict, out_dir: Path, *, root: Path | None = 
 
     _pe_columns_figure(cfg["pe_columns"], path("tutorial004_pe_columns.png"), dpi)
     heat = cfg["pe_heatmap"]
-    fig.heatmap(sinusoidal_encoding(heat["positions"], heat["dim"]).numpy(), path("tutorial004_pe_heatmap.png"),
-                title=f"{heat['positions']} positional encodings of dimension {heat['dim']} (base 10000)\n"
-                      "the higher the column, the slower it changes with position",
-                xlabel="encoding dimension i (even: sin, odd: cos)", ylabel="position", cbar="PE value",
-                dpi=dpi, max_size=max_size, cmap=cmaps["diverging"], sequential=cmaps["sequential"])
+    fig.heatmap(
+        sinusoidal_encoding(heat["positions"], heat["dim"]).numpy(),
+        path("tutorial004_pe_heatmap.png"),
+        title=f"{heat['positions']} positional encodings of dimension {heat['dim']} (base 10000)\n"
+        "the higher the column, the slower it changes with position",
+        xlabel="encoding dimension i (even: sin, odd: cos)",
+        ylabel="position",
+        cbar="PE value",
+        dpi=dpi,
+        max_size=max_size,
+        cmap=cmaps["diverging"],
+        sequential=cmaps["sequential"],
+    )
     return written

@@ -15,6 +15,7 @@ Shapes:
 
 Tutorial 004's `create_padding_mask` returns the opposite (1.0 at real tokens): it is `~padding_mask`.
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -29,8 +30,10 @@ NEG_INF = -1e9
 def _check_ids(ids: torch.Tensor) -> None:
     if not isinstance(ids, torch.Tensor) or ids.dim() != 2:
         got = f"shape {tuple(ids.shape)}" if isinstance(ids, torch.Tensor) else type(ids).__name__
-        raise PipelineError(f"masks take padded token ids as a 2-D tensor (batch, seq), got {got}: "
-                            "pass e.g. torch.as_tensor(tokens['padded']).")
+        raise PipelineError(
+            f"masks take padded token ids as a 2-D tensor (batch, seq), got {got}: "
+            "pass e.g. torch.as_tensor(tokens['padded'])."
+        )
 
 
 def padding_mask(ids: torch.Tensor, pad_id: int = 0) -> torch.Tensor:
@@ -39,8 +42,9 @@ def padding_mask(ids: torch.Tensor, pad_id: int = 0) -> torch.Tensor:
     return ids == pad_id
 
 
-def padding_mask_from_lengths(lengths: Sequence[int] | torch.Tensor, seq_len: int, padding: str = "post",
-                              device: torch.device | str | None = None) -> torch.Tensor:
+def padding_mask_from_lengths(
+    lengths: Sequence[int] | torch.Tensor, seq_len: int, padding: str = "post", device: torch.device | str | None = None
+) -> torch.Tensor:
     """(batch, seq_len) bool from token counts: True at the padding positions ('post': at the end)."""
     if padding not in ("pre", "post"):
         raise PipelineError(f"padding = {padding!r} is invalid: use 'pre' or 'post'.")
@@ -69,16 +73,20 @@ def combined_mask(padding: torch.Tensor) -> torch.Tensor:
     What a decoder's self-attention uses; build `padding` with padding_mask(ids) or from lengths.
     """
     if not isinstance(padding, torch.Tensor) or padding.dtype != torch.bool or padding.dim() != 2:
-        raise PipelineError("combined_mask takes a boolean padding mask (batch, seq): build it with padding_mask(ids) "
-                            "or padding_mask_from_lengths(lengths, seq_len).")
+        raise PipelineError(
+            "combined_mask takes a boolean padding mask (batch, seq): build it with padding_mask(ids) "
+            "or padding_mask_from_lengths(lengths, seq_len)."
+        )
     return look_ahead_mask(padding.shape[-1], padding.device)[None, None] | padding[:, None, None, :]
 
 
 def additive(mask: torch.Tensor, dtype: torch.dtype = torch.float32, neg: float = NEG_INF) -> torch.Tensor:
     """Boolean mask -> 0.0 where allowed, `neg` (-1e9) where masked; same shape."""
     if mask.dtype != torch.bool:
-        raise PipelineError(f"additive() takes a boolean mask (True = masked), got {mask.dtype}: "
-                            "build it with padding_mask / look_ahead_mask.")
+        raise PipelineError(
+            f"additive() takes a boolean mask (True = masked), got {mask.dtype}: "
+            "build it with padding_mask / look_ahead_mask."
+        )
     return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(mask, neg)
 
 

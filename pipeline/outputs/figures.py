@@ -63,7 +63,7 @@ class Batch:
         import os
 
         forked = [k for k in range(len(self.jobs)) if k not in self.here]
-        workers = min(workers - bool(self.here), len(forked), os.cpu_count() or 1)
+        workers = min(workers - bool(self.here), len(forked), os.cpu_count() or 1) if workers > 1 else 0
         if workers < 1 or "fork" not in multiprocessing.get_all_start_methods():
             return [_draw(job) for job in self.jobs]
         results = [None] * len(self.jobs)

@@ -3,25 +3,12 @@
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from browser import chromium, needs_chromium
 from conftest import params_for, run_stages
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--virtual-time-budget=10000",
-]
 
 
 @pytest.fixture(scope="module")
@@ -132,13 +119,7 @@ def test_report_and_figures_describe_a_learned_table_truthfully(tmp_path, small_
     assert "unrelated to |a - b|" in encoding_figures["pe_distance"]
 
 
-def chromium(*args: str, tmp: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [CHROMIUM, *FLAGS, f"--user-data-dir={tmp / 'profile'}", *args], capture_output=True, text=True, timeout=120
-    )
-
-
-@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium); .ci/run installs it")
+@needs_chromium
 def test_report_in_headless_chromium(report, tmp_path):
     """The page runs without errors, the slider moves the words, and screenshots are taken."""
     dom = chromium("--dump-dom", f"{report.as_uri()}#selftest", tmp=tmp_path).stdout
@@ -146,7 +127,9 @@ def test_report_in_headless_chromium(report, tmp_path):
     assert title.startswith("selftest:ok"), title  # set by the page after moving the slider to r = 100
     assert "r = 100" in title
     # every frame of both sentences (the page checks): labels inside the plot, none over another label or a dot
-    shown, left_out, frames = map(int, re.search(r"labels: (\d+) shown, (\d+) left out in (\d+) frames", title).groups())
+    shown, left_out, frames = map(
+        int, re.search(r"labels: (\d+) shown, (\d+) left out in (\d+) frames", title).groups()
+    )
     assert frames == 2 * 41 and shown + left_out == frames * 11 and left_out <= shown // 50, title  # 11 words each
     errors = re.search(r'<pre id="console-errors"([^>]*)>(.*?)</pre>', dom, re.S)
     assert "hidden" in errors.group(1) and errors.group(2).strip() == "", errors.group(2)

@@ -6,25 +6,13 @@ from __future__ import annotations
 
 import html
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from browser import chromium, needs_chromium
 from conftest import params_for, run_stages
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--virtual-time-budget=10000",
-]
 
 # One token each (the texts are split on spaces; tokenizer.filters="" keeps every character).
 HOSTILE = [
@@ -113,22 +101,11 @@ def test_content_security_policy_forbids_network_fetches(hostile_report):
     assert "http" not in csp.group(1) and "*" not in csp.group(1)
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium); .ci/run installs it")
+@needs_chromium
 def test_hostile_words_are_inert_in_chromium(hostile_report, tmp_path):
     """The page's own self-test passes (its script ran, unbroken), no injected script changed the title, no injected
     element exists, and the explorer's labels hold every hostile word literally."""
-    dom = subprocess.run(
-        [
-            CHROMIUM,
-            *FLAGS,
-            f"--user-data-dir={tmp_path / 'profile'}",
-            "--dump-dom",
-            f"{hostile_report.as_uri()}#selftest",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    ).stdout
+    dom = chromium("--dump-dom", f"{hostile_report.as_uri()}#selftest", tmp=tmp_path).stdout
     title = re.search(r"<title>(.*?)</title>", dom, re.S).group(1)
     assert title.startswith("selftest:ok"), title
     assert "1337" not in title and "666" not in title and "42" not in title.split("r = ")[0]

@@ -58,8 +58,10 @@ def heal_dvc_rwlock(path: Path) -> None:
 
     if not path.exists():
         return
-    try:
-        info = json.loads(path.read_text(encoding="utf-8") or "{}")
+    try:  # DVC refuses an empty file too ("JSON structure is corrupted"): a kill can leave it empty
+        info = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(info, dict):
+            raise ValueError("not a JSON object")
     except (ValueError, UnicodeDecodeError):
         path.unlink(missing_ok=True)
         print(f"repro: removed DVC's lock file {path}, left truncated by a killed run", file=sys.stderr)

@@ -9,13 +9,22 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from pipeline.base.processes import running
 from pipeline.repro import heal_dvc_rwlock
 
 
-def test_truncated_lock_file_is_removed(tmp_path):
+@pytest.mark.parametrize(
+    "content",
+    ['{"read": {"data/glove": [{"pid": 1, "cmd": "dvc repro"}], "wri', "", "  \n", "[]"],
+    ids=["cut", "empty", "blank", "not an object"],
+)
+def test_truncated_lock_file_is_removed(tmp_path, content):
+    """What DVC refuses to read ("JSON structure is corrupted"), an empty file included (a kill right after DVC
+    opened it for writing), is removed: DVC makes a new one."""
     lock = tmp_path / "rwlock"
-    lock.write_text('{"read": {"data/glove": [{"pid": 1, "cmd": "dvc repro"}], "wri')
+    lock.write_text(content)
     heal_dvc_rwlock(lock)
     assert not lock.exists()
 

@@ -71,6 +71,12 @@ def test_quick_benchmark_measures_every_section(checkout, tmp_path):
     multirun = data["multirun"]
     assert multirun["points"] == 2 and multirun["jobs"] == 2 and multirun["failed_jobs"] == 0
     assert multirun["per_point_wall_s"] > 0 and multirun["stages"]["sweep"]["calls"] == 2
+    starts = multirun["stages"]["sweep"]["call_starts_s"]  # the second point's sweep starts after the first's
+    assert 0 < starts[0] < starts[1] < multirun["wall_s"] and multirun["steady_per_point_wall_s"] == pytest.approx(
+        starts[1] - starts[0]
+    )
+    estimate = data["ratios"]["multirun_100_points_wall_s"]
+    assert estimate == pytest.approx(multirun["wall_s"] + 98 * multirun["steady_per_point_wall_s"])
     assert set(data["checks"]) == set(TARGETS)
     assert all(value > 0 for value in data["ratios"].values())
 

@@ -36,7 +36,8 @@ left of the total after the stages is DVC itself (hashing, lock files) and, for 
 params.yaml; its CPU time also counts the wrappers. The multirun runs its stages in one process: a hook
 put in front of `python -m pipeline` wraps
 `pipeline.registry.Stage.run` and logs each call's wall and CPU time (getrusage of the process and its
-reaped children) and the process's peak RSS so far; the rest is Hydra, MLflow logging and start-up.
+reaped children, plus psutil's CPU times of its live children: the figure workers a multirun keeps) and the
+process's peak RSS so far; the rest is Hydra, MLflow logging and start-up.
 
 Rounds: one warm-up run, then --repeat rounds of notebook, fresh repro, no-op repro and sweep edit,
 interleaved so that load from other users of the machine hits them alike; each keeps its fastest run.
@@ -100,11 +101,21 @@ sys.exit(code if code >= 0 else 128 - code)
 # `python -c MULTIRUN_HOOK <hydra args>` = `python -m pipeline <hydra args>` with each in-process stage timed.
 MULTIRUN_HOOK = """\
 import json, os, resource, runpy, sys, time
+import psutil
 from pipeline.registry import Stage
 
 def _usage():
+    # CPU of this process, of its reaped children and of the live ones (a multirun's kept figure workers are
+    # reaped only when the process exits)
     own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + kids.ru_utime, own.ru_stime + kids.ru_stime, max(own.ru_maxrss, kids.ru_maxrss)
+    user, system = own.ru_utime + kids.ru_utime, own.ru_stime + kids.ru_stime
+    for child in psutil.Process().children(recursive=True):
+        try:
+            times = child.cpu_times()
+        except psutil.Error:  # it ended meanwhile: counted with the reaped ones once reaped
+            continue
+        user, system = user + times.user, system + times.system
+    return user, system, max(own.ru_maxrss, kids.ru_maxrss)
 
 def _timed_run(self, params, layout, root, _run=Stage.run):
     user, system, _ = _usage()

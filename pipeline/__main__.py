@@ -29,6 +29,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from pipeline.base.paths import checkout_root
 import pipeline.config.schema  # noqa: F401  (registers the config schema before @hydra.main composes conf/)
+from pipeline.config import sweep_compose
+
+sweep_compose.install()  # a multirun composes each job once (the sweeper's check), not again at launch
 
 log = logging.getLogger("pipeline")
 CONF_DIR = str(checkout_root() / "conf")
@@ -131,6 +134,10 @@ def app(cfg: DictConfig) -> None:
     out = Path(hydra_cfg.runtime.output_dir)
     multirun = hydra_cfg.mode == RunMode.MULTIRUN
     sweep = read_sweep(Path(hydra_cfg.sweep.dir).resolve()) if multirun else None
+    if multirun:
+        from pipeline.base import worker_pool
+
+        worker_pool.keep()  # the jobs of this process share one warm pool of figure workers
     overrides = list(hydra_cfg.overrides.task)
     parent = sweep["parent_run_id"] if sweep else None
     job = {

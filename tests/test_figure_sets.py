@@ -4,6 +4,7 @@ matplotlib's savefig, whatever the number of worker processes."""
 from __future__ import annotations
 
 import re
+import sys
 
 import pytest
 
@@ -94,3 +95,78 @@ def test_save_writes_what_savefig_wrote_after_a_draw(tmp_path, layout):
     fig.save(draw(), tmp_path / "save.png", 110)
     assert (tmp_path / "save.png").read_bytes() == (tmp_path / "savefig.png").read_bytes()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["save.png", "savefig.png"]  # no temp file left
+
+
+def _fail(message: str) -> None:
+    raise ValueError(message)
+
+
+@pytest.fixture
+def kept_pools(monkeypatch):
+    """pipeline.base.worker_pool.keep() for one test; the kept pool is ended after it."""
+    from pipeline.base import worker_pool
+
+    monkeypatch.setattr(worker_pool, "_keep", True)
+    yield worker_pool
+    worker_pool._end_kept()
+
+
+def test_a_kept_pool_serves_every_batch_and_draws_the_same_bytes(summary_run, tmp_path, kept_pools):
+    """A multirun's jobs share one pool (pipeline.base.worker_pool.keep()): the same workers draw every batch, the
+    same bytes as new workers, and end with the pool."""
+    from pipeline.base.processes import running
+    from pipeline.stages.figures import render
+
+    params = params_for("figures=summary")
+    assert params["figures"]["workers"] == 2
+    outs = [tmp_path / "first", tmp_path / "second"]
+    for out in outs:
+        out.mkdir()
+        render(params, summary_run, out)
+        if out == outs[0]:
+            pool = kept_pools.kept_pool()
+            pids = sorted(worker.pid for worker in pool._pool)
+    assert kept_pools.kept_pool() is pool and sorted(worker.pid for worker in pool._pool) == pids and len(pids) == 2
+    for png in summary_run.figures_dir.iterdir():  # drawn by a pool of its own (not kept)
+        assert (outs[0] / png.name).read_bytes() == (outs[1] / png.name).read_bytes() == png.read_bytes(), png.name
+    kept_pools._end_kept()
+    assert kept_pools.kept_pool() is None and not any(running(pid) for pid in pids)
+
+
+def test_a_failed_batch_ends_the_kept_pool_and_the_next_starts_afresh(kept_pools):
+    import os
+
+    from pipeline.outputs.figures import Batch
+
+    batch = Batch()
+    batch.add(os.getpid)
+    batch.add(_fail, "a figure that cannot be drawn")
+    with pytest.raises(ValueError, match="cannot be drawn"):
+        batch.run(2)
+    assert kept_pools.kept_pool() is None
+    again = Batch()
+    again.add(os.getpid)
+    again.add(os.getpid)
+    pids = again.run(2)
+    assert os.getpid() not in pids and kept_pools.kept_pool() is not None
+    assert set(pids) <= {worker.pid for worker in kept_pools.kept_pool()._pool}
+
+
+def test_the_kept_pool_ends_when_its_process_exits(tmp_path):
+    """Workers of a kept pool do not outlive the process (a multirun's), even when it never ends the pool itself."""
+    from conftest import run
+    from pipeline.base.processes import running
+
+    script = (
+        "import os\n"
+        "from pipeline.base import worker_pool\n"
+        "from pipeline.outputs.figures import Batch\n"
+        "worker_pool.keep()\n"
+        "batch = Batch()\n"
+        "[batch.add(os.getpid) for _ in range(4)]\n"
+        "drawn_by = set(batch.run(2))\n"
+        "print(*sorted(drawn_by | {w.pid for w in worker_pool.kept_pool()._pool}))\n"
+    )
+    out = run([sys.executable, "-c", script], REPO)
+    pids = [int(pid) for pid in out.stdout.split()]
+    assert len(pids) == 2 and not any(running(pid) for pid in pids)

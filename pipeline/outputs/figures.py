@@ -59,36 +59,22 @@ class Batch:
 
     def run(self, workers: int) -> list:
         """Draw every queued job; returns their results in the order queued."""
-        import multiprocessing
         import os
+
+        from pipeline.base import worker_pool
 
         forked = [k for k in range(len(self.jobs)) if k not in self.here]
         workers = min(workers - bool(self.here), len(forked), os.cpu_count() or 1) if workers > 1 else 0
-        if workers < 1 or "fork" not in multiprocessing.get_all_start_methods():
+        if workers < 1 or not worker_pool.fork_available():
             return [_draw(job) for job in self.jobs]
         results = [None] * len(self.jobs)
-        # Workers are ended by close() + join(), not by terminate(): a job runner that traps SIGTERM (submitit
-        # logs "Bypassing signal SIGTERM") passes its handler on to forked workers, which would then never exit.
-        pool = multiprocessing.get_context("fork").Pool(workers, initializer=_default_sigterm)
-        try:
+        with worker_pool.pool(workers) as pool:
             pending = pool.map_async(_draw, [self.jobs[k] for k in forked], chunksize=1)
             for k in self.here:
                 results[k] = _draw(self.jobs[k])
             for k, result in zip(forked, pending.get()):
                 results[k] = result
-            pool.close()
-        except BaseException:
-            pool.terminate()
-            raise
-        finally:
-            pool.join()
         return results
-
-
-def _default_sigterm() -> None:
-    import signal
-
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _draw(job: tuple):

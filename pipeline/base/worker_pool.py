@@ -1,0 +1,99 @@
+"""Forked worker processes (figure drawing): a pool per batch of work, or one kept for the process's life.
+
+A DVC stage draws its figures once and exits, so its pool starts and ends with the batch. A Hydra multirun
+runs its jobs one after another in one process (the basic launcher): a pool per job would fork the job's
+process (torch and MLflow loaded) at every point, and every new worker would draw its first figure cold
+(fonts, glyph and text-layout caches): about a third of a point's drawing time. After `keep()`, the pool
+outlives the batch: forked at the first batch, warm from the second, and ended when the process exits.
+
+Workers only run what they are sent (module-level functions and their pickled arguments), so a kept worker
+draws the same bytes as a new one. They are ended by close() + join(), never left to a signal: a job runner
+that traps SIGTERM (submitit logs "Bypassing signal SIGTERM") passes its handler on to forked workers, so each
+worker restores the default handler first, and one whose parent dies exits at its task queue's end of file.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import multiprocessing
+from collections.abc import Iterator
+from multiprocessing.pool import Pool
+
+_keep = False
+_kept: tuple[int, Pool] | None = None  # (processes, the pool) while kept
+
+
+def fork_available() -> bool:
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
+def keep() -> None:
+    """Keep pools for the life of this process (a process that runs many batches, e.g. a Hydra multirun)."""
+    global _keep
+    _keep = True
+
+
+def kept_pool() -> Pool | None:
+    """The pool kept for this process, if any (for tests)."""
+    return _kept[1] if _kept else None
+
+
+@contextlib.contextmanager
+def pool(processes: int) -> Iterator[Pool]:
+    """A fork pool of `processes` workers for one batch: new and ended after it, or the kept one (see keep())."""
+    global _kept
+    if not _keep:
+        new = _start(processes)
+        try:
+            yield new
+            new.close()
+        except BaseException:
+            new.terminate()
+            raise
+        finally:
+            new.join()
+        return
+    if _kept is not None and _kept[0] != processes:
+        _end_kept()
+    if _kept is None:
+        if not _kept_cleanup_registered:
+            _register_cleanup()
+        _kept = (processes, _start(processes))
+    try:
+        yield _kept[1]
+    except BaseException:
+        # a failed or interrupted batch may leave work queued in the workers: end them, start afresh next time
+        broken, _kept = _kept, None
+        broken[1].terminate()
+        broken[1].join()
+        raise
+
+
+def _start(processes: int) -> Pool:
+    return multiprocessing.get_context("fork").Pool(processes, initializer=_default_sigterm)
+
+
+def _default_sigterm() -> None:
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _end_kept() -> None:
+    global _kept
+    if _kept is not None:
+        kept, _kept = _kept[1], None
+        kept.close()
+        kept.join()
+
+
+_kept_cleanup_registered = False
+
+
+def _register_cleanup() -> None:
+    # registered after multiprocessing's own exit handler, so it runs first (atexit is last in, first out):
+    # the workers finish and exit before multiprocessing would terminate them
+    global _kept_cleanup_registered
+    atexit.register(_end_kept)
+    _kept_cleanup_registered = True

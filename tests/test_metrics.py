@@ -230,3 +230,17 @@ def test_trustworthiness_and_spearman_match_sklearn_and_scipy(seed):
     assert m.positional_rank_corr(dist) == pytest.approx(spearmanr(dist[i, j], j - i).statistic, abs=1e-12)
     tied = np.round(dist, 0)  # many ties on both sides
     assert m.positional_rank_corr(tied) == pytest.approx(spearmanr(tied[i, j], j - i).statistic, abs=1e-12)
+
+
+def test_pairwise_distances_have_the_bits_of_the_full_difference_formula():
+    """Half the rows computed and mirrored must give the same floats as sqrt(sum((z_i - z_j)^2)) over the full
+    (n, n, dim) difference, for any batch shape and scale (the outputs' bytes depend on it)."""
+    from pipeline.core.metrics import pairwise_distances
+
+    rng = np.random.default_rng(5)
+    for shape in [(7, 3, 11, 50), (41, 5, 300), (2, 1, 4), (3, 0, 2), (12, 30, 7)]:
+        z = rng.normal(size=shape) * rng.uniform(1e-3, 1e3, size=shape[:-2] + (1, 1))
+        diff = z[..., :, None, :] - z[..., None, :, :]
+        full = np.sqrt((diff * diff).sum(axis=-1))
+        got = pairwise_distances(z)
+        assert got.shape == full.shape and got.tobytes() == full.tobytes(), shape

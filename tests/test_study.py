@@ -42,6 +42,52 @@ def test_distribution_of_known_values():
     assert study.distribution([None], [1.0], [0])["median"] is None
 
 
+def one_at_a_time(e: np.ndarray, p: np.ndarray, neighbours: int, ratios: np.ndarray) -> dict:
+    """The sweep's crossover of one sentence (pipeline.core.sweep, as the sweep stage computes it for a text)."""
+    import math
+
+    from pipeline.core.metrics import Reference, knn_scores, pairwise_distances, valid_neighbours
+    from pipeline.core.sweep import exact_crossover, positional_wins_at
+
+    ref = Reference(e, p, [], [], valid_neighbours(neighbours, len(e)))
+    semantic, positional = knn_scores(pairwise_distances(1.0 * e + ratios[:, None, None] * p), ref)
+    found = exact_crossover(ratios, {"knn_semantic_hd": semantic, "knn_positional_hd": positional}, ref)
+    return {
+        "r_star": found["r_star"],
+        "switches": len(found["switch_points"]),
+        "sqrt_d_semantic": float(not positional_wins_at(ref)(1 / math.sqrt(e.shape[1]))),
+    }
+
+
+def test_batched_crossovers_are_the_sweeps_one_sentence_at_a_time_to_the_bit(monkeypatch):
+    """study.crossovers measures many sentences at once, in chunks, with the bisections in lockstep: every r*,
+    switch count and sqrt_d verdict must equal the sweep's own computation of each sentence alone (==, not approx),
+    for sentences with several switches, none on the grid, and position winning from the grid's first ratio."""
+    from pipeline.core import sweep
+    from pipeline.core.encoding import sinusoidal_encoding
+    from pipeline.core.sweep import ratio_grid
+
+    ratios = ratio_grid({"min": 0.01, "max": 100.0, "points": 41})
+    rng = np.random.default_rng(0)
+    pe = sinusoidal_encoding(40, 16).double().numpy()
+    seen = []
+    for n, k, scale in ((6, 1, 0.3), (9, 3, 1.0), (5, 2, 1e3), (5, 2, 1e-4)):
+        e = rng.normal(scale=scale, size=(40, n, 16))
+        positions = np.stack([np.sort(rng.choice(40, size=n, replace=False)) for _ in range(40)])
+        positions[:10] = np.arange(n)  # random sentences sit at 0..n-1; a texts file's need not
+        p = pe[positions]
+        expected = [one_at_a_time(e[s], p[s], k, ratios) for s in range(len(e))]
+        monkeypatch.setattr(study, "CHUNK_BYTES", 8 * 41 * n * n * 16 * 3)  # 3 sentences a chunk
+        assert study.crossovers(e, p, k, ratios) == expected
+        monkeypatch.setattr(study, "CHUNK_BYTES", sweep.CHUNK_BYTES)
+        assert study.crossovers(e, p, k, ratios) == expected
+        seen += expected
+    assert sum(r["switches"] > 1 for r in seen) >= 1
+    assert sum(r["r_star"] is None for r in seen) >= 10 and sum(r["r_star"] == ratios[0] for r in seen) >= 10
+    assert {r["sqrt_d_semantic"] for r in seen} == {0.0, 1.0}
+    assert study.crossovers(np.empty((0, 4, 16)), pe[:4], 3, ratios) == []
+
+
 def test_sentence_crossover_is_the_sweeps(tmp_path, small_store, monkeypatch):
     """The study's r* of the seed's two sentences (given as its texts file) is the sweep's, to the written digit;
     a store of another dimension in data/cache/stores/ is studied too, and a dimension without a store is listed

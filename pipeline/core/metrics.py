@@ -50,10 +50,21 @@ METRIC_DOCS = {
 
 
 def pairwise_distances(z: np.ndarray) -> np.ndarray:
-    """(..., n, n) Euclidean distances of the rows of z (..., n, dim), exact zero diagonal."""
+    """(..., n, n) Euclidean distances of the rows of z (..., n, dim), exact zero diagonal.
+
+    Each distance is sqrt of the sum of squared differences over dim, summed as numpy sums one contiguous row, so a
+    distance has the same bits whatever the batch around it; row i is computed once against the rows after it and
+    mirrored ((a - b)^2 and (b - a)^2 are the same float): half the arithmetic of the full (n, n, dim) difference.
+    """
     z = np.asarray(z, dtype=np.float64)
-    diff = z[..., :, None, :] - z[..., None, :, :]
-    return np.sqrt((diff * diff).sum(axis=-1))
+    n = z.shape[-2]
+    out = np.zeros(z.shape[:-1] + (n,))
+    for i in range(n - 1):
+        diff = z[..., i + 1 :, :] - z[..., i : i + 1, :]
+        row = np.sqrt((diff * diff).sum(axis=-1))  # (..., n - 1 - i)
+        out[..., i, i + 1 :] = row
+        out[..., i + 1 :, i] = row
+    return out
 
 
 def _quantized(dist: np.ndarray) -> np.ndarray:
@@ -76,17 +87,19 @@ def neighbours(dist: np.ndarray, k: int) -> np.ndarray:
 
 
 def reference_sets(dist_reference: np.ndarray, k: int) -> np.ndarray:
-    """(n, n) bool: row i marks i's k nearest points in the reference and every point tied with the k-th
-    (positional encodings tie: i-1 and i+1 are equally far from i)."""
+    """(..., n, n) bool: row i marks i's k nearest points in the reference and every point tied with the k-th
+    (positional encodings tie: i-1 and i+1 are equally far from i); dist_reference (..., n, n)."""
     ranked = _off_diagonal(dist_reference)
-    kth = np.sort(ranked, axis=1)[:, k - 1 : k]
+    kth = np.sort(ranked, axis=-1)[..., k - 1 : k]
     return ranked <= kth
 
 
 def knn_overlaps(dist: np.ndarray, reference: np.ndarray, k: int) -> np.ndarray:
-    """(B,) mean over points of |N_k(dist) & R_k| / k; dist (B, n, n), reference (n, n) from reference_sets."""
-    mine = neighbours(dist, k)  # (B, n, k)
-    shared = reference[np.arange(dist.shape[-1])[:, None], mine].sum(axis=-1)  # (B, n)
+    """(...,) mean over points of |N_k(dist) & R_k| / k; dist (..., n, n), reference (n, n) from reference_sets, or
+    one per batch entry (..., n, n) (several sentences of one length at once)."""
+    mine = neighbours(dist, k)  # (..., n, k)
+    sets = np.broadcast_to(reference, mine.shape[:-1] + reference.shape[-1:])
+    shared = np.take_along_axis(sets, mine, axis=-1).sum(axis=-1)  # (..., n)
     return (shared / k).mean(axis=-1)
 
 

@@ -1,5 +1,5 @@
-"""The crossover study: the exact r* (pipeline.core.sweep.exact_crossover) of many sentences and GloVe dimensions,
-and its distribution; arrays and dicts in, dicts out, no files.
+"""The crossover study: the exact r* (as pipeline.core.sweep.exact_crossover finds it) of many sentences and GloVe
+dimensions, and its distribution; arrays and dicts in, dicts out, no files.
 
 A sentence here is its words' vectors e (n, d) at positions 0..n-1 with the sinusoidal encoding p (n, d); r* is
 computed exactly as the sweep computes it (the same k-NN curves on the same ratio grid, the same bisection), and
@@ -14,34 +14,77 @@ from typing import Sequence
 
 import numpy as np
 
-from pipeline.core.metrics import Reference, knn_scores, pairwise_distances, valid_neighbours
-from pipeline.core.sweep import CHUNK_BYTES, exact_crossover, positional_wins_at
+from pipeline.core.metrics import (
+    RTOL,
+    knn_overlaps,
+    pairwise_distances,
+    positional_wins,
+    reference_sets,
+    valid_neighbours,
+)
+from pipeline.core.sweep import CHUNK_BYTES
 
 
-def knn_curves(ref: Reference, ratios: np.ndarray) -> dict[str, np.ndarray]:
-    """knn_semantic_hd and knn_positional_hd, each (m,), at W1 = 1, W2 = r for the ratios (m,): the sweep's
-    grid values (1.0 * e + r * p, the same bits), in chunks of bounded memory."""
-    n, d = ref.e.shape
-    step = max(1, CHUNK_BYTES // (8 * n * n * max(d, 2)))
-    semantic, positional = [], []
-    for a in range(0, len(ratios), step):
-        z = 1.0 * ref.e + ratios[a : a + step, None, None] * ref.p
-        s, p = knn_scores(pairwise_distances(z), ref)
-        semantic.append(s)
-        positional.append(p)
-    return {"knn_semantic_hd": np.concatenate(semantic), "knn_positional_hd": np.concatenate(positional)}
+def crossovers(e: np.ndarray, p: np.ndarray, neighbours: int, ratios: np.ndarray, rtol: float = RTOL) -> list[dict]:
+    """S sentences of one length n at once: e (S, n, d) their words' vectors, p (S, n, d) or (n, d) their positions'
+    encodings, float64. Returns per sentence r_star (None: meaning wins on the whole grid), switches (how many
+    switch points the grid brackets) and sqrt_d_semantic (1.0: meaning wins at r = 1/sqrt(d), else 0.0).
 
+    The same bits as the sweep's one sentence at a time (pipeline.core.sweep.exact_crossover over the k-NN curves
+    at W1 = 1, W2 = r): the same elementwise arithmetic, reductions over the same axes, and every bisection
+    (pipeline.core.metrics.bisect_switch) stepped in lockstep, the sentences still bisecting evaluated together.
+    """
+    e = np.asarray(e, dtype=np.float64)
+    count, n, d = e.shape
+    if count == 0:
+        return []
+    p = np.broadcast_to(np.asarray(p, dtype=np.float64), e.shape)
+    k = valid_neighbours(neighbours, n)
+    semantic = reference_sets(pairwise_distances(e), k)  # (S, n, n)
+    positional = reference_sets(pairwise_distances(p), k)
 
-def sentence_crossover(e: np.ndarray, p: np.ndarray, neighbours: int, ratios: np.ndarray) -> dict:
-    """One sentence: e, p (n, d) float64. Returns r_star (None: meaning wins on the whole grid), switches (how
-    many switch points the grid brackets) and sqrt_d_semantic (1.0: meaning wins at r = 1/sqrt(d), else 0.0)."""
-    ref = Reference(e, p, [], [], valid_neighbours(neighbours, len(e)))
-    crossover = exact_crossover(ratios, knn_curves(ref, ratios), ref)
-    return {
-        "r_star": crossover["r_star"],
-        "switches": len(crossover["switch_points"]),
-        "sqrt_d_semantic": float(not positional_wins_at(ref)(1 / math.sqrt(e.shape[1]))),
-    }
+    def wins(rows: np.ndarray, r: np.ndarray) -> np.ndarray:
+        """positional_wins for sentences `rows` (A,) at W1 = 1, W2 = r (A, m): (A, m) bool."""
+        z = 1.0 * e[rows, None] + r[:, :, None, None] * p[rows, None]  # (A, m, n, d)
+        dist = pairwise_distances(z)
+        sem = knn_overlaps(dist, semantic[rows, None], k)
+        pos = knn_overlaps(dist, positional[rows, None], k)
+        return positional_wins(sem, pos)
+
+    step = max(1, CHUNK_BYTES // (8 * len(ratios) * n * n * max(d, 2)))
+    on_grid = np.concatenate(
+        [
+            wins(np.arange(a, min(a + step, count)), np.tile(ratios, (min(step, count - a), 1)))
+            for a in range(0, count, step)
+        ]
+    )  # (S, m)
+    sentence, left = np.nonzero(on_grid[:, 1:] != on_grid[:, :-1])  # every bracketed switch, by sentence, then r
+    state = on_grid[sentence, left + 1]
+    lo, hi = ratios[left].astype(np.float64), ratios[left + 1].astype(np.float64)
+    going = hi / lo - 1 > rtol
+    while going.any():
+        at = np.nonzero(going)[0]
+        mid = np.sqrt(lo[at] * hi[at])
+        inside = (lo[at] < mid) & (mid < hi[at])  # else the floats between lo and hi are exhausted: stop there
+        going[at[~inside]] = False
+        at, mid = at[inside], mid[inside]
+        for a in range(0, len(at), step * len(ratios)):
+            part = slice(a, a + step * len(ratios))
+            same = wins(sentence[at[part]], mid[part, None])[:, 0] == state[at[part]]
+            hi[at[part][same]] = mid[part][same]
+            lo[at[part][~same]] = mid[part][~same]
+        going[at] = hi[at] / lo[at] - 1 > rtol
+    at_sqrt_d = wins(np.arange(count), np.full((count, 1), 1 / math.sqrt(d)))[:, 0]
+    out = []
+    for s in range(count):
+        mine = sentence == s
+        if on_grid[s, 0]:
+            r_star = float(ratios[0])
+        else:
+            entering = np.nonzero(mine & state)[0]
+            r_star = float(hi[entering[0]]) if len(entering) else None
+        out.append({"r_star": r_star, "switches": int(mine.sum()), "sqrt_d_semantic": float(not at_sqrt_d[s])})
+    return out
 
 
 def random_sentences(vocabulary: Sequence[str], count: int, lengths: Sequence[int], seed: int) -> dict[int, list]:

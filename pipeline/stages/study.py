@@ -23,6 +23,9 @@ from pathlib import Path
 from pipeline.base.paths import Layout
 
 log = logging.getLogger("pipeline")
+# Sentences measured together: enough to batch the bisections (about 30 steps each), few enough that progress
+# lines still come (pipeline.core.study.crossovers bounds the memory itself).
+BATCH = 256
 
 
 def find_stores(dims: list[int], layout: Layout, root: Path) -> tuple[dict, dict, list[int]]:
@@ -110,12 +113,25 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
             (len(words), True, s, words, positions)
             for s, (words, positions) in enumerate(zip(file_words, file_positions))
         ]
+        # sentences of one length go through together (pipeline.core.study.crossovers), at most BATCH at a time
+        results: list = [None] * len(cases)
+        batches = [
+            chunk[a : a + BATCH]
+            for n in sorted({len(case[3]) for case in cases})
+            for chunk in [[i for i, case in enumerate(cases) if len(case[3]) == n]]
+            for a in range(0, len(chunk), BATCH)
+        ]
         progress = Progress(f"study: d={d}, sentences", len(cases))
-        for done, (length, from_file, s, words, positions) in enumerate(cases, 1):
-            e = np.asarray(store.lookup(words)[0], dtype=np.float64)
-            result = study_lib.sentence_crossover(e, pe[positions], neighbours, ratios)
-            rows.append({"d": d, "length": length, "from_file": from_file, "sentence": s, **result})
+        done = 0
+        for batch in batches:
+            e = np.stack([np.asarray(store.lookup(cases[i][3])[0], dtype=np.float64) for i in batch])
+            p = np.stack([pe[cases[i][4]] for i in batch])
+            for i, result in zip(batch, study_lib.crossovers(e, p, neighbours, ratios)):
+                results[i] = result
+            done += len(batch)
             progress.update(done)
+        for (length, from_file, s, _, _), result in zip(cases, results):
+            rows.append({"d": d, "length": length, "from_file": from_file, "sentence": s, **result})
         log.info("study: d=%d, %d sentences", d, len(cases))
     summary = {
         "dims": study_lib.summarize(rows),

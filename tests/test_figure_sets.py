@@ -170,3 +170,32 @@ def test_the_kept_pool_ends_when_its_process_exits(tmp_path):
     out = run([sys.executable, "-c", script], REPO)
     pids = [int(pid) for pid in out.stdout.split()]
     assert len(pids) == 2 and not any(running(pid) for pid in pids)
+
+
+def test_the_workers_of_a_killed_process_exit():
+    """A multirun killed with SIGKILL (no atexit) must not leave its kept figure workers running: each exits at
+    the end of file of its task queue."""
+    import time
+
+    from conftest import run
+    from pipeline.base.processes import running
+
+    script = (
+        "import os, signal\n"
+        "from pipeline.base import worker_pool\n"
+        "from pipeline.outputs.figures import Batch\n"
+        "worker_pool.keep()\n"
+        "batch = Batch()\n"
+        "[batch.add(os.getpid) for _ in range(4)]\n"
+        "batch.run(2)\n"
+        "print(*sorted(w.pid for w in worker_pool.kept_pool()._pool), flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    out = run([sys.executable, "-c", script], REPO, check=False)
+    assert out.returncode == -9, out.stderr
+    pids = [int(pid) for pid in out.stdout.split()]
+    assert len(pids) == 2
+    deadline = time.monotonic() + 10
+    while any(running(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(running(pid) for pid in pids)

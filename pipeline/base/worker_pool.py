@@ -31,6 +31,10 @@ def fork_available() -> bool:
 def keep() -> None:
     """Keep pools for the life of this process (a process that runs many batches, e.g. a Hydra multirun)."""
     global _keep
+    if not _keep:
+        # registered after multiprocessing's own exit handler (imported above), so it runs first (atexit is last
+        # in, first out): the workers finish and exit before multiprocessing would terminate them
+        atexit.register(_end_kept)
     _keep = True
 
 
@@ -43,31 +47,22 @@ def kept_pool() -> Pool | None:
 def pool(processes: int) -> Iterator[Pool]:
     """A fork pool of `processes` workers for one batch: new and ended after it, or the kept one (see keep())."""
     global _kept
-    if not _keep:
-        new = _start(processes)
-        try:
-            yield new
-            new.close()
-        except BaseException:
-            new.terminate()
-            raise
-        finally:
-            new.join()
-        return
     if _kept is not None and _kept[0] != processes:
         _end_kept()
-    if _kept is None:
-        if not _kept_cleanup_registered:
-            _register_cleanup()
-        _kept = (processes, _start(processes))
+    current = _kept[1] if _kept is not None else _start(processes)
+    if _keep:
+        _kept = (processes, current)
     try:
-        yield _kept[1]
+        yield current
     except BaseException:
-        # a failed or interrupted batch may leave work queued in the workers: end them, start afresh next time
-        broken, _kept = _kept, None
-        broken[1].terminate()
-        broken[1].join()
+        # a failed or interrupted batch may leave work queued in the workers: end them (a kept pool starts afresh)
+        _kept = None
+        current.terminate()
+        current.join()
         raise
+    if not _keep:
+        current.close()
+        current.join()
 
 
 def _start(processes: int) -> Pool:
@@ -86,14 +81,3 @@ def _end_kept() -> None:
         kept, _kept = _kept[1], None
         kept.close()
         kept.join()
-
-
-_kept_cleanup_registered = False
-
-
-def _register_cleanup() -> None:
-    # registered after multiprocessing's own exit handler, so it runs first (atexit is last in, first out):
-    # the workers finish and exit before multiprocessing would terminate them
-    global _kept_cleanup_registered
-    atexit.register(_end_kept)
-    _kept_cleanup_registered = True

@@ -35,7 +35,7 @@ def install() -> None:
     def load_sweep_config(self: Any, master_config: Any, sweep_overrides: list[str]) -> Any:
         key = (id(self), id(master_config), tuple(sweep_overrides))
         entry = kept.pop(key, None)
-        if entry is not None and entry[0] is self and entry[1] is master_config:
+        if entry is not None:
             return entry[2]
         cfg = load(self, master_config, sweep_overrides)
         kept[key] = (self, master_config, copy.deepcopy(cfg))

@@ -25,7 +25,6 @@ bisection between the grid points that bracket a switch (pipeline.core.sweep eva
 
 from __future__ import annotations
 
-import math
 from typing import Callable, Sequence
 
 import numpy as np
@@ -311,18 +310,26 @@ def positional_wins(semantic: np.ndarray, positional: np.ndarray) -> np.ndarray:
     return np.asarray(positional) >= np.asarray(semantic)
 
 
-def bisect_switch(lo: float, hi: float, wins: Callable[[float], bool], state_hi: bool, rtol: float = RTOL) -> float:
-    """The switch point of a step function between lo < hi, where wins(lo) != wins(hi) == state_hi: bisection on
-    log r (geometric midpoints) until hi / lo - 1 <= rtol. Returns hi, the smallest ratio found at which the
-    state of hi holds (the switch lies in (hi / (1 + rtol), hi])."""
-    while hi / lo - 1 > rtol:
-        mid = math.sqrt(lo * hi)
-        if not lo < mid < hi:  # the floats between lo and hi are exhausted
-            break
-        if wins(mid) == state_hi:
-            hi = mid
-        else:
-            lo = mid
+def bisect_switches(
+    lo: np.ndarray, hi: np.ndarray, state: np.ndarray, wins: Callable[[np.ndarray, np.ndarray], np.ndarray], rtol: float
+) -> np.ndarray:
+    """The switch points of B step functions at once, bisection on log r (geometric midpoints): bracket b lies
+    between lo[b] < hi[b], where wins(lo) != wins(hi) == state[b]. Each bracket narrows until hi / lo - 1 <= rtol
+    (or the floats between lo and hi are exhausted), in lockstep with the others; wins(brackets (A,), r (A,)) says
+    which of the brackets still narrowing win at their midpoints, (A,) bool. Returns hi (B,), per bracket the
+    smallest ratio found at which its state holds (the switch lies in (hi / (1 + rtol), hi])."""
+    lo, hi = np.array(lo, dtype=np.float64), np.array(hi, dtype=np.float64)
+    going = hi / lo - 1 > rtol
+    while going.any():
+        at = np.nonzero(going)[0]
+        mid = np.sqrt(lo[at] * hi[at])
+        inside = (lo[at] < mid) & (mid < hi[at])  # else the floats between lo and hi are exhausted: stop there
+        going[at[~inside]] = False
+        at, mid = at[inside], mid[inside]
+        same = np.asarray(wins(at, mid), dtype=bool) == state[at]
+        hi[at[same]] = mid[same]
+        lo[at[~same]] = mid[~same]
+        going[at] = hi[at] / lo[at] - 1 > rtol
     return hi
 
 
@@ -335,11 +342,12 @@ def switch_points(
     predicate evaluated at any ratio. Returns [(r, state after the switch)], in increasing r. Two switches
     between the same two grid points (a state held only inside one grid interval) are not seen.
     """
-    found = []
-    for j in np.nonzero(wins_on_grid[1:] != wins_on_grid[:-1])[0]:
-        state = bool(wins_on_grid[j + 1])
-        found.append((bisect_switch(float(ratios[j]), float(ratios[j + 1]), wins, state, rtol), state))
-    return found
+    left = np.nonzero(wins_on_grid[1:] != wins_on_grid[:-1])[0]
+    state = np.asarray(wins_on_grid, dtype=bool)[left + 1]
+    found = bisect_switches(
+        ratios[left], ratios[left + 1], state, lambda _, r: np.array([wins(float(x)) for x in r], dtype=bool), rtol
+    )
+    return [(float(r), bool(s)) for r, s in zip(found, state)]
 
 
 def crossover(ratios: np.ndarray, wins_on_grid: np.ndarray, switches: list[tuple[float, bool]]) -> float | None:

@@ -16,6 +16,8 @@ import numpy as np
 
 from pipeline.core.metrics import (
     RTOL,
+    bisect_switches,
+    crossover,
     knn_overlaps,
     pairwise_distances,
     positional_wins,
@@ -32,7 +34,8 @@ def crossovers(e: np.ndarray, p: np.ndarray, neighbours: int, ratios: np.ndarray
 
     The same bits as the sweep's one sentence at a time (pipeline.core.sweep.exact_crossover over the k-NN curves
     at W1 = 1, W2 = r): the same elementwise arithmetic, reductions over the same axes, and every bisection
-    (pipeline.core.metrics.bisect_switch) stepped in lockstep, the sentences still bisecting evaluated together.
+    (pipeline.core.metrics.bisect_switches, as the sweep's) stepped in lockstep, the sentences still bisecting
+    evaluated together.
     """
     e = np.asarray(e, dtype=np.float64)
     count, n, d = e.shape
@@ -44,46 +47,36 @@ def crossovers(e: np.ndarray, p: np.ndarray, neighbours: int, ratios: np.ndarray
     positional = reference_sets(pairwise_distances(p), k)
 
     def wins(rows: np.ndarray, r: np.ndarray) -> np.ndarray:
-        """positional_wins for sentences `rows` (A,) at W1 = 1, W2 = r (A, m): (A, m) bool."""
-        z = 1.0 * e[rows, None] + r[:, :, None, None] * p[rows, None]  # (A, m, n, d)
-        dist = pairwise_distances(z)
-        sem = knn_overlaps(dist, semantic[rows, None], k)
-        pos = knn_overlaps(dist, positional[rows, None], k)
-        return positional_wins(sem, pos)
+        """positional_wins for sentences `rows` (A,) at W1 = 1, W2 = r (A, j): (A, j) bool, in chunks of bounded
+        memory (a chunk's (rows, j, n, n, d) difference)."""
+        rows_at_once = max(1, CHUNK_BYTES // (8 * r.shape[1] * n * n * max(d, 2)))
+        out = []
+        for a in range(0, len(rows), rows_at_once):
+            some, at = rows[a : a + rows_at_once], r[a : a + rows_at_once]
+            dist = pairwise_distances(1.0 * e[some, None] + at[:, :, None, None] * p[some, None])  # (A, j, n, n)
+            sem = knn_overlaps(dist, semantic[some, None], k)
+            pos = knn_overlaps(dist, positional[some, None], k)
+            out.append(positional_wins(sem, pos))
+        return np.concatenate(out)
 
-    step = max(1, CHUNK_BYTES // (8 * len(ratios) * n * n * max(d, 2)))
-    on_grid = np.concatenate(
-        [
-            wins(np.arange(a, min(a + step, count)), np.tile(ratios, (min(step, count - a), 1)))
-            for a in range(0, count, step)
-        ]
-    )  # (S, m)
+    on_grid = wins(np.arange(count), np.tile(ratios, (count, 1)))  # (S, m)
     sentence, left = np.nonzero(on_grid[:, 1:] != on_grid[:, :-1])  # every bracketed switch, by sentence, then r
     state = on_grid[sentence, left + 1]
-    lo, hi = ratios[left].astype(np.float64), ratios[left + 1].astype(np.float64)
-    going = hi / lo - 1 > rtol
-    while going.any():
-        at = np.nonzero(going)[0]
-        mid = np.sqrt(lo[at] * hi[at])
-        inside = (lo[at] < mid) & (mid < hi[at])  # else the floats between lo and hi are exhausted: stop there
-        going[at[~inside]] = False
-        at, mid = at[inside], mid[inside]
-        for a in range(0, len(at), step * len(ratios)):
-            part = slice(a, a + step * len(ratios))
-            same = wins(sentence[at[part]], mid[part, None])[:, 0] == state[at[part]]
-            hi[at[part][same]] = mid[part][same]
-            lo[at[part][~same]] = mid[part][~same]
-        going[at] = hi[at] / lo[at] - 1 > rtol
+    found = bisect_switches(
+        ratios[left], ratios[left + 1], state, lambda at, mid: wins(sentence[at], mid[:, None])[:, 0], rtol
+    )
     at_sqrt_d = wins(np.arange(count), np.full((count, 1), 1 / math.sqrt(d)))[:, 0]
     out = []
     for s in range(count):
-        mine = sentence == s
-        if on_grid[s, 0]:
-            r_star = float(ratios[0])
-        else:
-            entering = np.nonzero(mine & state)[0]
-            r_star = float(hi[entering[0]]) if len(entering) else None
-        out.append({"r_star": r_star, "switches": int(mine.sum()), "sqrt_d_semantic": float(not at_sqrt_d[s])})
+        mine = np.nonzero(sentence == s)[0]
+        switches = [(float(found[j]), bool(state[j])) for j in mine]
+        out.append(
+            {
+                "r_star": crossover(ratios, on_grid[s], switches),
+                "switches": len(switches),
+                "sqrt_d_semantic": float(not at_sqrt_d[s]),
+            }
+        )
     return out
 
 

@@ -115,12 +115,10 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
         ]
         # sentences of one length go through together (pipeline.core.study.crossovers), at most BATCH at a time
         results: list = [None] * len(cases)
-        batches = [
-            chunk[a : a + BATCH]
-            for n in sorted({len(case[3]) for case in cases})
-            for chunk in [[i for i, case in enumerate(cases) if len(case[3]) == n]]
-            for a in range(0, len(chunk), BATCH)
-        ]
+        by_length: dict[int, list[int]] = {}
+        for i, case in enumerate(cases):
+            by_length.setdefault(len(case[3]), []).append(i)
+        batches = [group[a : a + BATCH] for group in by_length.values() for a in range(0, len(group), BATCH)]
         progress = Progress(f"study: d={d}, sentences", len(cases))
         done = 0
         for batch in batches:

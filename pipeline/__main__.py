@@ -63,11 +63,14 @@ def run_job(
     parent_run_id: str | None = None,
     overrides: list[str] = (),
     cache: Path | None = None,
+    composed: DictConfig | None = None,
 ) -> dict:
     """The registry's in-process stages for one composed config into `out`; returns the MLflow record.
 
-    cache: the sweep's folder of shared stage outputs (pipeline.stage_cache): a stage whose inputs and params
-    an earlier job of the sweep had already (tokens and encoding, in a sweep over `sweep.*`) is not run again.
+    cache: the sweep's folder of shared outputs (pipeline.stage_cache): a stage whose inputs and params an earlier
+    job of the sweep had already (tokens and encoding, in a sweep over `sweep.*`) is not run again, nor a figure
+    drawn from the same data (pipeline.outputs.figure_cache). composed: the config Hydra composed on the schema
+    (`params` as a DictConfig), whose types need no second check.
     """
     from pipeline.base.files import write_text
     from pipeline.base.paths import Layout
@@ -76,13 +79,13 @@ def run_job(
     from pipeline.registry import job_stages
     from pipeline.stage_cache import run_stages
 
-    check(params, root)
+    check(params, root, composed)
     tracking = params["tracking"]
     if tracking["enabled"]:
         check_reachable(tracking, root)
-    layout = Layout(out, glove=shared_glove_store(params["glove"], root))
+    layout = Layout(out, glove=shared_glove_store(params["glove"], root), shared=cache)
     write_text(layout.params, dump_params(params))
-    run_stages(job_stages(), params, layout, root, cache)
+    run_stages(job_stages(), params, layout, root)
     if not tracking["enabled"]:
         return {"enabled": False}
     overrides = " ".join(overrides)
@@ -158,6 +161,7 @@ def app(cfg: DictConfig) -> None:
             parent_run_id=parent,
             overrides=overrides,
             cache=Path(hydra_cfg.sweep.dir).resolve() / CACHE_DIR if multirun else None,
+            composed=cfg,
         )
     except Exception as exc:
         if isinstance(exc, PipelineError):

@@ -21,12 +21,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import shutil
-import uuid
 from pathlib import Path
 from typing import Any, Iterable
 
+from pipeline.base.files import link, publish
 from pipeline.base.paths import Layout
 
 log = logging.getLogger("pipeline")
@@ -88,14 +87,6 @@ def _files(path: Path) -> Iterable[Path]:
         yield path
 
 
-def _link(src: Path, dst: Path) -> None:
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.link(src, dst)
-    except OSError:  # another file system, or no hard links: a copy
-        shutil.copy2(src, dst)
-
-
 def _restore(entry: Path, stage, layout: Layout) -> None:
     """Link the cached outputs of `stage` into `layout` (a fresh job dir: nothing there yet)."""
     for target in _outputs(stage, layout):
@@ -108,30 +99,27 @@ def _restore(entry: Path, stage, layout: Layout) -> None:
         if source.is_dir():
             target.mkdir(parents=True, exist_ok=True)
         for file in _files(source):
-            _link(file, target / file.relative_to(source) if source.is_dir() else target)
+            link(file, target / file.relative_to(source) if source.is_dir() else target)
 
 
 def _publish(entry: Path, stage, layout: Layout) -> None:
-    """Store the outputs `stage` just wrote in `layout` as the cache entry (atomic: a temp dir renamed; when
-    another job published the same key first, its entry stays)."""
-    tmp = entry.with_name(f".tmp-{entry.name}-{uuid.uuid4().hex[:8]}")
+    """Store the outputs `stage` just wrote in `layout` as the cache entry."""
+    files, dirs = [], []
     for target in _outputs(stage, layout):
         rel = target.relative_to(layout.base)
         if target.is_dir():
-            (tmp / rel).mkdir(parents=True, exist_ok=True)
-        for file in _files(target):
-            _link(file, tmp / rel / file.relative_to(target) if target.is_dir() else tmp / rel)
-    tmp.mkdir(parents=True, exist_ok=True)
-    try:
-        os.rename(tmp, entry)
-    except OSError:  # published meanwhile by another job of the sweep
-        shutil.rmtree(tmp, ignore_errors=True)
+            dirs.append(rel.as_posix())
+            files += [(file, (rel / file.relative_to(target)).as_posix()) for file in _files(target)]
+        elif target.is_file():
+            files.append((target, rel.as_posix()))
+    publish(entry, files, dirs)
 
 
-def run_stages(stages, params: dict, layout: Layout, root: Path, cache: Path | None) -> dict[str, bool]:
-    """Run `stages` (registry Stages, in order) for one job into `layout`; with `cache` (a sweep's folder for
-    shared outputs), reuse a stage's outputs when its key is there, and store them when not.
+def run_stages(stages, params: dict, layout: Layout, root: Path) -> dict[str, bool]:
+    """Run `stages` (registry Stages, in order) for one job into `layout`; with `layout.shared` (a sweep's folder
+    for shared outputs), reuse a stage's outputs when its key is there, and store them when not.
     Returns {stage name: reused}."""
+    cache = layout.shared
     produced: dict[str, str] = {}
     reused = {}
     for stage in stages:
@@ -146,7 +134,6 @@ def run_stages(stages, params: dict, layout: Layout, root: Path, cache: Path | N
             reused[stage.name] = True
         else:
             stage.run(params, layout, root)
-            entry.parent.mkdir(parents=True, exist_ok=True)
             _publish(entry, stage, layout)
             reused[stage.name] = False
         produced.update({out.layout: key for out in stage.outputs})

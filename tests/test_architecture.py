@@ -209,7 +209,8 @@ def recording_layout(log: ReadLog, base: Path, glove: Path | None):
 
     class RecordingLayout(Layout):
         def __getattribute__(self, name):
-            if name.startswith("_") or name in ("base", "glove"):
+            # the roots, and a multirun's shared folder (None here: DVC stages have none; pipeline.stage_cache)
+            if name.startswith("_") or name in ("base", "glove", "shared", "figure_cache"):
                 return object.__getattribute__(self, name)
             if depth[0] == 0:
                 log.layout.add(name)
@@ -329,3 +330,15 @@ def test_readme_documents_every_metric_of_metric_docs():
     section = readme[readme.index("### Metrics") : readme.index("### The report")]
     missing = [name for name in METRIC_DOCS if f"- `{name}`" not in section]
     assert not missing, f"README's metric list lacks {missing}"
+
+
+def test_dvc_parses_its_yaml_files_with_libyaml():
+    """DVC reads dvc.yaml, dvc.lock and params.yaml with ruamel.yaml's "safe" loader, whose C parser is optional
+    since ruamel.yaml 0.19 (pyproject.toml requires ruamel.yaml.clib): in pure Python a no-op `dvc repro` took 0.94 s
+    instead of 0.63 s."""
+    from dvc.utils.serialize._yaml import parse_yaml
+    from ruamel.yaml import YAML
+    from ruamel.yaml.main import CParser
+
+    assert CParser is not None and YAML(typ="safe").Parser is CParser
+    assert parse_yaml("stages: {a: {cmd: [x]}}", "dvc.yaml") == {"stages": {"a": {"cmd": ["x"]}}}

@@ -608,3 +608,38 @@ def test_experiments_view_columns():
         assert not keep.match(if_changed) and not drop.match(if_changed), if_changed
     for hidden in ("encoding.base", "sweep.w2x", "tutorials.seed", "pipeline/core/sweep.py", "params.yaml", "conf"):
         assert not keep.match(hidden) and drop.match(hidden), hidden
+
+
+def hydra_composed(overrides: list[str]):
+    """The config a `python -m pipeline` job gets: composed by Hydra on the schema (a DictConfig of Config)."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        return hydra_compose(config_name="config", overrides=overrides)
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [["sweep.w1=[1,2,3]", "sweep.w2=[1,2]"], ["figures.dpi=0"], ["glove=path"], ["sweep.ratios.points=1"]],
+)
+def test_a_hydra_job_s_config_is_refused_as_params_yaml_would_be(overrides):
+    """validate(params, composed) skips the schema merge Hydra already did: the rules and ??? values still refuse
+    the same configs, with the same message."""
+    from omegaconf import OmegaConf
+
+    composed = hydra_composed(overrides)
+    params = OmegaConf.to_container(composed, resolve=True)
+    with pytest.raises(PipelineError) as as_params_yaml:
+        config.validate(params)
+    with pytest.raises(PipelineError) as as_job:
+        config.validate(params, composed)
+    assert str(as_job.value) == str(as_params_yaml.value)
+
+
+def test_a_composed_config_that_is_not_the_schema_s_is_merged_onto_it():
+    from omegaconf import OmegaConf
+
+    params = config.compose(["figures.dpi=0"], REPO)
+    with pytest.raises(PipelineError, match="figures.dpi"):
+        config.validate(params, OmegaConf.create(params))  # untyped: checked as a plain dict

@@ -23,9 +23,8 @@ def test_sweep_points_share_tokens_and_encoding(tmp_path, small_store):
         run_stages(
             stages,
             params_for(f"sweep.w2={w2}"),
-            Layout(tmp_path / "sweep" / str(i), glove=small_store),
+            Layout(tmp_path / "sweep" / str(i), glove=small_store, shared=cache),
             tmp_path,
-            cache,
         )
         for i, w2 in enumerate((1, 2, 1))
     ]
@@ -39,7 +38,7 @@ def test_sweep_points_share_tokens_and_encoding(tmp_path, small_store):
     assert sorted(entry.name.split("-")[0] for entry in cache.iterdir()) == sorted(shared_stages + ["sweep", "sweep"])
 
     alone = Layout(tmp_path / "alone", glove=small_store)  # the second point computed without the cache
-    run_stages(stages, params_for("sweep.w2=2"), alone, tmp_path, None)
+    run_stages(stages, params_for("sweep.w2=2"), alone, tmp_path)
     shared = files(tmp_path / "sweep" / "1")
     assert len(shared) >= 10 and shared == files(alone.base)
     # linked, not copied: one inode for the tokens of every point

@@ -324,6 +324,13 @@ def test_joblib_four_parallel_jobs_lose_nothing(checkout, private_mlflow_store):
     )
     worst = summary["metrics"]["sweep.pca_disparity_max"]["worst"]
     assert worst["overrides"] == ["sweep.w2=4", "figures.dpi=40"]  # the largest PE weight moves the picture most
+    # figures drawn from the same data are kept once for the sweep, whichever of the four processes drew them first:
+    # the encoding's (the weights do not change them) once, each point's panels (they do) once per point
+    entries = [entry for entry in (checkout / "multirun_test" / ".stage_cache" / "figures").iterdir()]
+    kept = sorted(png.name for entry in entries for png in entry.glob("*.png"))
+    assert kept.count("pe_heatmap.png") == kept.count("rope_decay.png") == 1 and kept.count("panels_s0.png") == 4
+    heatmaps = {(d / "reports/figures/pe_heatmap.png").read_bytes() for d in (checkout / "multirun_test").glob("[0-9]")}
+    assert len(heatmaps) == 1 and not [e for e in entries if e.name.startswith(".")]  # no temp entry left
 
 
 @pytest.mark.slow

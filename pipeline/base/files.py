@@ -17,6 +17,7 @@ import re
 import shutil
 import socket
 import tempfile
+import uuid
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -213,6 +214,37 @@ def replace_dir(target: Path, build: "callable[[Path], None]") -> None:
         else:
             os.replace(tmp, target)
     finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def link(src: Path, dst: Path) -> None:
+    """`dst` as a hard link to `src` (a copy across file systems, or without hard links)."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def publish(
+    entry: Path, files: Iterable[tuple[Path, str]], dirs: Iterable[str] = (), blobs: dict[str, bytes] | None = None
+) -> None:
+    """Store `files` ((file, its path in the entry) pairs, linked), the empty folders `dirs` and the small files
+    `blobs` (path in the entry -> bytes) as the cache entry `entry`: atomic (a temp dir renamed); when another job
+    published the same entry first, its entry stays."""
+    tmp = entry.with_name(f".tmp-{entry.name}-{uuid.uuid4().hex[:8]}")
+    for rel in dirs:
+        (tmp / rel).mkdir(parents=True, exist_ok=True)
+    for rel, data in (blobs or {}).items():
+        (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp / rel).write_bytes(data)
+    for file, rel in files:
+        link(file, tmp / rel)
+    tmp.mkdir(parents=True, exist_ok=True)
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.rename(tmp, entry)
+    except OSError:  # published meanwhile by another job of the sweep
         shutil.rmtree(tmp, ignore_errors=True)
 
 

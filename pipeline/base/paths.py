@@ -70,6 +70,12 @@ class Layout:
 
     base: Path
     glove: Path | None = None  # the GloVe store, when shared between results (Hydra jobs)
+    shared: Path | None = None  # a sweep's folder of what its jobs share (pipeline.stage_cache), in a Hydra multirun
+
+    @property
+    def figure_cache(self) -> Path | None:
+        """A sweep's figures shared by its jobs, by the content hash of what each figure draws (figures.Batch)."""
+        return self.shared / "figures" if self.shared is not None else None
 
     # ---- inputs and configuration
     @property

@@ -65,6 +65,21 @@ def pool(processes: int) -> Iterator[Pool]:
         current.join()
 
 
+@contextlib.contextmanager
+def fresh_pool(processes: int) -> Iterator[Pool]:
+    """A new fork pool of `processes` workers, ended after the batch even while pools are kept (for work other than
+    the kept pool's, which should not fork it early: composing a sweep's configs before its first job)."""
+    current = _start(processes)
+    try:
+        yield current
+    except BaseException:
+        current.terminate()
+        current.join()
+        raise
+    current.close()
+    current.join()
+
+
 def _start(processes: int) -> Pool:
     return multiprocessing.get_context("fork").Pool(processes, initializer=_default_sigterm)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 import yaml
 
@@ -79,10 +79,10 @@ def read_params(root: Path | None = None) -> dict:
     return read_params_file(Layout(root or checkout_root()).params)
 
 
-def check(params: dict, root: Path) -> None:
+def check(params: dict, root: Path, composed: Any = None) -> None:
     """Everything that can be known before running: the schema's rules, the input files the config names, then
-    the limits (memory and figure count estimates, pipeline.config.limits)."""
-    validate(params)
+    the limits (memory and figure count estimates, pipeline.config.limits). composed: see schema.validate."""
+    validate(params, composed)
     check_limits(params, check_inputs(params, root))
 
 

@@ -632,12 +632,15 @@ def _first_difference(was: Any, now: Any, key: str) -> tuple[str, Any, Any] | No
     return next(filter(None, found), None)
 
 
-def validate(params: dict) -> None:
+def validate(params: dict, composed: Any = None) -> None:
     """Check params (a composed config or params.yaml read back) against the schema: unknown or absent keys,
     values left ??? in conf/, types, ranges, choices and the rules between keys. Raises one PipelineError that
-    names the key, what it must be, and the fix."""
+    names the key, what it must be, and the fix.
+
+    composed: the config `params` was made of, when Hydra composed it on the schema (a `python -m pipeline` job):
+    its types were checked then, so it is not merged onto the schema again (a third of a sweep point's check)."""
     _check_keys(params)
-    cfg = _typed(params)
+    cfg = composed if composed is not None and OmegaConf.get_type(composed) is Config else _typed(params)
     missing = sorted(OmegaConf.missing_keys(cfg))
     if missing:
         example = " ".join(f"{k}=..." for k in missing)

@@ -23,6 +23,11 @@ FIGURE_SETS: dict[str, tuple[str, ...]] = {
     "relative": ("all",),  # rope_relative_scores, rope_decay, alibi_bias, alibi_penalty
 }
 
+# The sets whose ratio_sweep figures mark the configured weight pairs. figures=summary marks only the Transformer's
+# scaling: its figure is then the same at every point of a sweep over the weights (each point's pairs are in its
+# panels and metrics), so that a sweep draws it once (pipeline.outputs.figure_cache), not at every point.
+PAIRS_MARKED: tuple[str, ...] = ("all",)
+
 
 def drawn_kinds(figure_set: str) -> set[str]:
     """The figure kinds the set `figure_set` (figures.name) draws."""

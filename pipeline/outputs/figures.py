@@ -45,9 +45,13 @@ class Batch:
     `workers` workers draw the rest: this process finishes its own jobs long before the workers (the stage's wall
     time was 10% longer with one worker fewer). Workers take jobs one at a time in the order queued: queue the
     longest first. Output is the same whatever the number of workers.
+
+    With `cache` (a sweep's pipeline.outputs.figure_cache folder), a job (`add`) whose arguments an earlier job of the
+    sweep had, with its outputs in `out` at the same names, links that job's figures instead of drawing them.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, out: Path | None = None, cache: Path | None = None) -> None:
+        self.out, self.cache = out, cache
         self.jobs: list[tuple] = []
         self.here: list[int] = []  # indices of the jobs this process draws
 
@@ -59,23 +63,46 @@ class Batch:
         self.add(draw, *args, **kwargs)
 
     def run(self, workers: int) -> list:
-        """Draw every queued job; returns their results in the order queued."""
+        """Draw every queued job (or link it from the cache); returns their results in the order queued."""
+        results: list = [None] * len(self.jobs)
+        to_draw, to_store = list(range(len(self.jobs))), {}
+        if self.cache is not None and self.out is not None:
+            from pipeline.outputs import figure_cache
+
+            for k in [k for k in to_draw if k not in self.here]:
+                keyed = figure_cache.job_key(self.jobs[k], self.out)
+                if keyed is None:
+                    continue
+                entry, outputs = self.cache / keyed[0], keyed[1]
+                found, results[k] = figure_cache.restore(entry, outputs)
+                if found:
+                    to_draw.remove(k)
+                else:
+                    to_store[k] = entry, outputs
+        self._draw(to_draw, workers, results)
+        for k, (entry, outputs) in to_store.items():
+            figure_cache.store(entry, outputs, results[k])
+        return results
+
+    def _draw(self, indices: list[int], workers: int, results: list) -> None:
+        """Draw the jobs `indices` into `results`."""
         import os
 
         from pipeline.base import worker_pool
 
-        forked = [k for k in range(len(self.jobs)) if k not in self.here]
+        forked = [k for k in indices if k not in self.here]
         workers = min(workers, len(forked), os.cpu_count() or 1) if workers > 1 else 0
         if workers < 1 or not worker_pool.fork_available():
-            return [_draw(job) for job in self.jobs]
-        results = [None] * len(self.jobs)
+            for k in indices:
+                results[k] = _draw(self.jobs[k])
+            return
         with worker_pool.pool(workers) as pool:
             pending = pool.map_async(_draw, [self.jobs[k] for k in forked], chunksize=1)
-            for k in self.here:
-                results[k] = _draw(self.jobs[k])
+            for k in indices:
+                if k in self.here:
+                    results[k] = _draw(self.jobs[k])
             for k, result in zip(forked, pending.get()):
                 results[k] = result
-        return results
 
 
 def _draw(job: tuple):

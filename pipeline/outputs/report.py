@@ -9,6 +9,7 @@ claimed for `encoding=sinusoidal` only, never for a learned (random) table.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from pathlib import Path
@@ -150,7 +151,9 @@ RELATIVE_VARIANTS = {
 }
 
 
+@functools.cache
 def _environment():
+    """One Jinja environment per process: it compiles the template once (a multirun renders a report per job)."""
     import jinja2
 
     env = jinja2.Environment(

@@ -40,7 +40,7 @@ def render(params: dict, layout: Layout, out: Path) -> list[str]:
     from pipeline.outputs.relative_figures import queue_relative_figures
 
     written: list[str] = []
-    batch = fig.Batch()
+    batch = fig.Batch(out, cache=layout.figure_cache)
 
     def path(name: str) -> Path:
         written.append(name)
@@ -191,13 +191,14 @@ def render_comparisons(params: dict, layout: Layout, meta: dict, shown: int, kin
 
     from pipeline.base.files import read_columns, read_json
     from pipeline.outputs import figures as fig
+    from pipeline.outputs.figure_plan import PAIRS_MARKED
 
     cfg, d = params["figures"], meta["d_model"]
     embeddings = np.load(layout.embedding_matrix).astype(np.float64)
     pe = np.load(layout.pe_matrix, mmap_mode="r")
     tokens = read_json(layout.tokens)
     metrics = read_json(layout.metrics)
-    marks = fig.ratio_marks(meta["pairs"], d)
+    marks = fig.ratio_marks(meta["pairs"] if cfg["name"] in PAIRS_MARKED else [], d)
     for s, sentence in enumerate(meta["sentences"][:shown]):
         quoted = fig.short_text(sentence["words"])
         if "panels" in kinds:

@@ -13,7 +13,8 @@ The key of a stage is a SHA-256 of what determines its outputs, as the stage reg
   any other input file by its bytes;
 - the files the config names (`texts.file`) by their bytes, when the stage reads that part of the config.
 Outputs are written atomically by the stages and never modified in place, so linked files stay intact.
-A sweep dir's cache lives as long as the sweep dir (code does not change during a sweep).
+A sweep dir's cache lives as long as the sweep dir (code does not change during a sweep). Its `figures/` folder holds
+the figures the jobs share, keyed by what each is drawn from (pipeline.outputs.figure_cache).
 """
 
 from __future__ import annotations

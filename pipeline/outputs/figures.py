@@ -79,12 +79,12 @@ class Batch:
                     to_draw.remove(k)
                 else:
                     to_store[k] = entry, outputs
-        self._draw(to_draw, workers, results)
+        self._draw_jobs(to_draw, workers, results)
         for k, (entry, outputs) in to_store.items():
             figure_cache.store(entry, outputs, results[k])
         return results
 
-    def _draw(self, indices: list[int], workers: int, results: list) -> None:
+    def _draw_jobs(self, indices: list[int], workers: int, results: list) -> None:
         """Draw the jobs `indices` into `results`."""
         import os
 

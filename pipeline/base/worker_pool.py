@@ -47,22 +47,22 @@ def kept_pool() -> Pool | None:
 def pool(processes: int) -> Iterator[Pool]:
     """A fork pool of `processes` workers for one batch: new and ended after it, or the kept one (see keep())."""
     global _kept
+    if not _keep:
+        with fresh_pool(processes) as current:
+            yield current
+        return
     if _kept is not None and _kept[0] != processes:
         _end_kept()
-    current = _kept[1] if _kept is not None else _start(processes)
-    if _keep:
-        _kept = (processes, current)
+    if _kept is None:
+        _kept = (processes, _start(processes))
+    current = _kept[1]
     try:
         yield current
     except BaseException:
-        # a failed or interrupted batch may leave work queued in the workers: end them (a kept pool starts afresh)
+        # a failed or interrupted batch may leave work queued in the workers: end them (the next batch starts afresh)
         _kept = None
-        current.terminate()
-        current.join()
+        _end(current, failed=True)
         raise
-    if not _keep:
-        current.close()
-        current.join()
 
 
 @contextlib.contextmanager
@@ -73,11 +73,9 @@ def fresh_pool(processes: int) -> Iterator[Pool]:
     try:
         yield current
     except BaseException:
-        current.terminate()
-        current.join()
+        _end(current, failed=True)
         raise
-    current.close()
-    current.join()
+    _end(current)
 
 
 def _start(processes: int) -> Pool:
@@ -90,9 +88,17 @@ def _default_sigterm() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
+def _end(current: Pool, failed: bool = False) -> None:
+    """close() + join(): the workers finish their queue and exit; after a failure, terminate() drops the queue."""
+    if failed:
+        current.terminate()
+    else:
+        current.close()
+    current.join()
+
+
 def _end_kept() -> None:
     global _kept
     if _kept is not None:
         kept, _kept = _kept[1], None
-        kept.close()
-        kept.join()
+        _end(kept)

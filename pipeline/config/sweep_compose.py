@@ -49,21 +49,23 @@ class Kept:
 
     def put(self, loader: Any, master: Any, overrides: Sequence[str], frozen: bytes) -> None:
         key = self.key(loader, master, overrides)
-        replaced = self.entries.pop(key, None)
-        if replaced is not None:
-            self.size -= len(replaced[2])
+        self._remove(key)
         self.entries[key] = (loader, master, frozen)
         self.size += len(frozen)
         while self.size > MAX_KEPT_BYTES and self.entries:
-            self.size -= len(self.entries.popitem(last=False)[1][2])
+            self._remove(next(iter(self.entries)))
 
     def pop(self, key: tuple) -> Any:
         """The config kept under `key` as a fresh object, and no longer kept; None when not kept."""
+        frozen = self._remove(key)
+        return None if frozen is None else thaw(frozen)
+
+    def _remove(self, key: tuple) -> bytes | None:
         entry = self.entries.pop(key, None)
         if entry is None:
             return None
         self.size -= len(entry[2])
-        return thaw(entry[2])
+        return entry[2]
 
     def clear(self) -> None:
         self.entries.clear()
@@ -108,8 +110,8 @@ def install() -> None:
     @functools.wraps(validate)
     def validate_batch_is_legal(self: Any, batch: Sequence[Sequence[str]]) -> None:
         # as Hydra's: compose every job of the batch (a failure raises here); those composed by workers are kept
-        loader = getattr(self, "hydra_context", None)
-        loader = loader.config_loader if loader is not None else self.config_loader
+        context = getattr(self, "hydra_context", None)
+        loader = context.config_loader if context is not None else self.config_loader
         compose_in_workers(loader, self.config, batch)
         for overrides in batch:
             if Kept.key(loader, self.config, overrides) not in kept:
@@ -120,16 +122,16 @@ def install() -> None:
     Sweeper.validate_batch_is_legal = validate_batch_is_legal
 
 
-def compose_in_workers(loader: Any, master: Any, batch: Sequence[Sequence[str]]) -> int:
-    """Compose the jobs of `batch` in forked workers, one per core, and keep them; returns how many were composed
-    (0 for a batch under PARALLEL_FROM jobs, on one core or without fork). A job whose composition failed is not
-    kept (the caller composes it again, raising its error)."""
+def compose_in_workers(loader: Any, master: Any, batch: Sequence[Sequence[str]]) -> None:
+    """Compose the jobs of `batch` in forked workers, one per core, and keep them (nothing for a batch under
+    PARALLEL_FROM jobs, on one core or without fork). A job whose composition failed is not kept (the caller
+    composes it again, raising its error)."""
     global _batch_context
     from pipeline.base import worker_pool
 
     workers = min(os.cpu_count() or 1, len(batch))
     if len(batch) < PARALLEL_FROM or workers < 2 or not worker_pool.fork_available():
-        return 0
+        return
     _batch_context = (loader, master)  # the workers inherit it: forked
     try:
         with worker_pool.fresh_pool(workers) as pool:
@@ -140,7 +142,6 @@ def compose_in_workers(loader: Any, master: Any, batch: Sequence[Sequence[str]])
     for overrides, frozen in zip(batch, composed):
         if frozen is not None:
             kept.put(loader, master, overrides, frozen)
-    return sum(frozen is not None for frozen in composed)
 
 
 def _compose_one(overrides: list[str]) -> bytes | None:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 from pathlib import Path
 
@@ -54,7 +53,9 @@ DATABASES = ("sqlite:////", "postgresql://", "postgresql+")
 
 def redacted(uri: str) -> str:
     """The URI with the password of its user:password@ part replaced by ***."""
-    return re.sub(r"^([a-z0-9+]+://[^:/@]*):[^@/]*@", r"\1:***@", uri)
+    from pipeline.base.secrets import redact_password
+
+    return redact_password(uri)
 
 
 def with_driver(store_uri: str) -> str:

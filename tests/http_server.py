@@ -8,6 +8,9 @@
 A route can require HTTP basic auth (`auth="user:password"`: 401 with a challenge otherwise) and send a
 Last-Modified date as its validator (`last_modified=...`, `etag=None`).
 
+A conditional request (If-None-Match naming the route's ETag, or If-Modified-Since its Last-Modified) is
+answered 304 without a body.
+
 Faults, consumed one per request: "drop" (send the headers and half the body, then close), "stall"
 (half the body, then silence for `stall` seconds), or an HTTP status such as 404 or 503.
 """
@@ -79,6 +82,8 @@ class FileServer:
             "target": handler.path,
             "range": handler.headers.get("Range"),
             "if_range": handler.headers.get("If-Range"),
+            "if_none_match": handler.headers.get("If-None-Match"),
+            "if_modified_since": handler.headers.get("If-Modified-Since"),
             "authorization": handler.headers.get("Authorization"),
             "status": None,
         }
@@ -101,6 +106,13 @@ class FileServer:
                 handler.send_header("Content-Length", "0")
                 handler.end_headers()
                 return
+        if (route.etag and handler.headers.get("If-None-Match") == route.etag) or (
+            route.last_modified and handler.headers.get("If-Modified-Since") == route.last_modified
+        ):
+            entry["status"] = 304
+            handler.send_response(304)
+            handler.end_headers()
+            return
         data, start, status = route.data, 0, 200
         requested = re.fullmatch(r"bytes=(\d+)-", handler.headers.get("Range") or "")
         if_range = handler.headers.get("If-Range")

@@ -355,3 +355,91 @@ def test_gave_up_unresumable_partial_is_deleted(server, tmp_path):
         download([url], tmp_path / "f.bin", None, FAST)
     assert "kept in" not in str(info.value)
     assert files(tmp_path) == []
+
+
+# ---------------------------------------------------------------- an unpinned cached file is re-validated
+
+
+@pytest.fixture
+def lines(caplog, monkeypatch):
+    """The pipeline logger's messages (a stage entry point run in this process may have stopped its propagation)."""
+    import logging
+
+    monkeypatch.setattr(logging.getLogger("pipeline"), "propagate", True)
+    caplog.set_level(logging.INFO, logger="pipeline")
+    return caplog
+
+
+def test_unpinned_cached_file_changed_on_the_server_is_downloaded_again(server, tmp_path, lines):
+    """The recorded ETag goes back as If-None-Match; the server's new file (new ETag) answers 200 and is fetched."""
+    url = server.add("/f.bin", OLD)
+    download([url], tmp_path / "f.bin", None, FAST)
+    assert json.loads((tmp_path / "f.bin.json").read_text()) == {"url": url, "validator": '"v1"'}
+    server.add("/f.bin", DATA, etag='"v2"')
+    result = download([url], tmp_path / "f.bin", None, FAST)
+    assert (tmp_path / "f.bin").read_bytes() == DATA and result["sha256"] == DIGEST and not result["cached"]
+    assert [(r["if_none_match"], r["status"]) for r in server.log] == [(None, 200), ('"v1"', 200), (None, 200)]
+    assert json.loads((tmp_path / "f.bin.json").read_text())["validator"] == '"v2"'
+    assert f"{url} has changed on the server" in lines.text
+    assert files(tmp_path) == ["f.bin", "f.bin.json"]
+
+
+@pytest.mark.parametrize("validator", ["etag", "last_modified"])
+def test_unpinned_cached_file_unchanged_is_reused_after_a_304(server, tmp_path, lines, validator):
+    """If-None-Match (or If-Modified-Since) -> 304, no body: the cached copy is used and one line says so."""
+    date = "Wed, 21 Oct 2026 07:28:00 GMT"
+    kwargs = {"etag": None, "last_modified": date} if validator == "last_modified" else {}
+    url = server.add("/f.bin", DATA, **kwargs)
+    download([url], tmp_path / "f.bin", None, FAST)
+    lines.clear()
+    result = download([url], tmp_path / "f.bin", None, FAST)
+    assert result["cached"] and result["sha256"] == DIGEST
+    sent = server.log[1]["if_modified_since"] if kwargs else server.log[1]["if_none_match"]
+    assert len(server.log) == 2 and server.log[1]["status"] == 304 and sent == (date if kwargs else '"v1"')
+    assert [r.getMessage() for r in lines.records] == [
+        f"{url} is unchanged on the server (HTTP 304): reusing the cached copy {tmp_path / 'f.bin'}"
+    ]
+
+
+def test_unpinned_cached_file_without_validators_is_reused_unverified(server, tmp_path, lines):
+    """Nothing to ask the server with: no request, one line saying the copy is unverified and how to refresh it."""
+    url = server.add("/f.bin", DATA, etag=None)
+    download([url], tmp_path / "f.bin", None, FAST)
+    lines.clear()
+    result = download([url], tmp_path / "f.bin", None, FAST)
+    assert result["cached"] and len(server.log) == 1 and files(tmp_path) == ["f.bin"]
+    (line,) = [r.getMessage() for r in lines.records]
+    assert f"reusing the cached copy {tmp_path / 'f.bin'} of {url} unverified" in line and "-f glove" in line
+
+
+def test_unpinned_cached_file_is_reused_when_the_server_is_down(tmp_path, lines):
+    """Offline: the conditional request fails at once (no retries), the cached copy is used, one warning line."""
+    with FileServer() as running:
+        url = running.add("/f.bin", DATA)
+        download([url], tmp_path / "f.bin", None, FAST)
+    lines.clear()
+    result = download([url], tmp_path / "f.bin", None, FAST)
+    assert result["cached"] and (tmp_path / "f.bin").read_bytes() == DATA
+    (record,) = lines.records
+    assert record.levelname == "WARNING" and record.exc_info is None and "Traceback" not in lines.text
+    assert record.getMessage().startswith(f"could not check whether {url} changed (connection refused): reusing")
+
+
+def test_glove_stage_download_revalidates_its_cache(server, tmp_path):
+    """The glove stage's path (glove_sources.from_url, as `-f glove` runs it) re-validates the cached download: a
+    file changed on the server reaches the store."""
+    from pipeline.inputs.glove_sources import from_url
+
+    def glove_text(scale: float) -> bytes:
+        return "".join(f"w{i} {scale * i:.1f} {scale:.1f}\n" for i in range(1, 6)).encode()
+
+    url = server.add("/g.txt", glove_text(1.0))
+    cfg = {"name": "t", "source": "url", "url": url, "mirrors": [], "dim": 2, "zip_sha256": None, "sha256": None}
+    cfg["download"] = {"retries": 0, "progress": False, "secret_params": []}
+    first = from_url(cfg, tmp_path / "store", tmp_path / "cache")["origin"]
+    server.add("/g.txt", glove_text(2.0), etag='"v2"')
+    second = from_url(cfg, tmp_path / "store", tmp_path / "cache")["origin"]
+    assert not first["cached"] and not second["cached"] and first["sha256"] != second["sha256"]
+    third = from_url(cfg, tmp_path / "store", tmp_path / "cache")["origin"]
+    assert third["cached"] and third["sha256"] == second["sha256"]
+    assert [r["status"] for r in server.log] == [200, 200, 200, 304]

@@ -833,8 +833,9 @@ def test_download_plain_text_url(server, tmp_path):
     assert manifest["origin"]["sha256"] == hashlib.sha256(text).hexdigest()
     assert manifest["origin"]["url"] == url
     assert GloveStore.open(tmp_path / "out" / "glove").words == WORDS
-    [cached] = leftovers(tmp_path / "cache")
+    cached, record = leftovers(tmp_path / "cache")  # the download and its ETag, for the next run's conditional GET
     assert cached.endswith("-glove.small.txt")  # unpinned downloads are cached under a name keyed by the URL
+    assert record == cached + ".json"
 
 
 # ----------------------------------------------------------------- files.py

@@ -18,7 +18,7 @@ from conftest import REPO, SEED_WORDS, copy_checkout, run
 from http_server import FileServer
 from pipeline import config
 from pipeline.base.errors import PipelineError
-from pipeline.base.secrets import has_credentials, redact
+from pipeline.base.secrets import has_credentials, redact, redact_password
 
 # drawn per run, so that no file (this one included, copied into the project) holds them beforehand
 SECRET = f"s3cretPW-{uuid.uuid4().hex[:12]}"
@@ -45,15 +45,66 @@ def test_credentials_in_config_urls_are_refused_at_compose(overrides, key):
     assert ("~/.netrc" in message) if key != "tracking.uri" else ("MLFLOW_TRACKING_PASSWORD" in message)
 
 
-def test_compose_command_refuses_and_writes_nothing(tmp_path):
+@pytest.mark.parametrize(
+    "url, marked",
+    [
+        ("https://h/g.zip?token=SECRET", []),
+        ("https://h/g.zip?v=2&Key=SECRET", []),
+        ("https://h/g.zip?SIG=SECRET&sv=2024", []),
+        ("https://h/g.zip?signature=SECRET", []),
+        ("https://b.s3.amazonaws.com/g.zip?X-Amz-Date=1&X-Amz-Signature=SECRET", []),
+        ("https://h/g.zip?x-amz-credential=SECRET", []),
+        ("https://h/g.zip?X-Amz-Security-Token=SECRET", []),
+        ("https://h/g.zip?Access_Token=SECRET", []),
+        ("https://h/g.zip?api_key=SECRET", []),
+        ("https://h/g.zip?password=SECRET", []),
+        ("https://h/g.zip?PASSWD=SECRET", []),
+        ("https://h/g.zip?v=1&myToken=SECRET", ["mytoken"]),
+    ],
+)
+def test_credentials_in_url_queries_are_refused_at_compose(url, marked):
+    """A secret query parameter (any case; or one the user marks in glove.download.secret_params) is refused in
+    glove.url and in glove.mirrors, naming the key and the parameter, never showing its value."""
+    url = url.replace("SECRET", SECRET)
+    name = url.split(f"={SECRET}")[0].rsplit("?", 1)[-1].rsplit("&", 1)[-1]
+    for overrides, key in [
+        ([f'glove.url="{url}"'], "glove.url"),
+        (["glove.url=https://ok/g.zip", f'glove.mirrors=["https://m/g.zip","{url}"]'], "glove.mirrors[1]"),
+    ]:
+        marks = [f"glove.download.secret_params=[{','.join(marked)}]"]
+        params = config.compose(["glove=url", "glove.dim=3", *overrides, *marks], REPO)
+        with pytest.raises(PipelineError) as info:
+            config.validate(params)
+        message = str(info.value)
+        assert SECRET not in message and f"{name}=***" in message
+        assert message.startswith(f"config key {key} = ") and "holds credentials (the query parameter" in message
+        assert name in message.split("holds credentials")[1].split(")")[0]
+        assert "~/.netrc" in message and "glove=zip glove.zip=" in message and "glove=path glove.path=" in message
+    if not marked:  # unmarked, the same name is an ordinary parameter
+        return
+    params = config.compose(["glove=url", "glove.dim=3", f'glove.url="{url}"'], REPO)
+    config.validate(params)  # no error
+    assert params["glove"]["url"] == url
+
+
+def test_ordinary_query_parameters_are_accepted():
+    params = config.compose(["glove=url", "glove.dim=3", 'glove.url="https://h/g.zip?v=2&keyword=x&dl=1"'], REPO)
+    config.validate(params)  # no error
+    assert params["glove"]["url"] == "https://h/g.zip?v=2&keyword=x&dl=1"
+
+
+@pytest.mark.parametrize(
+    "url", [f"http://a:{SECRET}@h/g.zip", f"https://h/g.zip?X-Amz-Signature={SECRET}", f"https://h/g?token={SECRET}"]
+)
+def test_compose_command_refuses_and_writes_nothing(tmp_path, url):
     project = copy_checkout(tmp_path / "project")
     before = (project / "params.yaml").read_bytes()
     result = run(
-        [sys.executable, "-m", "pipeline.compose", "glove=url", f"glove.url=http://a:{SECRET}@h/g.zip", "glove.dim=3"],
+        [sys.executable, "-m", "pipeline.compose", "glove=url", f'glove.url="{url}"', "glove.dim=3"],
         project,
         check=False,
     )
-    assert result.returncode == 2 and "~/.netrc" in result.stderr
+    assert result.returncode == 2 and "~/.netrc" in result.stderr and "config key glove.url" in result.stderr
     assert SECRET not in result.stdout + result.stderr
     assert (project / "params.yaml").read_bytes() == before
 
@@ -65,6 +116,27 @@ def test_redact_and_detect():
     )
     assert has_credentials(f"http://alice:{SECRET}@h/") and has_credentials("ftp://bob@h/")
     assert not has_credentials("https://h/a@b") and not has_credentials("https://h:443/x")
+
+
+@pytest.mark.parametrize(
+    "text, shown",
+    [
+        ("https://bob:p@ss{S}@host/x", "https://***@host/x"),  # "@" in the password: the last "@" ends it
+        ("https://bob:p:a{S}@host:8080/x", "https://***@host:8080/x"),  # ":" in the password
+        ("https://bob:p@:ss{S}@@host?x=1", "https://***@host?x=1"),  # both, no path
+        ("GET http://a:b@{S}@h1/x, then ftp://c:{S}@d@h2 failed", "GET http://***@h1/x, then ftp://***@h2 failed"),
+        ("""url='https://u:{S}@x@h/a' and "http://v:{S}@h/b" """, """url='https://***@h/a' and "http://***@h/b" """),
+        (
+            "see https://h/g.zip?v=1&Token={S}&X-Amz-Signature={S}#top",
+            "see https://h/g.zip?v=1&Token=***&X-Amz-Signature=***#top",
+        ),
+        ("'https://h/g?sig={S}' (https://k/?api_key={S})", "'https://h/g?sig=***' (https://k/?api_key=***)"),
+        ("mail bob@host, or http://h/a@b?page=2", "mail bob@host, or http://h/a@b?page=2"),  # nothing to hide
+    ],
+)
+def test_redact_removes_whole_passwords_and_query_secrets(text, shown):
+    assert redact(text.replace("{S}", SECRET)) == shown
+    assert redact(f"https://h/g?mine={SECRET}&v=1", ["MINE"]) == "https://h/g?mine=***&v=1"
 
 
 def test_download_error_messages_and_logs_are_redacted(tmp_path, caplog, monkeypatch):
@@ -146,3 +218,14 @@ def test_netrc_and_proxy_credentials_never_reach_a_file(tmp_path, monkeypatch):
     assert leaks == []
     assert searched > 100  # the project, its DVC cache and the MLflow store were really searched
     assert any(p.name == "mlflow-test.db" for p in tmp_path.rglob("*.db"))
+
+
+def test_tracking_and_store_uris_keep_the_user_and_lose_the_whole_password():
+    """How MLflow and database URIs are shown (pipeline.server, the track stage): `bob:***@`, never a password's tail."""
+    from pipeline.outputs.tracking import redact as tracking_redact
+    from pipeline.server import redacted
+
+    uri = f"postgresql://bob:p@{SECRET}:x@db:5432/mlflow?sslmode=require&password={SECRET}"
+    shown = "postgresql://bob:***@db:5432/mlflow?sslmode=require&password=***"
+    assert redact_password(uri) == redacted(uri) == tracking_redact(uri) == shown
+    assert redact_password(f"error at 'http://bob:{SECRET}@@h:5000/api'") == "error at 'http://bob:***@h:5000/api'"

@@ -24,7 +24,7 @@ from omegaconf import MISSING, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from pipeline.base.errors import PipelineError
-from pipeline.base.secrets import has_credentials, redact
+from pipeline.base.secrets import has_credentials, redact, secret_query_params
 from pipeline.core.random_tables import INITS
 from pipeline.core.weights import SQRT_D
 
@@ -142,22 +142,32 @@ def _get(node: Any, dotted: str) -> Any:
     return node
 
 
-def refuse_credentials(key: str, url: str | None, fix: str) -> None:
-    """params.yaml is committed (and logged to MLflow): a URL in the config must not carry user:password@."""
-    if url and has_credentials(url):
-        raise PipelineError(
-            f"config key {key} = {redact(url)!r} holds credentials (user:password@ in the URL): "
-            f"params.yaml, which git tracks and MLflow logs, would hold them. Fix: remove them from "
-            f"the URL and {fix}"
-        )
+def refuse_credentials(key: str, url: str | None, fix: str, secret_params: typing.Sequence[str] = ()) -> None:
+    """params.yaml is committed (and logged to MLflow): a URL in the config must not carry user:password@ nor a
+    query parameter holding credentials (token=, key=, sig=, X-Amz-*, ..., or one of `secret_params`)."""
+    if not url:
+        return
+    names = secret_query_params(url, secret_params)
+    if has_credentials(url):
+        where = "user:password@ in the URL"
+    elif names:
+        where = f"the query parameter{'s' if len(names) > 1 else ''} {', '.join(names)}"
+    else:
+        return
+    raise PipelineError(
+        f"config key {key} = {redact(url, secret_params)!r} holds credentials ({where}): params.yaml, which git "
+        f"tracks and DVC and MLflow record, would hold them. Fix: remove them from the URL and {fix}"
+    )
 
 
 NETRC_FIX = (
     "put them in ~/.netrc, which downloads read: `machine HOST login USER password PASSWORD` (chmod 600; "
-    "or a file named by the NETRC environment variable)."
+    "or a file named by the NETRC environment variable); or download the file yourself and use it: "
+    "`glove=zip glove.zip=/path/to/file.zip` (a text file: `glove=path glove.path=/path/to/file.txt`)."
 )
 TRACKING_FIX = (
-    "set the environment variables MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD, which MLflow reads."
+    "set the environment variables MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD (or "
+    "MLFLOW_TRACKING_TOKEN), which MLflow reads."
 )
 
 
@@ -171,6 +181,8 @@ class DownloadConfig(_Checked):
     read_timeout: float = checked(above(0))
     retries: int = checked(at_least(0))
     backoff: float = checked(not_below(0))
+    # more query parameter names that carry credentials (beside token, key, sig, X-Amz-*, ...): refused in glove.url
+    secret_params: List[str] = field(default_factory=list)
 
 
 @dataclass
@@ -191,9 +203,10 @@ class GloveConfig(_Checked):
     download: DownloadConfig = MISSING
 
     def check(self) -> None:
-        refuse_credentials("glove.url", self.url, NETRC_FIX)
+        marked = self.download.secret_params
+        refuse_credentials("glove.url", self.url, NETRC_FIX, marked)
         for i, mirror in enumerate(self.mirrors):
-            refuse_credentials(f"glove.mirrors[{i}]", mirror, NETRC_FIX)
+            refuse_credentials(f"glove.mirrors[{i}]", mirror, NETRC_FIX, marked)
         for source in GLOVE_SOURCES:
             if source == self.source:
                 self.require(getattr(self, source) is not None, source, f"set: glove.source is {source}")

@@ -16,6 +16,10 @@
 - The SHA-256 is checked before the rename into place; a mismatch deletes the file and says so (a
   resumed file gets one fresh try first, since the old partial may be the culprit).
 - Mirrors are tried in order; when all fail, one PipelineError lists every URL and what went wrong.
+- A cached file is used again: a pinned one when its SHA-256 matches (no request); an unpinned one after a
+  conditional request with the ETag / Last-Modified of the answer that brought it (the `.part.json` record,
+  kept as `<target>.json`): 304 reuses it, 200 downloads the new file. Without a record (a server without
+  validators), or when the server cannot be reached, the cached copy is reused and one log line says so.
 - Proxies (HTTPS_PROXY, HTTP_PROXY, NO_PROXY) and CA bundles (REQUESTS_CA_BUNDLE) come from the
   environment, as for pip. Two processes downloading into one folder take turns (a file lock).
 """
@@ -38,7 +42,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from pipeline.base.errors import PipelineError
-from pipeline.base.files import sha256_file
+from pipeline.base.files import sha256_file, write_text
 from pipeline.base.secrets import redact
 
 log = logging.getLogger("pipeline")
@@ -64,6 +68,7 @@ class DownloadPolicy:
     def from_config(cls, cfg: dict | None, key: str = "glove.download") -> "DownloadPolicy":
         """Build from a config mapping; raise PipelineError naming `key.<name>` for a bad value."""
         cfg = dict(cfg or {})
+        cfg.pop("secret_params", None)  # the config schema's (URLs holding such parameters are refused at compose)
         known = {f.name for f in fields(cls)}
         for name, value in cfg.items():
             if name not in known:
@@ -123,7 +128,8 @@ def download(
 ) -> dict:
     """Fetch `target` from the first of `urls` that works; return where it came from.
 
-    An existing `target` whose SHA-256 matches (or any, when `sha256` is None) is used as it is.
+    An existing `target` whose SHA-256 matches is used as it is; without `sha256`, after `revalidate` says the
+    server's file is unchanged (or cannot say).
     Raises PipelineError when every URL fails: it lists what was tried (URLs without their credentials), then
     `hint` (how to proceed), or `mismatch_hint` when every URL answered with a file of the wrong SHA-256.
     """
@@ -133,37 +139,46 @@ def download(
     target.parent.mkdir(parents=True, exist_ok=True)
     part = target.with_name(target.name + ".part")
     meta = target.with_name(target.name + ".part.json")
+    record = target.with_name(target.name + ".json")  # the validator of the completed file (unpinned only)
     urls = [u for u in urls if u]
     if not urls:
         raise PipelineError(f"no URL to download {target.name} from: set glove.url (and glove.mirrors).")
-    with _locked(target.parent):
+    tried: list[str] = []
+    mismatches: list[bool] = []
+    with _locked(target.parent), requests.Session() as session:
+        session.headers["User-Agent"] = USER_AGENT
         if target.exists():
-            digest = sha256_file(target)
-            if sha256 is None or digest == sha256:
+            if sha256 is None:
+                reuse = revalidate(session, target, record, urls, policy)
+            else:
+                digest = sha256_file(target)
+                reuse = digest == sha256
+                if not reuse:
+                    log.warning("%s has SHA-256 %s, expected %s: downloading it again", target, digest, sha256)
+                    target.unlink()
+            if reuse:
                 return {
                     "url": None,
                     "bytes": target.stat().st_size,
-                    "sha256": digest,
+                    "sha256": sha256 or sha256_file(target),
                     "cached": True,
                     "resumed_from": 0,
                 }
-            log.warning("%s has SHA-256 %s, expected %s: downloading it again", target, digest, sha256)
-            target.unlink()
-        tried: list[str] = []
-        mismatches: list[bool] = []
-        with requests.Session() as session:
-            session.headers["User-Agent"] = USER_AGENT
-            for url in urls:
-                try:
-                    size, digest, resumed = _from_url(session, url, part, meta, sha256, policy)
-                except _Permanent as exc:
-                    tried.append(f"{redact(url)}: {redact(exc)}")
-                    mismatches.append(exc.mismatch)
-                    log.warning("download of %s failed: %s", redact(url), redact(exc))
-                    continue
-                os.replace(part, target)
+        for url in urls:
+            try:
+                size, digest, resumed = _from_url(session, url, part, meta, sha256, policy)
+            except _Permanent as exc:
+                tried.append(f"{redact(url)}: {redact(exc)}")
+                mismatches.append(exc.mismatch)
+                log.warning("download of %s failed: %s", redact(url), redact(exc))
+                continue
+            os.replace(part, target)
+            if sha256 is None and meta.exists():  # what the next run's conditional request sends
+                os.replace(meta, record)
+            else:
                 meta.unlink(missing_ok=True)
-                return {"url": url, "bytes": size, "sha256": digest, "cached": False, "resumed_from": resumed}
+                record.unlink(missing_ok=True)
+            return {"url": url, "bytes": size, "sha256": digest, "cached": False, "resumed_from": resumed}
     if part.exists() and not (sha256 or meta.exists()):  # nothing could prove a later run resumes the same file
         part.unlink()
     kept = (
@@ -177,6 +192,65 @@ def download(
     raise PipelineError(
         f"could not download {target.name}. Tried:\n" + "\n".join(f"  - {t}" for t in tried) + f"\n{hint}{kept}"
     )
+
+
+def discard(target: Path) -> None:
+    """Delete a cached download and its record (a file that turned out damaged: the next run fetches it anew)."""
+    target.unlink(missing_ok=True)
+    target.with_name(target.name + ".json").unlink(missing_ok=True)
+
+
+def revalidate(session, target: Path, record: Path, urls: Sequence[str], policy: DownloadPolicy) -> bool:
+    """Whether the unpinned cached `target` may be used again; one log line says why.
+
+    The server that sent it is asked whether its file changed, with the ETag (If-None-Match) or Last-Modified date
+    (If-Modified-Since) recorded in `record`: 304 (or the same validator) -> reuse; 200 -> False (download it again).
+    No record (the server sent no validator), or no answer (offline, an HTTP error) -> reuse, said as such.
+    """
+    import requests
+
+    try:
+        recorded = json.loads(record.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        recorded = {}
+    url, validator = recorded.get("url"), recorded.get("validator")
+    force = "to download it again, delete it and run again, e.g. `python -m pipeline.repro -- -f glove`"
+    if url not in urls or not validator:
+        log.info(
+            "reusing the cached copy %s of %s unverified: no ETag or Last-Modified from the server was recorded "
+            "to check it against (%s)",
+            target,
+            redact(urls[0]),
+            force,
+        )
+        return True
+    header = "If-None-Match" if validator.startswith('"') else "If-Modified-Since"
+    try:
+        response = session.get(
+            url,
+            stream=True,
+            headers={header: validator, "Accept-Encoding": "identity"},
+            allow_redirects=True,
+            timeout=(policy.connect_timeout, policy.read_timeout),
+        )
+    except requests.exceptions.RequestException as exc:
+        reason = _describe(exc, policy)
+    else:
+        with response:  # closed unread: a changed file is downloaded by the resumable path
+            status = response.status_code
+            if status == 304 or (status == 200 and _validator(response.headers) == validator):
+                log.info(
+                    "%s is unchanged on the server (HTTP %d): reusing the cached copy %s", redact(url), status, target
+                )
+                return True
+            if status == 200:
+                log.info("%s has changed on the server: downloading it again into %s", redact(url), target)
+                return False
+            reason = f"HTTP {status} {response.reason}"
+    log.warning(
+        "could not check whether %s changed (%s): reusing the cached copy %s (%s)", redact(url), reason, target, force
+    )
+    return True
 
 
 def _from_url(
@@ -455,7 +529,7 @@ def _validator(headers) -> str | None:
 def _write_validator(meta: Path, url: str, headers) -> None:
     validator = _validator(headers)
     if validator:
-        meta.write_text(json.dumps({"url": url, "validator": validator}), encoding="utf-8")
+        write_text(meta, json.dumps({"url": url, "validator": validator}))
     else:
         meta.unlink(missing_ok=True)
 

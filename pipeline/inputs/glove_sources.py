@@ -201,7 +201,9 @@ def extract_member(zip_path: Path, member: str | None, dest: Path, owned: bool =
 
     def refuse(message: str) -> PipelineError:
         if owned:
-            zip_path.unlink(missing_ok=True)
+            from pipeline.inputs.download import discard
+
+            discard(zip_path)
             return PipelineError(
                 f"{message} The cached download was deleted: run again to download it afresh (if "
                 "the server still sends this file, use another mirror or a local copy)."

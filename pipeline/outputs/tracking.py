@@ -102,9 +102,9 @@ _CLIENTS: dict[tuple[str, str], tuple[Any, str]] = {}  # (uri, experiment) -> (c
 
 def redact(text: str) -> str:
     """`text` with the password of every URL's user info replaced (`http://bob:***@host`)."""
-    import re
+    from pipeline.base.secrets import redact_password
 
-    return re.sub(r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]*):[^/\s@]*@", r"\1:***@", str(text))
+    return redact_password(text)
 
 
 def _client(cfg: dict, root: Path | None):

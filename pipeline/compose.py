@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from pipeline.base.errors import PipelineError
+from pipeline.base.locks import workspace_lock
 from pipeline.base.paths import Layout, checkout_root
 from pipeline.config import check, compose, write_params
 
@@ -32,6 +33,15 @@ def main(argv: list[str] | None = None) -> int:
         print(groups_help(checkout_root()))
         return 0
     root = checkout_root()
+    try:
+        with workspace_lock(root, " ".join(["python -m pipeline.compose", *argv])):
+            return _compose(argv, root)
+    except PipelineError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _compose(argv: list[str], root: Path) -> int:
     try:
         params = compose(argv, root)
         check(params, root)

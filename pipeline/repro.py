@@ -11,6 +11,12 @@ Examples:
     python -m pipeline.repro
     python -m pipeline.repro sweep.w2=10 texts=queen_king
     python -m pipeline.repro glove=6B-100d -- --force      # options after `--` go to `dvc repro`
+    python -m pipeline.repro --restore                      # finish putting back a run that could not be
+
+One run at a time writes the workspace: a second one fails at once, naming the run that holds it. Ctrl-C, SIGTERM
+or SIGHUP stop dvc repro and its stages, put the workspace back and exit 130, 143 or 129 with one line. The files
+as they were are saved in .dvc/tmp/repro-journal/ until the run ends; if putting them back fails (a full disk, a
+read-only folder), they stay there, the message says so, and `--restore` or the next run finishes it.
 
 The overrides are those of `python -m pipeline.compose` (group=option, key=value); the groups and options:
 """
@@ -117,12 +123,94 @@ def heal_dvc_lock(root: Path) -> None:
     )
 
 
+JOURNAL = Path(".dvc") / "tmp" / "repro-journal"
+STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")  # Ctrl-C; kill, timeout, systemd, SLURM, CI; a closed terminal
+NOTHING_CHANGED = "nothing was changed: params.yaml, dvc.yaml, dvc.lock, data/ and reports/ are as they were"
+
+
+class _Interrupted(BaseException):
+    """A stop signal reached the run: carries it through the journal's rollback."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _on_stop_signals(handler) -> None:
+    import signal
+
+    for name in STOP_SIGNALS:
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), handler)
+
+
+def _raise_interrupted(signum: int, frame) -> None:
+    raise _Interrupted(signum)
+
+
+def _die_with_parent():
+    """For the dvc child, before it runs: a SIGKILL when this process dies, even by kill -9 (Linux; a no-op
+    elsewhere). Its stages watch this process themselves (pipeline.stages._cli)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+    import signal
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    return lambda: libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def _run_dvc(args: list[str], root: Path, env: dict) -> int:
+    """`dvc repro ARGS` in a process group of its own, so that a stop signal reaches this process only (one clean
+    message, no traceback of each stage): on one, the whole group (dvc, its stages, their workers) is killed."""
+    import signal
+
+    dvc = subprocess.Popen(
+        [sys.executable, "-m", "dvc", "repro", *args], cwd=root, env=env, process_group=0, preexec_fn=_die_with_parent()
+    )
+    try:
+        return dvc.wait()
+    except BaseException:
+        try:
+            os.killpg(dvc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        dvc.wait()
+        heal_dvc_rwlock(root / ".dvc" / "tmp" / "rwlock")  # DVC writes it in place: a kill can leave it cut short
+        raise
+
+
+def _restore_failed(root: Path, exc: OSError) -> str:
+    from pipeline.base.errors import environment_error
+
+    return (
+        f"error: putting the workspace back failed: {environment_error(exc) or exc}. Nothing is lost: the files as "
+        f"they were before the run are saved in {root / JOURNAL}. Once that is fixed, finish putting them back with "
+        "`python -m pipeline.repro --restore` (the next run does it first)."
+    )
+
+
+def _finish_stopped_run(journal, root: Path) -> None:
+    """Put back what a run stopped by kill -9 (or a failed rollback) left half done, before anything else."""
+    import time
+
+    record = journal.rollback()
+    if record is not None:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record["started"]))
+        print(
+            f"repro: the run started at {when} (pid {record['pid']}: `{record.get('command', '?')}`) did not finish: "
+            "put the workspace back as it was before it",
+            file=sys.stderr,
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
-    from pipeline.base.errors import PipelineError
+    import signal
+
+    from pipeline.base.errors import PipelineError, environment_error
+    from pipeline.base.locks import workspace_lock
     from pipeline.base.paths import checkout_root
-    from pipeline.base.snapshot import preserved
-    from pipeline.compose import main as compose_main
-    from pipeline.stages._cli import ERROR_FILE_ENV
+    from pipeline.base.snapshot import Journal
 
     argv = sys.argv[1:] if argv is None else argv
     overrides, dvc_args = (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
@@ -133,12 +221,63 @@ def main(argv: list[str] | None = None) -> int:
         print(__doc__)
         print(groups_help(root))
         return 0
+    restore_only = overrides == ["--restore"]
+    journal = Journal(root / JOURNAL)
+    command = " ".join(["python -m pipeline.repro", *argv])
+    _on_stop_signals(_raise_interrupted)
+    try:
+        with workspace_lock(root, command):
+            try:
+                _on_stop_signals(signal.SIG_IGN)  # quick renames: let them finish
+                _finish_stopped_run(journal, root)
+                _on_stop_signals(_raise_interrupted)
+            except OSError as exc:
+                print(_restore_failed(root, exc), file=sys.stderr)
+                return 1
+            if restore_only:
+                print("repro: the workspace is as the last finished run left it")
+                return 0
+            return _transaction(journal, root, command, overrides, dvc_args)
+    except _Interrupted as stop:
+        name = signal.Signals(stop.signum).name
+        print(f"interrupted by {name}: stopped dvc repro and its stages; {NOTHING_CHANGED}", file=sys.stderr)
+        return 128 + stop.signum
+    except _RestoreFailed as failed:
+        print(_restore_failed(root, failed.cause), file=sys.stderr)
+        return 1
+    except PipelineError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        message = environment_error(exc)
+        if message is None:
+            raise
+        print(f"error: {message}. Nothing was changed.", file=sys.stderr)
+        return 2
+    finally:
+        _on_stop_signals(signal.SIG_DFL)
+
+
+class _RestoreFailed(Exception):
+    def __init__(self, cause: OSError) -> None:
+        super().__init__(cause)
+        self.cause = cause
+
+
+def _transaction(journal, root: Path, command: str, overrides: list[str], dvc_args: list[str]) -> int:
+    """Compose and reproduce under the journal: all of it, or the workspace as it was."""
+    import signal
+
     from pipeline.base.files import clean_stale_temporaries
     from pipeline.base.paths import Layout, download_cache
+    from pipeline.compose import main as compose_main
+    from pipeline.stages._cli import ERROR_FILE_ENV
 
-    clean_stale_temporaries([*Layout(root).work_dirs, download_cache(root)])  # what a killed run left
+    work_dirs = [*Layout(root).work_dirs, download_cache(root)]
+    clean_stale_temporaries(work_dirs)  # what a killed run left
     heal_dvc_rwlock(root / ".dvc" / "tmp" / "rwlock")
     heal_dvc_lock(root)
+    journal.begin(guarded_paths(root), command=command)  # a full disk here: nothing changed yet
     with tempfile.TemporaryDirectory(prefix="pe-repro-") as tmp:
         error_file = Path(tmp) / "error.txt"
         # the stage commands say `python`: make it this interpreter even when its venv is not activated
@@ -148,27 +287,39 @@ def main(argv: list[str] | None = None) -> int:
             **{ERROR_FILE_ENV: str(error_file)},
         )
         try:
-            with preserved(guarded_paths(root), root / ".dvc" / "tmp" / "repro-snapshot"):
-                status = compose_main(overrides)  # validates and checks input files before writing params.yaml
-                if status:
-                    raise _Failed(status)
+            composed = compose_main(overrides)  # validates and checks input files before writing params.yaml
+            if composed == 0:
                 _check_tracking_server(root)
-                status = subprocess.call([sys.executable, "-m", "dvc", "repro", *dvc_args], cwd=root, env=env)
-                if status:
-                    raise _Failed(status)
-        except PipelineError as exc:
-            print(f"error: {exc}", file=sys.stderr)
+                status = _run_dvc(dvc_args, root, env)
+                if status == 0:
+                    journal.commit()
+                    return 0
+        except BaseException:
+            _on_stop_signals(signal.SIG_IGN)  # a second Ctrl-C must not cut the rollback short
+            _rollback(journal, work_dirs)
+            raise
+        _on_stop_signals(signal.SIG_IGN)
+        _rollback(journal, work_dirs)
+        if composed:
+            return composed  # compose said why; it writes nothing before its checks pass
+        if error_file.exists():  # a stage reported a user error (and DVC its own failure after it)
+            print(
+                f"{error_file.read_text(encoding='utf-8').strip()}\n{NOTHING_CHANGED[0].upper()}{NOTHING_CHANGED[1:]}.",
+                file=sys.stderr,
+            )
             return 2
-        except _Failed as failed:
-            if error_file.exists():  # a stage reported a user error (and DVC its own failure after it)
-                print(
-                    f"{error_file.read_text(encoding='utf-8').strip()}\n"
-                    "Nothing was changed: params.yaml, dvc.lock, data/ and reports/ are as they were.",
-                    file=sys.stderr,
-                )
-                return 2
-            return failed.status
-    return 0
+        print(f"repro: {NOTHING_CHANGED}", file=sys.stderr)
+        return status
+
+
+def _rollback(journal, work_dirs: list[Path]) -> None:
+    from pipeline.base.files import clean_stale_temporaries
+
+    try:
+        journal.rollback()
+    except OSError as exc:
+        raise _RestoreFailed(exc) from None
+    clean_stale_temporaries(work_dirs)  # the killed stages' temporaries
 
 
 def _check_tracking_server(root: Path) -> None:

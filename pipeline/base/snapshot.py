@@ -1,20 +1,35 @@
-"""Put files and folders back exactly as they were when an operation fails.
+"""A journal that puts files and folders back exactly as they were when a run does not finish.
 
-`preserved(paths, scratch)` saves every existing path into a scratch folder on the same file system
-before the block, and on any failure removes what the block left at those paths and moves the saved
-ones back: same bytes and modification times. Small files are copied, since tools rewrite them in
-place (DVC writes dvc.lock and params.yaml that way); large ones (the GloVe vectors, matrices) are
-hard-linked, which is free and safe because only the pipeline's stages write them, always to a
-temporary file renamed over the old one, and DVC deletes an output before re-running its stage.
+    journal = Journal(root / ".dvc" / "tmp" / "repro-journal")
+    journal.begin(paths, command="...")   # saves every existing path; nothing is changed yet
+    ...                                    # the run changes the paths
+    journal.commit()                       # success: the saved copies are dropped
+    journal.rollback()                     # failure: every path as it was, then the copies are dropped
+
+The saved copies live in the journal folder (same file system) with `journal.json`, written last: a journal
+without it was never complete, so the workspace was not touched yet and the partial copies are just dropped.
+Small files are copied, since tools rewrite them in place (DVC writes dvc.lock and params.yaml that way);
+large ones (the GloVe vectors, matrices) are hard-linked, which is free and safe because only the pipeline's
+stages write them, always to a temporary file renamed over the old one, and DVC deletes an output before
+re-running its stage.
+
+`rollback` is idempotent and removes the journal only after every path is back: a rollback that a read-only
+folder, a full disk or a kill stops half-way keeps the journal, and a later `rollback` (the next run, or
+`python -m pipeline.repro --restore`) finishes it. A path is restored by removing what the run left there and
+renaming its copy into place; a copy already renamed is gone from the journal, so no step is done twice.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
-from contextlib import contextmanager
+import time
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable
+
+MANIFEST = "journal.json"
+LINK_ABOVE = 16 << 20  # bytes: larger files are hard-linked, smaller ones copied
 
 
 def _link_tree(src: Path, dst: Path) -> None:
@@ -23,9 +38,6 @@ def _link_tree(src: Path, dst: Path) -> None:
     else:
         dst.parent.mkdir(parents=True, exist_ok=True)
         _link_or_copy(src, dst)
-
-
-LINK_ABOVE = 16 << 20  # bytes: larger files are hard-linked, smaller ones copied
 
 
 def _link_or_copy(src: str | Path, dst: str | Path) -> None:
@@ -45,31 +57,67 @@ def _remove(path: Path) -> None:
         path.unlink()
 
 
-@contextmanager
-def preserved(paths: Iterable[Path], scratch: Path) -> Iterator[None]:
-    """Restore `paths` (files or folders, existing or not) to their state before the block if it raises.
+def _write_manifest(path: Path, record: dict) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(record, indent=1), encoding="utf-8")
+    os.replace(tmp, path)
 
-    scratch: an empty or absent folder on the same file system (it is removed afterwards).
-    """
-    paths = [Path(p) for p in paths]
-    shutil.rmtree(scratch, ignore_errors=True)
-    scratch.mkdir(parents=True)
-    saved: dict[Path, Path | None] = {}
-    try:
-        for i, path in enumerate(paths):
-            if path.exists() or path.is_symlink():
-                saved[path] = scratch / str(i)
-                _link_tree(path, saved[path])
-            else:
-                saved[path] = None
+
+class Journal:
+    """The saved state of a set of paths in folder `folder` (see the module docstring)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = Path(folder)
+
+    def pending(self) -> dict | None:
+        """The record of a complete journal a run left (it was stopped before its commit or rollback), else None."""
         try:
-            yield
+            return json.loads((self.folder / MANIFEST).read_text(encoding="utf-8"))
+        except (FileNotFoundError, ValueError):
+            return None
+
+    def begin(self, paths: Iterable[Path], **info) -> None:
+        """Save every existing path of `paths` (files or folders; absent ones are recorded as absent).
+
+        info: what the record says about the run (e.g. its command), shown when another run finishes its
+        rollback. On any error (a full disk) the partial copies are removed and the error propagates: nothing
+        of `paths` was changed.
+        """
+        shutil.rmtree(self.folder, ignore_errors=True)  # an incomplete journal: the workspace was never touched
+        self.folder.mkdir(parents=True)
+        saved: list[tuple[str, str | None]] = []
+        try:
+            for i, path in enumerate(Path(p) for p in paths):
+                if path.exists() or path.is_symlink():
+                    _link_tree(path, self.folder / str(i))
+                    saved.append((str(path), str(i)))
+                else:
+                    saved.append((str(path), None))
+            record = {"pid": os.getpid(), "started": time.time(), **info, "paths": saved}
+            _write_manifest(self.folder / MANIFEST, record)
         except BaseException:
-            for path, copy in saved.items():
-                _remove(path)
-                if copy is not None:
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    os.replace(copy, path)
+            shutil.rmtree(self.folder, ignore_errors=True)
             raise
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+
+    def commit(self) -> None:
+        """The run finished: drop the saved copies."""
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def rollback(self) -> dict | None:
+        """Put every saved path back as it was, then remove the journal; returns its record (None: no journal).
+
+        Raises the OSError that stops it (the journal then stays, and a later rollback goes on from there)."""
+        record = self.pending()
+        if record is None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            return None
+        for path, name in map(tuple, record["paths"]):
+            path, copy = Path(path), self.folder / name if name is not None else None
+            if copy is not None and not (copy.exists() or copy.is_symlink()):
+                continue  # put back by an earlier, interrupted rollback
+            _remove(path)
+            if copy is not None:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(copy, path)
+        shutil.rmtree(self.folder)
+        return record

@@ -1,9 +1,14 @@
 """What every stage entry point does around its work: read params.yaml, report user errors in one line.
 
 Stages trust params.yaml: the check_params stage, upstream of every other, has validated it (and
-checked it is fresh) before any of them runs. A user error exits 2 with one message on stderr,
-or in $PE_ERROR_FILE when that is set, so that `python -m pipeline.repro` prints it once, after
+checked it is fresh) before any of them runs. A user error, a full disk or an unwritable folder exits 2 with one
+message on stderr, or in $PE_ERROR_FILE when that is set, so that `python -m pipeline.repro` prints it once, after
 DVC's own report. Bugs keep their traceback.
+
+A stage writes the workspace, so it runs under the workspace lock (pipeline.base.locks): inside the lock of the
+`python -m pipeline.repro` that started it, or its own when a plain `dvc repro` / `dvc exp run` runs it. Inside a
+holder's run it also stops when that run is gone (killed with -9: its stages must not go on writing the workspace
+that the next run puts back).
 """
 
 from __future__ import annotations
@@ -11,14 +16,17 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Callable
 
-from pipeline.base.errors import PipelineError
+from pipeline.base.errors import PipelineError, environment_error
 from pipeline.base.paths import Layout
 
 log = logging.getLogger("pipeline")
 ERROR_FILE_ENV = "PE_ERROR_FILE"
+WATCH_INTERVAL_S = 0.2
 
 
 def setup_logging() -> None:
@@ -30,22 +38,56 @@ def setup_logging() -> None:
         log.propagate = False
 
 
+def _report(message: str) -> None:
+    if os.environ.get(ERROR_FILE_ENV):  # pipeline.repro prints it once, after DVC's own report
+        Path(os.environ[ERROR_FILE_ENV]).write_text(message + "\n", encoding="utf-8")
+    else:
+        print(message, file=sys.stderr)
+
+
+def _stop_with(holder: int) -> None:
+    """Watch the run that started this stage; when it is gone, end this stage and the processes it started."""
+    import signal
+
+    from pipeline.base.processes import running
+
+    def watch() -> None:
+        while running(holder):
+            time.sleep(WATCH_INTERVAL_S)
+        # the holder started dvc repro in a process group of its own: dvc, its shell, this stage and its workers
+        os.killpg(os.getpgrp(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="holder-watch", daemon=True).start()
+
+
 def stage_main(name: str, run: Callable[[dict, Layout, Path], object]) -> None:
     """Run `run(params, layout, root)` for the checkout in the cwd; exit 2 with one message on a user error."""
+    from contextlib import nullcontext
+
     from pipeline.base.files import clean_stale_temporaries
+    from pipeline.base.locks import workspace_holder, workspace_lock
     from pipeline.base.params_file import read_params_file
     from pipeline.base.paths import checkout_root, download_cache
 
     setup_logging()
     try:
         root = checkout_root()
-        layout = Layout(root)
-        clean_stale_temporaries([*layout.work_dirs, download_cache(root)])  # a killed run's, if any
-        run(read_params_file(layout.params), layout, root)
+        holder = workspace_holder()
+        if holder is not None:
+            _stop_with(holder)
+        with workspace_lock(root, f"dvc repro (stage {name})") if holder is None else nullcontext():
+            layout = Layout(root)
+            clean_stale_temporaries([*layout.work_dirs, download_cache(root)])  # a killed run's, if any
+            run(read_params_file(layout.params), layout, root)
     except PipelineError as exc:
-        message = f"error in stage {name}: {exc}"
-        if os.environ.get(ERROR_FILE_ENV):  # pipeline.repro prints it once, after DVC's own report
-            Path(os.environ[ERROR_FILE_ENV]).write_text(message + "\n", encoding="utf-8")
-        else:
-            print(message, file=sys.stderr)
+        _report(f"error in stage {name}: {exc}")
         raise SystemExit(2) from None
+    except OSError as exc:
+        message = environment_error(exc)
+        if message is None:
+            raise
+        _report(f"error in stage {name}: {message}")
+        raise SystemExit(2) from None
+    except KeyboardInterrupt:
+        print(f"stage {name}: interrupted", file=sys.stderr)
+        raise SystemExit(130) from None

@@ -1,0 +1,248 @@
+"""A run is a transaction: a second run, a stop signal, a failed restore or a failed `dvc exp run` ends in one clear
+message with the workspace as it was (README "Reliability").
+
+Every probe runs the real `python -m pipeline.repro` in one copy of the project that has run once, and checks the
+workspace with git (every tracked output of the default config is byte-identical to the committed one), the
+processes left (none may outlive the command), and the MLflow store.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+import yaml
+
+from conftest import copy_checkout, run
+
+pytestmark = pytest.mark.slow
+PY = sys.executable
+IN_USE = "is in use by another run"
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    """A copy of the project that has run once, with its outputs committed: `git status` is the workspace check."""
+    root = copy_checkout(tmp_path_factory.mktemp("transactions") / "project")
+    run([PY, "-m", "pipeline.repro"], root)
+    run(["git", "add", "-A"], root)
+    run(["git", "-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-qm", "ran", "--allow-empty"], root)
+    return root
+
+
+@pytest.fixture
+def clean(project):
+    """The project as committed, before and after each test."""
+    yield project
+    run(["git", "reset", "-q", "--hard"], project)
+    run(["git", "clean", "-qfd", "reports", "data/sweep"], project, check=False)
+
+
+def env() -> dict:
+    return dict(os.environ, PATH=f"{Path(PY).parent}{os.pathsep}{os.environ['PATH']}")
+
+
+def start(root: Path, *args: str, new_session: bool = True) -> subprocess.Popen:
+    return subprocess.Popen(
+        [PY, "-m", "pipeline.repro", *args],
+        cwd=root,
+        env=env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=new_session,
+    )
+
+
+def changed(root: Path) -> list[str]:
+    return run(["git", "status", "--porcelain"], root).stdout.splitlines()
+
+
+def processes_in(root: Path) -> list[str]:
+    """Command lines of the live processes working in `root` (dvc, its stages, their workers)."""
+    found = []
+    for proc in psutil.process_iter(["cwd", "cmdline", "status"]):
+        info = proc.info
+        if info["status"] != psutil.STATUS_ZOMBIE and info["cwd"] and Path(info["cwd"]) == root:
+            found.append(" ".join(info["cmdline"] or []))
+    return found
+
+
+def wait_for_stage(root: Path, names: tuple[str, ...], timeout: float = 120) -> str:
+    """Block until a process of one of the stages `names` runs in `root`; return its stage name."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for cmd in processes_in(root):
+            for name in names:
+                if f"pipeline.stages.{name}" in cmd:
+                    return name
+        time.sleep(0.05)
+    raise AssertionError(f"no stage of {names} started within {timeout} s")
+
+
+def last_mlflow_w2(root: Path):
+    """sweep.w2 as the newest MLflow run of the project's store logged it."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{root / 'mlflow.db'}")
+    experiments = client.search_experiments()
+    runs = client.search_runs([e.experiment_id for e in experiments], order_by=["attributes.start_time DESC"])
+    return runs[0].data.params.get("sweep.w2")
+
+
+def assert_agree(root: Path, w2) -> None:
+    """params.yaml, dvc.lock, the outputs and MLflow all hold the run with sweep.w2 = w2."""
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    assert params["sweep"]["w2"] == w2
+    status = run([PY, "-m", "dvc", "status", "--json"], root).stdout.strip()
+    assert status in ("{}", ""), f"dvc.lock disagrees with the workspace: {status}"
+    assert str(w2) == last_mlflow_w2(root)
+
+
+# ---------------------------------------------------------------- one writer per workspace
+
+
+@pytest.mark.parametrize("delay", [1.5, 3.0])
+def test_a_second_run_fails_at_once_and_the_first_finishes(clean, monkeypatch, delay):
+    root = clean
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{root / 'mlflow.db'}")
+    first = start(root, "sweep.w2=2")
+    time.sleep(delay)
+    second = run([PY, "-m", "pipeline.repro", "sweep.w2=3"], root, check=False)
+    out, err = first.communicate(timeout=300)
+    assert first.returncode == 0, err
+    assert second.returncode == 2 and IN_USE in second.stderr and "sweep.w2=2" in second.stderr
+    assert "Traceback" not in second.stderr and len(second.stderr.strip().splitlines()) == 1
+    assert_agree(root, 2)
+
+
+def test_a_failing_run_overlapped_still_fails(clean):
+    """A run that must fail (every word unknown) fails, whether it holds the workspace or finds it in use."""
+    root = clean
+    unknown = "texts.sentences=[qzxv wvqz]"
+    first = start(root, unknown)
+    time.sleep(1.5)
+    second = run([PY, "-m", "pipeline.repro", "sweep.w2=3"], root, check=False)
+    out, err = first.communicate(timeout=300)
+    assert first.returncode == 2 and "Nothing was changed" in err, err
+    assert second.returncode == 2 and IN_USE in second.stderr
+    assert changed(root) == []
+
+
+def test_compose_and_a_dvc_stage_take_the_lock_too(clean):
+    root = clean
+    first = start(root, "sweep.w2=2")
+    wait_for_stage(root, ("check_params", "sweep", "figures"))
+    composed = run([PY, "-m", "pipeline.compose", "sweep.w2=9"], root, check=False)
+    stage = run([PY, "-m", "pipeline.stages.report"], root, check=False)
+    first.communicate(timeout=300)
+    assert composed.returncode == 2 and IN_USE in composed.stderr
+    assert stage.returncode == 2 and IN_USE in stage.stderr
+    assert yaml.safe_load((root / "params.yaml").read_text())["sweep"]["w2"] == 2
+
+
+# ---------------------------------------------------------------- stop signals
+
+
+@pytest.mark.parametrize("target", ["pid", "group"])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
+def test_a_stop_signal_stops_everything_and_changes_nothing(clean, sig, target):
+    root = clean
+    run_ = start(root, "sweep.w2=11")
+    wait_for_stage(root, ("sweep", "figures", "report"))
+    (os.killpg if target == "group" else os.kill)(run_.pid, sig)
+    out, err = run_.communicate(timeout=60)
+    assert run_.returncode == 128 + sig
+    assert err.strip().splitlines()[-1].startswith(f"interrupted by {sig.name}: stopped dvc repro and its stages")
+    assert "Traceback" not in err
+    time.sleep(0.5)
+    assert processes_in(root) == []
+    assert changed(root) == []
+    assert not (root / ".dvc" / "tmp" / "repro-journal").exists()
+    assert not list(root.rglob(".pe-tmp.*"))
+
+
+def test_kill_9_of_the_command_alone_leaves_no_process_and_the_next_run_puts_back(clean):
+    root = clean
+    run_ = start(root, "sweep.w2=11")
+    wait_for_stage(root, ("sweep", "figures"))
+    os.kill(run_.pid, signal.SIGKILL)
+    run_.communicate(timeout=60)
+    deadline = time.monotonic() + 5
+    while processes_in(root) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert processes_in(root) == []
+    restored = run([PY, "-m", "pipeline.repro", "--restore"], root)
+    assert "did not finish: put the workspace back" in restored.stderr
+    assert changed(root) == []
+
+
+# ---------------------------------------------------------------- the journal
+
+
+def test_a_failed_restore_keeps_the_journal_and_restore_finishes_it(clean, monkeypatch, capsys):
+    """The run fails (every word unknown); putting the workspace back then hits a full disk. Nothing is lost: the
+    message names the journal and `--restore`, which finishes once the disk has room."""
+    from pipeline import repro
+    from pipeline.base import snapshot
+
+    root = clean
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("PATH", env()["PATH"])
+    replace = os.replace
+
+    def full_disk(src, dst, *args, **kwargs):
+        if str(src).startswith(str(root / repro.JOURNAL)) and not str(src).endswith(".tmp"):
+            raise OSError(errno.ENOSPC, "No space left on device", str(dst))
+        return replace(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(snapshot.os, "replace", full_disk)
+    assert repro.main(["texts.sentences=[qzxv wvqz]"]) == 1
+    err = capsys.readouterr().err
+    assert "putting the workspace back failed: no space left on the device" in err
+    assert "python -m pipeline.repro --restore" in err and str(root / repro.JOURNAL) in err
+    assert (root / repro.JOURNAL / snapshot.MANIFEST).exists()
+    monkeypatch.setattr(snapshot.os, "replace", replace)
+    assert repro.main(["--restore"]) == 0
+    assert "did not finish: put the workspace back" in capsys.readouterr().err
+    assert changed(root) == [] and not (root / repro.JOURNAL).exists()
+
+
+def test_a_full_disk_while_saving_changes_nothing(clean, monkeypatch, capsys):
+    from pipeline import repro
+    from pipeline.base import snapshot
+
+    root = clean
+    monkeypatch.chdir(root)
+
+    def full_disk(src, dst):
+        raise OSError(errno.ENOSPC, "No space left on device", str(dst))
+
+    monkeypatch.setattr(snapshot, "_link_or_copy", full_disk)
+    assert repro.main(["sweep.w2=5"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: no space left on the device") and "Nothing was changed" in err
+    assert changed(root) == [] and not (root / repro.JOURNAL).exists()
+
+
+# ---------------------------------------------------------------- dvc exp run
+
+
+def test_a_failed_dvc_exp_run_names_the_command_that_restores_params_yaml(clean):
+    root = clean
+    before = (root / "params.yaml").read_bytes()
+    failed = run([PY, "-m", "dvc", "exp", "run", "-S", "sweep.w2=abc"], root, check=False)
+    assert failed.returncode != 0
+    message = failed.stdout + failed.stderr
+    assert "config key sweep.w2 = 'abc' is invalid" in message and "`python -m pipeline.compose`" in message
+    again = run([PY, "-m", "dvc", "repro"], root, check=False)  # the workspace keeps DVC's params.yaml until then
+    assert again.returncode != 0 and "`python -m pipeline.compose`" in again.stdout + again.stderr
+    run([PY, "-m", "pipeline.compose"], root)
+    assert (root / "params.yaml").read_bytes() == before

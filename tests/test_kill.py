@@ -4,7 +4,9 @@ the OOM killer would) at random points of every stage, in a fresh copy of the pr
 Kill points: a clean run first measures how long each stage's process lives; then each stage is re-run alone
 (`pipeline.repro -- --force --single-item STAGE`) and killed at 3 points drawn at random in three strata of that
 duration (start, middle, end; the last stratum reaches past the process's exit, into DVC's commit of the stage's
-outputs and dvc.lock). Seed: $PE_KILL_SEED (printed), points per stage: $PE_KILLS_PER_STAGE (default 3).
+outputs and dvc.lock). Seed: $PE_KILL_SEED (default FIXED_SEED; `random` draws one, printed), points per stage:
+$PE_KILLS_PER_STAGE (default 3). The kill hits the command's process group; dvc repro runs in a group of its own
+and dies with the command (PR_SET_PDEATHSIG), its stages when they see the command gone.
 
 After each kill: `mlflow.db` passes `PRAGMA integrity_check`; `git status --porcelain` shows no file changed or
 added (every tracked output of the default config is byte-identical to the committed one, so a partial write
@@ -31,19 +33,23 @@ from conftest import run
 from pipeline.registry import STAGES as REGISTRY
 
 pytestmark = pytest.mark.slow
+# The default draw, so that a run of the suite does not depend on luck; `PE_KILL_SEED=random` explores new points
+# (README "Reliability"): a seed that finds a bug is fixed, then kept here.
+FIXED_SEED = 20261125
 PY = sys.executable
 STAGES = [stage.name for stage in REGISTRY]  # every stage of the registry, in DAG order
 SKIP_DIRS = {".git", ".dvc/cache", ".dvc/tmp", "mlartifacts", "__pycache__"}
 
 
-def group(pgid: int) -> list[Path]:
-    """/proc/<pid> of the live (not zombie) processes of process group `pgid`."""
+def group(sid: int) -> list[Path]:
+    """/proc/<pid> of the live (not zombie) processes of session `sid` (the run, its dvc repro in a process group of
+    its own, the stages and their workers)."""
     procs = []
     for proc in Path("/proc").iterdir():
         try:
             if (
                 proc.name.isdigit()
-                and os.getpgid(int(proc.name)) == pgid
+                and os.getsid(int(proc.name)) == sid
                 and (proc / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
             ):
                 procs.append(proc)
@@ -52,9 +58,9 @@ def group(pgid: int) -> list[Path]:
     return procs
 
 
-def stage_of(pgid: int) -> str | None:
-    """The stage whose process (`python -m pipeline.stages.NAME`) runs in process group `pgid`, if any."""
-    for proc in group(pgid):
+def stage_of(sid: int) -> str | None:
+    """The stage whose process (`python -m pipeline.stages.NAME`) runs in session `sid`, if any."""
+    for proc in group(sid):
         try:
             args = (proc / "cmdline").read_bytes().split(b"\0")
         except OSError:
@@ -93,7 +99,7 @@ def timed_clean_run(checkout: Path) -> dict[str, float]:
 
 
 def kill_in(checkout: Path, stage: str, duration: float, fraction: float) -> tuple[str, float | None]:
-    """Re-run `stage` alone and SIGKILL the process group `fraction` of its duration after its process appears
+    """Re-run `stage` alone and SIGKILL the command's process group `fraction` of its duration after its process appears
     (fraction >= 1: after its process exits). Returns what was hit, and how long the stage's process lived if
     the run ended before the kill."""
     proc = start(checkout, "--", "--force", "--single-item", stage)
@@ -156,7 +162,8 @@ def workspace_files(checkout: Path) -> set[str]:
 
 def test_kill_9_at_random_points_of_every_stage_loses_nothing(checkout, monkeypatch):
     monkeypatch.delenv("MLFLOW_TRACKING_URI")  # the project's own store, <checkout>/mlflow.db, as a user has it
-    seed = int(os.environ.get("PE_KILL_SEED", random.SystemRandom().randrange(10**6)))
+    chosen = os.environ.get("PE_KILL_SEED", str(FIXED_SEED))
+    seed = random.SystemRandom().randrange(10**6) if chosen == "random" else int(chosen)
     per_stage = int(os.environ.get("PE_KILLS_PER_STAGE", "3"))
     rng = random.Random(seed)
     print(f"\nPE_KILL_SEED={seed}")

@@ -148,16 +148,23 @@ def _raise_interrupted(signum: int, frame) -> None:
     raise _Interrupted(signum)
 
 
-def _die_with_parent():
-    """For the dvc child, before it runs: a SIGKILL when this process dies, even by kill -9 (Linux; a no-op
-    elsewhere). Its stages watch this process themselves (pipeline.stages._cli)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
+def _own_group_dying_with_parent():
+    """For the dvc child, before it runs: a process group of its own, and (Linux) a SIGKILL when this process dies,
+    even by kill -9. Its stages watch this process themselves (pipeline.stages._cli)."""
     import signal
 
-    libc = ctypes.CDLL(None, use_errno=True)
-    return lambda: libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    prctl = None
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+
+    def setup() -> None:
+        os.setpgid(0, 0)
+        if prctl is not None:
+            prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+    return setup
 
 
 def _run_dvc(args: list[str], root: Path, env: dict) -> int:
@@ -166,15 +173,15 @@ def _run_dvc(args: list[str], root: Path, env: dict) -> int:
     import signal
 
     dvc = subprocess.Popen(
-        [sys.executable, "-m", "dvc", "repro", *args], cwd=root, env=env, process_group=0, preexec_fn=_die_with_parent()
+        [sys.executable, "-m", "dvc", "repro", *args], cwd=root, env=env, preexec_fn=_own_group_dying_with_parent()
     )
     try:
         return dvc.wait()
     except BaseException:
         try:
             os.killpg(dvc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        except ProcessLookupError:  # stopped before the child made its group
+            dvc.kill()
         dvc.wait()
         heal_dvc_rwlock(root / ".dvc" / "tmp" / "rwlock")  # DVC writes it in place: a kill can leave it cut short
         raise

@@ -39,8 +39,12 @@ class _Failed(Exception):
 
 
 def guarded_paths(root: Path) -> list[Path]:
-    """What a run may change: params.yaml, dvc.yaml (its input-file deps follow the config), dvc.lock and every
-    output the stage registry declares."""
+    """What a run may change: params.yaml, dvc.yaml (its input-file deps follow the config), dvc.lock, DVC's lock of
+    the outputs in use (.dvc/tmp/rwlock) and every output the stage registry declares.
+
+    DVC writes dvc.lock and its rwlock in place, so a kill can cut them short ("validation failed", "JSON structure
+    is corrupted"), or leave in the rwlock the pid of a dead run that another process has since taken ("is busy");
+    the rollback of a stopped run puts both back as they were, with no knowledge of their format."""
     from pipeline.base.paths import Layout
     from pipeline.registry import STAGES
 
@@ -50,77 +54,7 @@ def guarded_paths(root: Path) -> list[Path]:
         for stage in STAGES
         for name in [out.layout for out in stage.outputs] + list(stage.untracked)
     ]
-    return [layout.params, layout.dvc_yaml, layout.dvc_lock, *outputs]
-
-
-def heal_dvc_rwlock(path: Path) -> None:
-    """DVC's lock of the outputs in use (.dvc/tmp/rwlock) after a `kill -9`: DVC writes it in place, so a kill
-    can leave it truncated ("JSON structure is corrupted"), or holding the pid of a dead run that another process
-    now has ("is busy, it is being blocked by"). Drop what no live DVC process holds; remove a truncated file."""
-    import json
-
-    from pipeline.base.files import write_text
-    from pipeline.base.processes import running
-
-    if not path.exists():
-        return
-    try:  # DVC refuses an empty file too ("JSON structure is corrupted"): a kill can leave it empty
-        info = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(info, dict):
-            raise ValueError("not a JSON object")
-    except (ValueError, UnicodeDecodeError):
-        path.unlink(missing_ok=True)
-        print(f"repro: removed DVC's lock file {path}, left truncated by a killed run", file=sys.stderr)
-        return
-    read = {
-        out: [e for e in entries if running(e.get("pid", -1), program="dvc")]
-        for out, entries in info.get("read", {}).items()
-    }
-    write = {out: e for out, e in info.get("write", {}).items() if running(e.get("pid", -1), program="dvc")}
-    healed = {"read": {out: entries for out, entries in read.items() if entries}, "write": write}
-    if healed != {"read": info.get("read", {}), "write": info.get("write", {})}:
-        write_text(path, json.dumps(healed))
-        print(f"repro: dropped the locks of killed DVC runs from {path}", file=sys.stderr)
-
-
-def heal_dvc_lock(root: Path) -> None:
-    """dvc.lock after a `kill -9` while DVC wrote it (in place): a truncated file fails DVC's validation
-    ("'./dvc.lock' validation failed") on every later run, or cut between stages (DVC would re-append them in
-    another order). Put back the committed one (or none): DVC then re-runs
-    the stages whose recorded hashes no longer match, which ends in the same dvc.lock."""
-    import yaml
-
-    path = root / "dvc.lock"
-    if not path.exists():
-        return
-    from dvc.schema import COMPILED_LOCKFILE_SCHEMA  # DVC's own check of the file
-    from voluptuous import Invalid
-
-    try:
-        lock = yaml.safe_load(path.read_text(encoding="utf-8"))
-        COMPILED_LOCKFILE_SCHEMA(lock)
-        stages = lock["stages"]
-        declared = yaml.safe_load((root / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
-        # a cut can leave valid YAML: every declared stage must be there, whole (its cmd, a hash on every item)
-        valid = set(declared) <= set(stages) and all(
-            "cmd" in entry and all("md5" in item for key in ("deps", "outs") for item in entry.get(key, []))
-            for entry in stages.values()
-        )
-    except (yaml.YAMLError, UnicodeDecodeError, Invalid, KeyError, TypeError, AttributeError):
-        valid = False
-    if valid:
-        return
-    shown = subprocess.run(["git", "show", "HEAD:dvc.lock"], cwd=root, capture_output=True)
-    if shown.returncode == 0:
-        from pipeline.base.files import write_bytes
-
-        write_bytes(path, shown.stdout)
-    else:
-        path.unlink()
-    print(
-        "repro: dvc.lock was left truncated by a killed run: put back the committed one; DVC re-runs what it must",
-        file=sys.stderr,
-    )
+    return [layout.params, layout.dvc_yaml, layout.dvc_lock, root / ".dvc" / "tmp" / "rwlock", *outputs]
 
 
 JOURNAL = Path(".dvc") / "tmp" / "repro-journal"
@@ -183,7 +117,6 @@ def _run_dvc(args: list[str], root: Path, env: dict) -> int:
         except ProcessLookupError:  # stopped before the child made its group
             dvc.kill()
         dvc.wait()
-        heal_dvc_rwlock(root / ".dvc" / "tmp" / "rwlock")  # DVC writes it in place: a kill can leave it cut short
         raise
 
 
@@ -282,8 +215,6 @@ def _transaction(journal, root: Path, command: str, overrides: list[str], dvc_ar
 
     work_dirs = [*Layout(root).work_dirs, download_cache(root)]
     clean_stale_temporaries(work_dirs)  # what a killed run left
-    heal_dvc_rwlock(root / ".dvc" / "tmp" / "rwlock")
-    heal_dvc_lock(root)
     journal.begin(guarded_paths(root), command=command)  # a full disk here: nothing changed yet
     with tempfile.TemporaryDirectory(prefix="pe-repro-") as tmp:
         error_file = Path(tmp) / "error.txt"

@@ -9,6 +9,7 @@ processes left (none may outlive the command), and the MLflow store.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import signal
 import subprocess
@@ -246,3 +247,24 @@ def test_a_failed_dvc_exp_run_names_the_command_that_restores_params_yaml(clean)
     assert again.returncode != 0 and "`python -m pipeline.compose`" in again.stdout + again.stderr
     run([PY, "-m", "pipeline.compose"], root)
     assert (root / "params.yaml").read_bytes() == before
+
+
+def test_dvc_files_a_kill_cut_short_are_put_back_by_the_next_run(clean):
+    """A kill -9 while DVC writes dvc.lock or its rwlock in place leaves them cut short, or the rwlock naming a dead
+    run's pid that a live process has since taken: the journal of the stopped run puts both back, so DVC works."""
+    from pipeline.base.snapshot import Journal
+    from pipeline.repro import JOURNAL, guarded_paths
+
+    root = clean
+    rwlock = root / ".dvc" / "tmp" / "rwlock"
+    before = rwlock.read_bytes() if rwlock.exists() else None
+    Journal(root / JOURNAL).begin(guarded_paths(root), command="a run killed with -9")
+    lock = root / "dvc.lock"
+    lock.write_text(lock.read_text()[:500])  # cut short
+    rwlock.write_text(json.dumps({"read": {}, "write": {"data/sweep": {"pid": os.getpid(), "cmd": "dvc repro"}}}))
+    restored = run([PY, "-m", "pipeline.repro", "--restore"], root)
+    assert "did not finish: put the workspace back" in restored.stderr
+    assert changed(root) == []
+    assert (rwlock.read_bytes() if rwlock.exists() else None) == before
+    assert "up to date" in run([PY, "-m", "dvc", "status"], root).stdout
+    assert run([PY, "-m", "pipeline.repro"], root).returncode == 0

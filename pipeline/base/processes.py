@@ -1,4 +1,4 @@
-"""Whether a process recorded by pid (in a temporary's name, a pending MLflow run, DVC's rwlock) still runs.
+"""Whether a process recorded by pid (in a temporary's name, a pending MLflow run, a workspace lock) still runs.
 
 A pid alone does not say: a killed process can stay a zombie until its parent reaps it (a container whose
 init does not reap keeps it forever), and pids are reused (pid_max is often 32768), so a live process with
@@ -14,13 +14,11 @@ import psutil
 START_SLACK_S = 2.0
 
 
-def running(pid: int, *, started_by: float | None = None, program: str | None = None) -> bool:
+def running(pid: int, *, started_by: float | None = None) -> bool:
     """Whether `pid` is a live process (not a zombie) that may be the one recorded.
 
     started_by: epoch seconds at which the recorded process was known to run (e.g. the mtime of a file it
         wrote); a process that started later is a reuse of the pid, not the recorded one.
-    program: a name its command line must hold as a word or path part (e.g. "dvc"); checked where the command
-        line is readable.
     """
     if not isinstance(pid, int) or pid <= 0:  # a record with no pid, or a damaged one
         return False
@@ -30,16 +28,8 @@ def running(pid: int, *, started_by: float | None = None, program: str | None = 
             return False
         if started_by is not None and process.create_time() > started_by + START_SLACK_S:
             return False
-        if program is not None:
-            return any(_names(arg, program) for arg in process.cmdline())
         return True
     except psutil.NoSuchProcess:
         return False
     except psutil.AccessDenied:  # another user's process: it exists, and nothing more can be told
         return True
-
-
-def _names(arg: str, program: str) -> bool:
-    """Whether the command-line argument `arg` is `program` (or a path to it, or a package folder of it)."""
-    parts = arg.replace("\\", "/").split("/")
-    return parts[-1] == program or program in parts[:-1] and parts[-1] == "__main__.py"

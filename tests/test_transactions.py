@@ -268,3 +268,14 @@ def test_dvc_files_a_kill_cut_short_are_put_back_by_the_next_run(clean):
     assert (rwlock.read_bytes() if rwlock.exists() else None) == before
     assert "up to date" in run([PY, "-m", "dvc", "status"], root).stdout
     assert run([PY, "-m", "pipeline.repro"], root).returncode == 0
+
+
+def test_a_dvc_exp_run_whose_stage_fails_names_the_command_too(clean):
+    """Every word unknown: only the encode stage can tell, after DVC wrote params.yaml."""
+    root = clean
+    before = (root / "params.yaml").read_bytes()
+    failed = run([PY, "-m", "dvc", "exp", "run", "-S", "texts.sentences=[qzxv wvqz]"], root, check=False)
+    message = failed.stdout + failed.stderr
+    assert failed.returncode != 0 and "error in stage" in message and "`python -m pipeline.compose`" in message
+    run([PY, "-m", "pipeline.compose"], root)
+    assert (root / "params.yaml").read_bytes() == before

@@ -26,6 +26,14 @@ from pipeline.base.paths import Layout
 
 log = logging.getLogger("pipeline")
 ERROR_FILE_ENV = "PE_ERROR_FILE"
+# `dvc exp run -S` writes params.yaml before any stage runs and leaves it so when a stage fails; every later plain
+# `dvc repro` then fails at check_params the same way. Outside `pipeline.repro` (which puts params.yaml back itself)
+# the message of such a failure says how to get params.yaml back.
+RESTORE_PARAMS = (
+    " params.yaml holds these values because `dvc exp run -S` (or `python -m pipeline.compose`) wrote them, and DVC "
+    "does not put it back when a stage fails. To get the previous params.yaml back: `python -m pipeline.compose` "
+    "(writes it again from conf/; add the overrides you had, if any), or `git checkout params.yaml`."
+)
 WATCH_INTERVAL_S = 0.2
 
 
@@ -80,7 +88,9 @@ def stage_main(name: str, run: Callable[[dict, Layout, Path], object]) -> None:
             clean_stale_temporaries([*layout.work_dirs, download_cache(root)])  # a killed run's, if any
             run(read_params_file(layout.params), layout, root)
     except PipelineError as exc:
-        _report(f"error in stage {name}: {exc}")
+        hint = workspace_holder() is None and (name == "check_params" or os.environ.get("DVC_EXP_NAME"))
+        hint = hint and "python -m pipeline.compose" not in str(exc)  # a stale params.yaml's message says it
+        _report(f"error in stage {name}: {exc}{RESTORE_PARAMS if hint else ''}")
         raise SystemExit(2) from None
     except OSError as exc:
         message = environment_error(exc)

@@ -13,28 +13,12 @@ from pathlib import Path
 from pipeline.base.paths import Layout
 
 
-# `dvc exp run -S` writes params.yaml before any stage runs and leaves it so when a stage fails; every later
-# `dvc repro` would then fail the same way, so the message says how to get params.yaml back.
-RESTORE_PARAMS = (
-    " params.yaml holds these values because `dvc exp run -S` (or `python -m pipeline.compose`) wrote them, and DVC "
-    "does not put it back when a stage fails. To get the previous params.yaml back: `python -m pipeline.compose` "
-    "(writes it again from conf/; add the overrides you had, if any), or `git checkout params.yaml`."
-)
-
-
 def run(params: dict, layout: Layout, root: Path) -> None:
-    from pipeline.base.errors import PipelineError
     from pipeline.base.files import write_json
-    from pipeline.base.locks import workspace_holder
     from pipeline.config import check, check_fresh
     from pipeline.config.input_files import check_tracked
 
-    try:
-        check(params, root)
-    except PipelineError as exc:
-        if workspace_holder() is not None:  # inside `python -m pipeline.repro`, which puts params.yaml back itself
-            raise
-        raise PipelineError(f"{exc}{RESTORE_PARAMS}") from None
+    check(params, root)
     check_fresh(params, root)
     check_tracked(params, root, layout.dvc_yaml)
     if params["tracking"]["enabled"]:

@@ -51,7 +51,7 @@ def shared_glove_store(glove_cfg: dict, root: Path) -> Path:
         # parallel jobs of one sweep: one builds the store, the others wait for it (a download can take long)
         with machine_lock(f"glove-store:{store}", f"the GloVe store {store} to be built", timeout=3 * 3600):
             if not (store / "manifest.json").exists():
-                acquire(glove_cfg, store, root, cache_dir=cache)
+                acquire(pipeline.config.schema.typed_group("glove", glove_cfg), store, root, cache_dir=cache)
     return store
 
 

@@ -102,7 +102,7 @@ STAGES: tuple[Stage, ...] = (
         inputs=("params_check",),
         outputs=(Output("glove_dir"),),
         in_jobs=False,
-        input_files=("glove.path", "glove.zip"),
+        input_files=importlib.import_module("pipeline.inputs.glove_sources").FILE_KEYS,  # glove.path, glove.zip
     ),
     Stage(
         "tokenize",

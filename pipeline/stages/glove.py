@@ -11,12 +11,13 @@ log = logging.getLogger("pipeline")
 
 
 def run(params: dict, layout: Layout, root: Path) -> dict:
+    from pipeline.config.schema import typed_group
     from pipeline.inputs.glove_sources import acquire
 
-    cfg = params["glove"]
+    cfg = typed_group("glove", params["glove"])
     manifest = acquire(cfg, layout.glove_dir, root, cache_dir=download_cache(root))
     origin = manifest["origin"]
-    where = origin.get("url") or origin.get("path") or origin.get("package")
+    where = origin.get("url") or origin.get("path") or getattr(cfg, cfg.source)  # the mirror used, the file read
     log.info(
         "glove: %s rows x %s dims from %s %s%s -> %s",
         manifest["rows"],

@@ -189,5 +189,30 @@ def app(cfg: DictConfig) -> None:
     return None
 
 
+def check_command_line(argv: list[str]) -> None:
+    """Before Hydra expands or composes anything: refuse a list override of too many weights, and a multirun
+    (-m) of too many jobs (pipeline.config.limits), with one message and exit 2."""
+    import sys
+
+    from hydra.errors import OverrideParseException
+
+    from pipeline.base.errors import PipelineError
+    from pipeline.config import limits
+
+    overrides = [arg for arg in argv if "=" in arg and not arg.startswith("-")]
+    try:
+        limits.check_list_overrides(overrides)
+        if "-m" in argv or "--multirun" in argv:
+            limits.check_multirun(overrides)
+    except OverrideParseException:
+        pass  # Hydra reports it, with its own message
+    except PipelineError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
 if __name__ == "__main__":
+    import sys
+
+    check_command_line(sys.argv[1:])
     app()

@@ -8,10 +8,20 @@ import re
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, params_for, run
 from pipeline import config
 from pipeline.base.errors import PipelineError
-from pipeline.config.limits import MAX_FIGURES, check_limits, machine_memory
+from pipeline.config.limits import (
+    MAX_FIGURES,
+    MAX_JOBS,
+    check_limits,
+    check_multirun,
+    encode_estimate,
+    figure_count,
+    machine_memory,
+    multirun_jobs,
+    sweep_estimate,
+)
 
 SMALL_MACHINE = 16 * 10**9
 
@@ -23,12 +33,13 @@ def test_default_config_is_within_limits():
 
 
 def test_huge_max_len_is_refused_naming_the_estimate_and_knob():
-    """encoding.max_len=100000000 (a 20 GB torch allocation in the issue): 60 GB estimated, refused."""
+    """encoding.max_len=100000000 (a 20 GB torch allocation in the issue): 91 GB estimated, refused."""
     params = config.compose(["encoding.max_len=100000000"], REPO)
     with pytest.raises(
         PipelineError,
-        match=r"about 60\.0 GB .*positional encoding \(encoding\.max_len x d x 12 bytes = "
-        r"100,000,000 x 50 x 12\).*16\.0 GB.*Fix: lower encoding\.max_len",
+        match=r"about 90\.7 GB .*positional encoding \(345 MB \+ max_len x \(4 d \+ 64\) \+ 32 max_offset max_len "
+        r"with max_len = 100,000,000, d = 50, max_offset = 20\).*16\.0 GB.*"
+        r"Fix: lower encoding\.max_len",
     ):
         check_limits(params, params["texts"]["sentences"], memory=SMALL_MACHINE)
 
@@ -49,8 +60,8 @@ def test_ten_million_weight_pairs_are_refused():
     params["sweep"]["w2"] = 1.0
     with pytest.raises(
         PipelineError,
-        match=r"sweep's batched PCA \(\(pairs \+ 1 \+ ratios\) x n\^2 x 24 bytes = "
-        r"10,000,042 x 11\^2 x 24.*Fix: use fewer weight pairs \(sweep\.w1",
+        match=r"sweep's batched PCA \(260 MB \+ \(pairs \+ 1 \+ ratios\) x n\^2 x 16 \+ pairs x sentences x 6 kB = "
+        r"10,000,042 x 11\^2 x 16 \+ 10,000,000 x 2 x 6 kB.*Fix: use fewer weight pairs \(sweep\.w1",
     ):
         check_limits(params, params["texts"]["sentences"], memory=SMALL_MACHINE)
 
@@ -76,7 +87,122 @@ def test_ten_thousand_sentences_with_many_figures_are_refused(tmp_path):
     with pytest.raises(PipelineError) as info:
         config.check(params, tmp_path)
     message = str(info.value)
-    assert re.search(r"about 3,300 figures \(100 sentences x \(31 weight pairs \+ 2\)\)", message), message
+    assert re.search(r"about 3,300 figures \(100 sentences x \(31 projection \+ 1 panels \+ 1 ratio_sweep\)\)", message)
     assert f"more than {MAX_FIGURES:,}" in message and "figures.max_sentences" in message
     params = config.compose(["texts=file", "texts.file=many.txt", f"sweep.w1={w1}", "sweep.w2=1"], REPO)
     config.check(params, tmp_path)  # the default figures.max_sentences (8): 264 figures
+
+
+# ---------------------------------------------------------------- estimates against the measured peak RSS
+
+PEAK_CHILD = r"""
+import json, resource, sys
+from pathlib import Path
+from pipeline.base.paths import Layout
+from pipeline.registry import stages_upto
+
+params, out, store, stages = json.loads(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4].split(",")
+layout = Layout(out, glove=store)
+for stage in stages_upto(stages[-1]):
+    if stage.name in stages:
+        stage.run(params, layout, out)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+"""
+
+
+def peak_rss(params: dict, out, store, stages: str) -> int:
+    """The peak RSS in bytes of a fresh process that runs `stages` (comma-separated, in order) into `out`."""
+    import json
+    import sys
+
+    result = run([sys.executable, "-c", PEAK_CHILD, json.dumps(params), str(out), str(store), stages], REPO)
+    return int(result.stdout.split()[-1])
+
+
+def test_encode_estimate_is_within_20_percent_of_the_peak_rss(small_store, tmp_path):
+    """encoding.max_len = 2,000,000 at d = 8 (about 1.8 GB, a few seconds): the formula against ru_maxrss."""
+    params = params_for("encoding.max_len=2000000", "encoding.device=cpu")
+    peak_rss(params, tmp_path, small_store, "tokenize")  # tokens.json for the encode stage
+    peak = peak_rss(params, tmp_path, small_store, "encode")
+    estimate, formula = encode_estimate(params)
+    assert abs(estimate - peak) <= 0.2 * peak, (estimate, peak, formula)
+
+
+@pytest.mark.slow
+def test_sweep_estimate_is_within_20_percent_of_the_peak_rss(small_store, tmp_path):
+    """300 weight pairs on one 200-word sentence (each weighting's 200 x 200 Gram matrix and eigenvectors): 15 s
+    alone, a minute on a loaded machine; smaller sentences would leave the process's baseline all there is to check."""
+    words = "king queen man woman dog wolf football basketball red green yellow".split()
+    sentences = [" ".join(words[i % len(words)] for i in range(200))]
+    (tmp_path / "long.txt").write_text(sentences[0] + "\n", encoding="utf-8")
+    params = params_for("texts=file", "texts.file=long.txt", "tokenizer.maxlen=null", "encoding.max_len=200")
+    params["sweep"]["w1"], params["sweep"]["w2"] = 1.0, [float(i + 1) for i in range(300)]
+    peak_rss(params, tmp_path, small_store, "tokenize,encode")
+    peak = peak_rss(params, tmp_path, small_store, "sweep")
+    estimate, formula = sweep_estimate(params, sentences)
+    assert abs(estimate - peak) <= 0.2 * peak, (estimate, peak, formula)
+
+
+# ---------------------------------------------------------------- figures drawn, per figure set
+
+
+def test_figures_none_counts_no_figures_and_summary_only_what_it_draws():
+    """100,000 pairs: figures=none draws no per-sentence figure (not refused for 200,006), summary two a sentence."""
+    params = config.compose(["figures=none"], REPO)
+    params["sweep"]["w1"] = [1.0] * 100_000
+    sentences = params["texts"]["sentences"]
+    assert figure_count(params, sentences) == (0, "2 sentences x (0)")
+    check_limits(params, sentences, memory=10**13)
+    params["figures"]["name"] = "summary"
+    assert figure_count(params, sentences) == (4, "2 sentences x (1 panels + 1 ratio_sweep)")
+    params["figures"]["name"] = "all"
+    assert figure_count(params, sentences)[0] == 2 * (100_001 + 2)
+
+
+# ---------------------------------------------------------------- before composing: a Hydra multirun, a long list
+
+
+def test_multirun_jobs_are_counted_from_the_overrides_without_expanding_them():
+    assert multirun_jobs(["sweep.w2=range(0,10000000)", "figures=none"]) == (10_000_000, ["none"])
+    assert multirun_jobs(["sweep.w2=1,2,3", "texts=seed,file", "figures=summary,none"]) == (12, ["summary", "none"])
+    assert multirun_jobs(["sweep.w2=range(1,10,4)", "sweep.w1=range(0.5,2.0,0.5)", "sweep.n_components=2"]) == (9, [])
+    assert multirun_jobs(["sweep.w2=shuffle(range(0,10))", "hydra/launcher=parallel"]) == (10, [])
+    check_multirun(["sweep.w2=range(0,1000)"], memory=16 * 10**9)  # 1,000 jobs: 0.6 GB kept, fine
+
+
+def test_a_multirun_beyond_the_job_limit_is_refused_naming_count_estimates_and_fix():
+    with pytest.raises(PipelineError) as info:
+        check_multirun([f"sweep.w2=range(0,{MAX_JOBS + 1})", "figures=summary"], memory=10**13)
+    message = str(info.value)
+    assert f"{MAX_JOBS + 1:,} jobs: about 4 days and 22.3 GB of memory" in message, message
+    assert (
+        f"beyond the limit of {MAX_JOBS:,} jobs. Fix: split the sweep" in message and "sweep.w2=[1,2,4,8]" in message
+    ), message
+    with pytest.raises(PipelineError, match=r"50,000 jobs: .* 11\.3 GB .* beyond 80% of this machine's 8\.0 GB\. Fix"):
+        check_multirun(["sweep.w2=range(0,50000)"], memory=8 * 10**9)
+
+
+def test_ten_million_job_multirun_is_refused_at_once_without_composing(checkout):
+    """The issue's probe: 6 GB in 21 s and no output before; now one message, exit 2, in seconds, nothing written."""
+    import sys
+    import time
+
+    start = time.monotonic()
+    result = run(
+        [sys.executable, "-m", "pipeline", "-m", "sweep.w2=range(0,10000000)", "figures=none"], checkout, check=False
+    )
+    assert result.returncode == 2, result.stderr
+    assert time.monotonic() - start < 30
+    assert "Traceback" not in result.stderr and result.stderr.count("\n") == 1, result.stderr
+    assert "this multirun has 10,000,000 jobs: about" in result.stderr and "split the sweep" in result.stderr
+    assert not (checkout / "outputs").exists()
+
+
+def test_a_list_override_of_millions_of_weights_is_refused_before_composing():
+    """200,001 weights typed as one list: counted by its commas (Hydra would spend minutes parsing it)."""
+    import time
+
+    start = time.monotonic()
+    with pytest.raises(PipelineError, match=r"sweep\.w1 lists about 200,001 weights, more than 100,000"):
+        config.compose(["sweep.w1=[" + "1," * 200_000 + "1]", "sweep.w2=1"], REPO)
+    assert time.monotonic() - start < 5

@@ -1,22 +1,38 @@
-"""Limits before exhaustion: what a config would cost, estimated simply and declared once, refused at compose /
-check time (before anything is allocated) when it exceeds the machine.
+"""Limits before exhaustion: what a config or a Hydra sweep would cost, estimated from measured constants, and
+refused (before anything is allocated) when it exceeds the machine or a documented bound.
 
-Each estimate names its formula and the knob that lowers it:
+Memory estimates are peak RSS, each a stage process's baseline (its imports) plus what the stage holds at its peak:
 
-    encode   max_len x d x 12 bytes        the float32 table and its float64 angles   encoding.max_len
-    sweep    (P + 1 + m) x n^2 x 8 x 3     one batched PCA per sentence: P pairs, the  sweep.w1 / sweep.w2,
-                                           Transformer's pair and m ratios, each an   sweep.ratios.points,
-                                           n x n Gram matrix (eigh works on copies)   tokenizer.maxlen
-    figures  min(S, max_sentences) x (P + 2) per-sentence figures (a projection per   figures.max_sentences,
-                                           pair, the panels, the ratio sweep)         sweep.w1 / sweep.w2
+    encode   345 MB + N (s d + 64) + max(32 K N, B)    the table (N x d, s bytes: encoding.dtype), eight
+                                                           float64 vectors per position (norms, profiles), the
+                                                           Gram band and its comparisons (four N x K float64);
+             B = 18 f N (+ 8 d N for a learned table)      the elementwise block means of a learned table or an
+                                                           odd d (f = ceil(N / max_matrix_size); an even-d
+                                                           sinusoid needs none): knobs encoding.max_len,
+                                                           encoding.max_offset, encoding.max_matrix_size
+    sweep    260 MB + (P + 1 + m) n^2 16 + P S 6 kB        one batched PCA per sentence (each weighting's n x n
+                                                           Gram matrix and eigenvectors) and what every pair keeps
+                                                           per sentence (projections, metrics, their JSON): knobs
+                                                           sweep.w1 / sweep.w2, sweep.ratios.points,
+                                                           tokenizer.maxlen
+    figures  min(S, max_sentences) x (per-sentence kinds   the per-sentence kinds of the figure set
+             the set draws: P + 1 projections, a panels,   (pipeline.outputs.figure_plan); figures=none: 0
+             a ratio_sweep)
+    multirun jobs = the product of the overrides' sweep    counted from the command line before Hydra composes
+             lengths; memory 345 MB + jobs x JOB_HELD;     anything (a range is not materialized); Hydra's
+             time jobs x JOB_SECONDS[figure set]           sweeper keeps every job's configs to the end
 
-n: the longest sentence in words (as the tokenizer splits it, cut at tokenizer.maxlen); S: sentences; P: weight
-pairs (the longer of the two lists). Memory estimates are refused above MEMORY_SHARE of the machine's physical
-memory, the figure count above MAX_FIGURES (about half a second each).
+N: encoding.max_len, d: d_model, K: encoding.max_offset, n: the longest sentence in words (as the tokenizer splits
+it, cut at tokenizer.maxlen), S: sentences, P: weight pairs (the longer of the two lists), m: sweep.ratios.points.
+The constants were measured as the peak RSS (ru_maxrss) of a process running the stage on a small GloVe store
+(tests/test_limits.py measures two of them again). Memory is refused above MEMORY_SHARE of the machine's physical
+memory, figures above MAX_FIGURES (about half a second each), a sweep above MAX_JOBS jobs or MAX_PAIRS weight pairs
+typed in one override.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Sequence
 
@@ -25,6 +41,27 @@ from pipeline.base.errors import PipelineError
 MEMORY_SHARE = 0.8
 MAX_FIGURES = 2000
 GB = 1e9
+
+# The RSS of a stage process after its imports: encode (numpy, torch) at max_len=100 342 MB, sweep 259 MB with one
+# pair; a Hydra job's process imports both.
+ENCODE_BASE = 345e6
+SWEEP_BASE = 260e6
+# A Hydra job kept by the sweeper until the sweep ends (hydra.core.utils.JobReturn: the job's config and a copy of
+# the Hydra config): 219 kB, the RSS of holding 200 deep copies of a composed config; its override list 170 B
+# (BasicSweeper.split_arguments of range(0, 10**6): 169 B a job).
+JOB_HELD = 220e3
+# Seconds a job of a basic-launcher sweep takes per figure set, measured on this machine as (time of a 20-point
+# sweep - time of a 1-point sweep) / 19 (6 points for `all`), glove=path (50-d), tracking=disabled, on 2 cores
+# shared with three other sessions (load average 8): the README's 0.45 s a point (summary) is an idle machine's.
+JOB_SECONDS = {"none": 1.6, "summary": 3.3, "all": 18.5}
+# Beyond this, a multirun is refused whatever the memory: 100,000 jobs are about half a day at 0.45 s each and
+# 22 GB of kept configs; a longer study is split into sweeps, or sweeps the weights inside one job.
+MAX_JOBS = 100_000
+# Items of a list override that are counted (commas) before Hydra parses it: composing a 10,000-item list takes
+# 9 s of CPU (linear in the items: a 100,000-item list is 1.5 minutes, a 10-million-item one hours), and one job's
+# sweep stage then keeps about 6 kB a pair per sentence.
+MAX_PAIRS = 100_000
+PAIR_KEYS = ("sweep.w1", "sweep.w2")
 
 
 def machine_memory() -> int:
@@ -39,6 +76,11 @@ def _count(weights) -> int:
     return len(weights) if isinstance(weights, list) else 1
 
 
+def pair_count(params: dict) -> int:
+    """P: the configured weight pairs (a scalar broadcasts against a list)."""
+    return max(_count(params["sweep"]["w1"]), _count(params["sweep"]["w2"]))
+
+
 def longest_sentence(params: dict, sentences: Sequence[str]) -> int:
     """n: the most words of one sentence as the tokenizer splits it, at most tokenizer.maxlen."""
     from pipeline.inputs.tokenizer import text_to_word_sequence
@@ -48,28 +90,63 @@ def longest_sentence(params: dict, sentences: Sequence[str]) -> int:
     return min(n, tok["maxlen"]) if tok["maxlen"] else n
 
 
+def encode_estimate(params: dict) -> tuple[float, str]:
+    """The encode stage's peak RSS in bytes and its formula with the numbers (module docstring)."""
+    enc = params["encoding"]
+    n, d, k = enc["max_len"], enc["d_model"] or params["glove"]["dim"], enc["max_offset"]
+    size = 8 if enc["dtype"] == "float64" else 4
+    f = -(-n // enc["max_matrix_size"])
+    learned = enc["name"] == "learned"
+    elementwise = f > 1 and (learned or d % 2)
+    blocks = 18 * f * n + (8 * d * n if learned else 0) if elementwise else 0
+    needed = ENCODE_BASE + n * (size * d + 64) + max(32 * k * n, blocks)
+    peak = (
+        f"max(32 max_offset max_len, {blocks / GB:,.1f} GB of block means)" if elementwise else "32 max_offset max_len"
+    )
+    formula = f"{ENCODE_BASE / 1e6:.0f} MB + max_len x ({size} d + 64) + {peak} with max_len = {n:,}, d = {d}, "
+    formula += f"max_offset = {k}" + (f", f = {f:,}" if elementwise else "")
+    return needed, formula
+
+
+def sweep_estimate(params: dict, sentences: Sequence[str]) -> tuple[float, str]:
+    """The sweep stage's peak RSS in bytes and its formula with the numbers (module docstring)."""
+    pairs, m, n = pair_count(params), params["sweep"]["ratios"]["points"], longest_sentence(params, sentences)
+    batch = pairs + 1 + m
+    needed = SWEEP_BASE + batch * n * n * 16 + pairs * len(sentences) * 6e3
+    formula = (
+        f"{SWEEP_BASE / 1e6:.0f} MB + (pairs + 1 + ratios) x n^2 x 16 + pairs x sentences x 6 kB = "
+        f"{batch:,} x {n:,}^2 x 16 + {pairs:,} x {len(sentences):,} x 6 kB (n: words of the longest sentence)"
+    )
+    return needed, formula
+
+
 def estimates(params: dict, sentences: Sequence[str]) -> list[tuple[str, float, str, str]]:
     """(what, bytes, formula with the numbers, knobs) for each memory estimate of the module docstring."""
-    enc, sweep = params["encoding"], params["sweep"]
-    d = enc["d_model"] or params["glove"]["dim"]
-    pairs = max(_count(sweep["w1"]), _count(sweep["w2"]))
-    m, n = sweep["ratios"]["points"], longest_sentence(params, sentences)
-    batch = pairs + 1 + m
     return [
         (
             "the positional encoding",
-            enc["max_len"] * d * 12,
-            f"encoding.max_len x d x 12 bytes = {enc['max_len']:,} x {d} x 12",
-            "lower encoding.max_len",
+            *encode_estimate(params),
+            "lower encoding.max_len (or encoding.max_offset; encoding.max_matrix_size for a learned table or odd d)",
         ),
         (
             "the sweep's batched PCA",
-            batch * n * n * 8 * 3,
-            f"(pairs + 1 + ratios) x n^2 x 24 bytes = {batch:,} x {n:,}^2 x 24 (n: words of the longest sentence)",
+            *sweep_estimate(params, sentences),
             "use fewer weight pairs (sweep.w1 / sweep.w2) or sweep.ratios.points, or shorter sentences "
             "(tokenizer.maxlen cuts them)",
         ),
     ]
+
+
+def figure_count(params: dict, sentences: Sequence[str]) -> tuple[int, str]:
+    """The per-sentence figures the configured figure set draws, and how they add up."""
+    from pipeline.outputs.figure_plan import drawn_kinds, shown_sentences
+
+    kinds = drawn_kinds(params["figures"]["name"])
+    per_kind = {"projection": pair_count(params) + 1, "panels": 1, "ratio_sweep": 1}  # + 1: the baseline pair
+    drawn = {kind: count for kind, count in per_kind.items() if kind in kinds}
+    shown = shown_sentences(len(sentences), params["figures"]["max_sentences"])
+    terms = " + ".join(f"{count:,} {kind}" for kind, count in drawn.items()) or "0"
+    return shown * sum(drawn.values()), f"{shown} sentences x ({terms})"
 
 
 def check_limits(params: dict, sentences: Sequence[str], memory: int | None = None) -> None:
@@ -83,13 +160,91 @@ def check_limits(params: dict, sentences: Sequence[str], memory: int | None = No
                 f"more than {MEMORY_SHARE:.0%} of this machine's {memory / GB:,.1f} GB: it would fail "
                 f"or swap. Fix: {knob}."
             )
-    shown = min(len(sentences), params["figures"]["max_sentences"])
-    pairs = max(_count(params["sweep"]["w1"]), _count(params["sweep"]["w2"])) + 1
-    figures = shown * (pairs + 2)
+    figures, terms = figure_count(params, sentences)
     if figures > MAX_FIGURES:
         raise PipelineError(
-            f"this config would draw about {figures:,} figures ({shown} sentences x ({pairs:,} weight "
-            f"pairs + 2)), more than {MAX_FIGURES:,} (about half a second each). Fix: lower "
+            f"this config would draw about {figures:,} figures ({terms}), more than {MAX_FIGURES:,} (about half a "
+            "second each). Fix: figures=summary or figures=none (a sweep's metrics need no figure per pair), lower "
             "figures.max_sentences, or use fewer weight pairs (sweep.w1 / sweep.w2); the ratio grid "
             "(sweep.ratios) covers many ratios without a figure each."
         )
+
+
+# ---------------------------------------------------------------- before composing: the command line's overrides
+
+
+def check_list_overrides(overrides: Sequence[str]) -> None:
+    """Refuse a sweep.w1 / sweep.w2 list override of more than MAX_PAIRS items, counted by its commas before Hydra
+    parses it (parsing and composing millions of items is itself the exhaustion)."""
+    for override in overrides:
+        key, _, value = override.partition("=")
+        if key.lstrip("+~") in PAIR_KEYS and value.lstrip().startswith("["):
+            items = value.count(",") + 1
+            if items > MAX_PAIRS:
+                raise PipelineError(
+                    f"{key} lists about {items:,} weights, more than {MAX_PAIRS:,} weight pairs in one run (the "
+                    f"sweep stage keeps about 6 kB a pair per sentence, and composing the list alone takes minutes). "
+                    "Fix: use fewer values (the ratio grid sweep.ratios covers many ratios W2/W1 at once), or split "
+                    "the pairs over several runs."
+                )
+
+
+def sweep_length(override) -> int:
+    """The number of values of one parsed Hydra override: 1 for a plain value, the length of a choice or range
+    sweep (a range counted, not materialized), the matches of a glob are not known here (counted as 1)."""
+    from hydra.core.override_parser.types import ChoiceSweep, RangeSweep
+
+    value = override.value()
+    if isinstance(value, ChoiceSweep):
+        return len(value.list)
+    if isinstance(value, RangeSweep):
+        start, stop, step = value.start, value.stop, value.step
+        return max(0, math.ceil((stop - start) / step)) if step else 0
+    return 1
+
+
+def multirun_jobs(overrides: Sequence[str]) -> tuple[int, list[str]]:
+    """The jobs of a basic-sweeper multirun of these command-line overrides (the product of the sweep lengths),
+    and the figure sets its jobs use, parsed with Hydra's public override parser (no composition)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    jobs, figure_sets = 1, []
+    for override in OverridesParser.create().parse_overrides(list(overrides)):
+        jobs *= sweep_length(override)
+        if override.get_key_element() == "figures":
+            figure_sets = (
+                [str(v) for v in override.sweep_string_iterator()]
+                if override.is_sweep_override()
+                else [str(override.value())]
+            )
+    return jobs, figure_sets
+
+
+def check_multirun(overrides: Sequence[str], memory: int | None = None, default_figures: str = "all") -> None:
+    """Refuse a multirun of more than MAX_JOBS jobs, or whose kept jobs would exceed MEMORY_SHARE of `memory`,
+    before Hydra expands or composes it; the message names the job count, the estimates and the fix."""
+    check_list_overrides(overrides)
+    jobs, figure_sets = multirun_jobs(overrides)
+    memory = machine_memory() if memory is None else memory
+    needed = ENCODE_BASE + jobs * JOB_HELD
+    too_big = memory and needed > MEMORY_SHARE * memory
+    if jobs <= MAX_JOBS and not too_big:
+        return
+    seconds = jobs * max(JOB_SECONDS.get(name, JOB_SECONDS["all"]) for name in figure_sets or [default_figures])
+    beyond = [f"the limit of {MAX_JOBS:,} jobs"] if jobs > MAX_JOBS else []
+    beyond += [f"{MEMORY_SHARE:.0%} of this machine's {memory / GB:,.1f} GB"] if too_big else []
+    raise PipelineError(
+        f"this multirun has {jobs:,} jobs: about {_duration(seconds)} and {needed / GB:,.1f} GB of memory for the "
+        f"jobs Hydra's sweeper keeps ({JOB_HELD / 1e3:.0f} kB each), beyond {' and '.join(beyond)}. Fix: split the "
+        "sweep into several multiruns, use fewer values, or give the weights as lists in ONE job (e.g. "
+        "'sweep.w2=[1,2,4,8]' without -m, or sweep.ratios for a dense grid of W2/W1): the sweep stage computes "
+        "every pair of one job in one batch."
+    )
+
+
+def _duration(seconds: float) -> str:
+    """`seconds` as the largest unit that keeps it readable (s, minutes, hours, days)."""
+    for unit, size in (("days", 86400), ("hours", 3600), ("minutes", 60)):
+        if seconds >= 2 * size:
+            return f"{seconds / size:,.0f} {unit}"
+    return f"{seconds:,.0f} s"

@@ -20,7 +20,7 @@ from pipeline.base.params_file import read_params_file
 from pipeline.base.paths import Layout, checkout_root
 from pipeline.base.secrets import redact
 from pipeline.config.input_files import check_inputs
-from pipeline.config.limits import check_limits
+from pipeline.config.limits import check_limits, check_list_overrides
 from pipeline.base.trees import flatten
 from pipeline.config.schema import GROUPS, unknown_key_message, validate
 
@@ -40,9 +40,11 @@ def compose(overrides: Iterable[str] = (), root: Path | None = None) -> dict:
     from omegaconf.errors import OmegaConfBaseException
 
     conf_dir = Layout(root or checkout_root()).conf_dir
+    overrides = list(overrides)
+    check_list_overrides(overrides)  # before Hydra parses millions of items
     try:
         with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3"):
-            cfg = hydra_compose(config_name=CONFIG_NAME, overrides=list(overrides))
+            cfg = hydra_compose(config_name=CONFIG_NAME, overrides=overrides)
     except (HydraException, OmegaConfBaseException) as exc:
         raise PipelineError(redact(f"cannot compose conf/ with overrides {list(overrides)}: {_explain(exc)}")) from None
     return OmegaConf.to_container(cfg, resolve=False)

@@ -29,9 +29,6 @@ from omegaconf import DictConfig, OmegaConf
 
 from pipeline.base.paths import checkout_root
 import pipeline.config.schema  # noqa: F401  (registers the config schema before @hydra.main composes conf/)
-from pipeline.config import sweep_compose
-
-sweep_compose.install()  # a multirun composes each job once (the sweeper's check), not again at launch
 
 log = logging.getLogger("pipeline")
 CONF_DIR = str(checkout_root() / "conf")

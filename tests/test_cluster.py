@@ -84,17 +84,15 @@ def test_slurm_sweep_through_sbatch(slurm_checkout, private_mlflow_store):
     assert scripts and "#SBATCH --partition=cpu" in scripts[0].read_text()
     logs = list((slurm_checkout / "multirun_test" / ".submitit").glob("*_[0-2]/*_log.out"))
     assert len(logs) == 3, logs
-    # readable: no submitit warning per poll; where sacct fails, one line says how the jobs are followed
-    assert "Bypassing sacct error" not in log and log.count("accounting storage is disabled") <= 1
-    sacct = subprocess.run(["sacct", "-n"], capture_output=True, text=True)
-    assert (sacct.returncode == 0) != ("following the jobs with squeue" in log)
+    # readable: the jobs are followed with squeue, so no sacct warning at any poll (.ci's cluster has no accounting)
+    assert "Bypassing sacct error" not in log and "accounting storage is disabled" not in log
 
 
 @pytest.mark.slow
 def test_slurm_job_ended_by_slurm_is_reported_not_awaited(slurm_checkout, private_mlflow_store):
     """A job SLURM ends without a result (its process SIGKILLed here, as by the OOM killer): the sweep
-    stops with an error naming the job's logs and its parent run FAILED, instead of waiting forever for a
-    state `sacct` cannot give."""
+    stops within a minute with an error naming the job's logs and its parent run FAILED, instead of waiting
+    forever for a state `sacct` cannot give."""
     name = f"pe-{uuid.uuid4().hex[:8]}"
     env = dict(os.environ, PATH=f"{Path(PY).parent}{os.pathsep}{os.environ['PATH']}")
     proc = subprocess.Popen(
@@ -134,13 +132,16 @@ def test_slurm_job_ended_by_slurm_is_reported_not_awaited(slurm_checkout, privat
         assert pids, "the job's process was not found"
         for pid in pids:
             os.kill(int(pid), signal.SIGKILL)
-        log, _ = proc.communicate(timeout=120)  # submitit's own poll interval grows to 60 s at most
+        killed = time.monotonic()
+        log, _ = proc.communicate(timeout=120)
+        reported_s = time.monotonic() - killed
     finally:
         if proc.poll() is None:
             proc.kill()
             subprocess.run(["scancel", "-n", name], check=False)
     assert proc.returncode != 0, log
-    assert "has not produced any output" in log and "_log.err" in log, log[-3000:]
+    assert "ended (" in log and "without a result" in log and "_log.err" in log, log[-3000:]
+    assert reported_s < 60, reported_s
     _, parents, children = runs_by_kind(private_mlflow_store)
     assert [p.info.status for p in parents] == ["FAILED"] and not children
 

@@ -114,8 +114,10 @@ UNKNOWN = [
 
 @pytest.mark.parametrize("overrides, key", UNKNOWN)
 def test_unknown_key_is_refused_in_every_form(overrides, key):
+    """Hydra refuses `key=1` for a key the config lacks; `+key=1` / `++key=1` compose (Hydra's force_add), and
+    validation refuses them: what pipeline.compose, each Hydra job and check_params run before anything else."""
     with pytest.raises(PipelineError) as err:
-        config.compose(overrides, REPO)
+        config.validate(config.compose(overrides, REPO))
     message = str(err.value)
     assert f"config key {key} is unknown" in message and "Fix" in message
 
@@ -169,9 +171,18 @@ def test_compose_command_writes_a_valid_config(tmp_path):
 
 
 def test_hydra_app_refuses_an_unknown_key(tmp_path):
-    """`python -m pipeline` composes on the schema too (--cfg job: compose and print, run nothing)."""
-    result = run([sys.executable, "-m", "pipeline", "+sweep.w3=1", "--cfg", "job"], tmp_path, check=False)
-    assert result.returncode != 0 and "config key sweep.w3 is unknown" in result.stderr
+    """A `python -m pipeline` job with `+sweep.w3=1` fails with the schema's message before any stage runs."""
+    result = run(
+        [sys.executable, "-m", "pipeline", "+sweep.w3=1", "tracking=disabled", "hydra.run.dir=job"],
+        tmp_path,
+        check=False,
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "config key sweep.w3 is unknown" in result.stdout + result.stderr
+    record = json.loads((tmp_path / "job" / "job_result.json").read_text())
+    assert record["status"] == "failed" and "config key sweep.w3 is unknown" in record["error"]
+    written = {p.name for p in (tmp_path / "job").iterdir() if not p.name.startswith(".")}
+    assert written == {"job_result.json", "__main__.log"}  # no stage ran: no data/, no reports/
 
 
 DVC_COMPOSE = """
@@ -208,15 +219,19 @@ def dvc_compose(tmp_path: Path, plugins_path: Path, cases: list[list[str]]) -> d
 
 
 def test_dvc_composition_finds_the_schema_through_the_hydra_plugin(tmp_path):
-    cases = [["sweep.w2=5"], ["+sweep.w3=1"], ["sweep.w3=1"], ["++sweep.w3=1"], ["encoding.max_len=abc"]]
+    cases = [["+sweep.w3=1"], ["sweep.w3=1"], ["++sweep.w3=1"], ["encoding.max_len=abc"], ["sweep.w2=5"]]  # 5 last
     results = dvc_compose(tmp_path, REPO, cases)
     assert results.pop("pipeline imported first") is False  # only hydra_plugins/pe_pipeline_schema imports it
     assert results.pop("sweep.w2=5") == "ok"
     assert yaml.safe_load((tmp_path / "params.yaml").read_text()) == config.compose(["sweep.w2=5"], REPO)
-    assert "config key sweep.w3 is unknown" in results.pop("+sweep.w3=1")
-    assert "config key sweep.w3 is unknown" in results.pop("++sweep.w3=1")
     assert "Could not override 'sweep.w3'" in results.pop("sweep.w3=1")
     assert "encoding.max_len=abc" in results.pop("encoding.max_len=abc")
+    # Hydra's force_add composes `+sweep.w3=1`; the check_params stage refuses the params.yaml it wrote
+    for case in ("+sweep.w3=1", "++sweep.w3=1"):
+        assert results.pop(case) == "ok"
+        assert dvc_compose(tmp_path, REPO, [[case]])[case] == "ok"
+        with pytest.raises(PipelineError, match=r"config key sweep\.w3 is unknown"):
+            config.validate(yaml.safe_load((tmp_path / "params.yaml").read_text()))
 
 
 def test_dvc_composition_without_the_plugin_cannot_load_the_schema(tmp_path):
@@ -227,11 +242,14 @@ def test_dvc_composition_without_the_plugin_cannot_load_the_schema(tmp_path):
 
 
 def test_dvc_exp_run_refuses_an_unknown_key(checkout):
-    before = (checkout / "params.yaml").read_bytes()
+    """DVC writes params.yaml with the key (Hydra's force_add), then check_params, upstream of every stage, refuses
+    it in one line naming the key, the fix and how to get params.yaml back; nothing else is written."""
     result = run(["dvc", "exp", "run", "-S", "+sweep.w3=1"], checkout, check=False)
     assert result.returncode != 0
-    assert "config key sweep.w3 is unknown" in result.stdout + result.stderr
-    assert (checkout / "params.yaml").read_bytes() == before
+    lines = [line for line in (result.stdout + result.stderr).splitlines() if "config key sweep.w3 is unknown" in line]
+    assert len(lines) == 1 and "Fix: remove it" in lines[0] and "`git checkout params.yaml`" in lines[0], lines
+    changed = run(["git", "status", "--porcelain"], checkout).stdout.splitlines()
+    assert changed == [" M params.yaml"], changed
 
 
 # ---------------------------------------------------------------- every rule

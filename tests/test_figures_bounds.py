@@ -2,7 +2,7 @@
 diverging colours only on data centred at 0, integer ticks on integer axes, short titles, and bounded sizes for any
 number and length of sentences.
 
-Every figure is checked as it is about to be saved (pipeline.outputs.figures.BEFORE_SAVE), laid out, in this
+Every figure is checked as it is saved (pipeline.outputs.figures.SAVED), laid out as written, in this
 process (figures.workers=1).
 """
 
@@ -123,7 +123,7 @@ def render(params: dict, base: Path, store: Path, monkeypatch, upto: str = "figu
     from pipeline.outputs import figures as fig
 
     seen: dict[str, dict] = {}
-    monkeypatch.setattr(fig, "BEFORE_SAVE", [lambda figure, path: seen.setdefault(Path(path).stem, inspect(figure))])
+    monkeypatch.setattr(fig, "SAVED", [lambda figure, path: seen.setdefault(Path(path).stem, inspect(figure))])
     run_stages(params, base, store, upto=upto)
     return seen
 
@@ -181,7 +181,7 @@ def test_tutorial002_colours_follow_the_data(tmp_path, monkeypatch):
     captured = {}
     monkeypatch.setattr(
         fig,
-        "BEFORE_SAVE",
+        "SAVED",
         [
             lambda figure, path: captured.setdefault(
                 Path(path).stem,
@@ -253,7 +253,7 @@ def test_a_5000_word_sentence_gives_bounded_figures_and_report(tmp_path, small_s
     texts = tmp_path / "long.txt"
     texts.write_text(" ".join(words) + "\n", encoding="utf-8")
     params = params_for("texts=file", f"texts.file={texts}", "figures.workers=1")
-    seen = render(params, tmp_path / "run", small_store, monkeypatch, upto="report")
+    seen = render(params, tmp_path / "run", small_store, monkeypatch, upto="figures")
     from pipeline.base.paths import Layout
 
     layout = Layout(tmp_path / "run", glove=small_store)
@@ -277,7 +277,7 @@ def test_10000_sentences_give_a_bounded_number_of_figures_and_report(tmp_path, s
     # 2 ratio points: the sweep stage takes ~7 ms a sentence with them (~55 ms with the default 41)
     params = params_for("texts=file", f"texts.file={texts}", "figures.workers=1", "sweep.ratios.points=2")
     shown = params["figures"]["max_sentences"]
-    seen = render(params, tmp_path / "run", small_store, monkeypatch, upto="report")
+    seen = render(params, tmp_path / "run", small_store, monkeypatch, upto="figures")
     from pipeline.base.paths import Layout
 
     layout = Layout(tmp_path / "run", glove=small_store)
@@ -293,7 +293,7 @@ def test_max_sentences_caps_the_figures_and_the_report(tmp_path, small_store):
     """figures.max_sentences=1 with two sentences: figures of the first only, r* of both summarized, and the
     report shows the first sentence and says that there are two."""
     params = params_for("figures.max_sentences=1")
-    layout = run_stages(params, tmp_path, small_store, upto="report")
+    layout = run_stages(params, tmp_path, small_store, upto="figures")
     names = {p.stem for p in layout.figures_dir.glob("*.png")}
     assert names == expected_figures(1) | {"crossover_all_sentences"}
     page = layout.report_html.read_text(encoding="utf-8")

@@ -1,88 +1,107 @@
-"""The SLURM launcher of `hydra/launcher=slurm`: hydra-submitit-launcher's, with job states from `squeue`
-when `sacct` does not answer.
+"""The SLURM launcher of `hydra/launcher=slurm`: hydra-submitit-launcher's, its jobs followed with `squeue`.
 
-submitit follows its jobs with `sacct`, which needs SLURM accounting (slurmdbd). Many small clusters, and the
-single-node one `.ci/slurm-up.sh` starts, run without it: then every poll prints `sacct`'s "accounting storage
-is disabled" and a submitit warning three times over, and a job SLURM ends without a result file (cancelled,
-over its time limit, out of memory) is never seen as done, so the sweep waits forever. This watcher asks
-`sacct` once; if it fails, it says so in one line and reads the states from `squeue --states=all` (which
-lists jobs for a few minutes after they end); a job neither lists has ended. submitit then reports such a
-job as failed, with its log files.
+hydra-submitit-launcher waits on each job with submitit's `job.results()`, and submitit learns a job's state
+from `sacct`, which needs SLURM accounting (slurmdbd). Many small clusters, and the single-node one
+`.ci/slurm-up.sh` starts, run without it: then every poll prints a submitit warning, and a job SLURM ends without
+a result file (cancelled, over its time limit, out of memory, killed) is never seen as done, so the sweep waits
+forever. This launcher submits the jobs as hydra-submitit-launcher does (same config, submitit's public executor
+API), then waits on them itself: a job is done when its result file exists (then `job.results()` reads it
+without asking SLURM), and ended without a result when `squeue --states=all` (which lists jobs for a few minutes
+after they end) no longer lists it running; the sweep then stops with an error naming the job's logs.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import subprocess
 import time
+from pathlib import Path
+from typing import Any, Sequence
 
+from hydra.core.singleton import Singleton
+from hydra.core.utils import JobReturn, filter_overrides
 from hydra_plugins.hydra_submitit_launcher import submitit_launcher
+from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf
+from omegaconf import OmegaConf
 
 log = logging.getLogger("pipeline")
 
+POLL_S = 5.0  # how often squeue is asked while jobs run
+# squeue states of a job that may still write its result (submitit requeues a preempted or timed-out job itself)
+LIVE = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "REQUEUED", "REQUEUE_HOLD", "RESIZING", "SUSPENDED"}
+LIVE |= {"STAGE_OUT", "SIGNALING", "STOPPED", "PREEMPTED"}
 
-def _watcher_class():
-    from submitit.slurm.slurm import SlurmInfoWatcher
 
-    class QuietSlurmWatcher(SlurmInfoWatcher):
-        """SlurmInfoWatcher that falls back to squeue, once and quietly, when sacct fails."""
-
-        sacct_answers: bool | None = None  # unknown until the first poll
-
-        def update(self) -> None:
-            command = self._make_command()  # sacct ... -j <ids of unfinished jobs>, None if none
-            if command is None:
-                return
-            self._num_calls += 1
-            info = None
-            if self.sacct_answers is not False:
-                try:
-                    done = subprocess.run(command, capture_output=True, timeout=60, check=True)
-                    info, self.sacct_answers = self.read_info(done.stdout), True
-                except (OSError, subprocess.SubprocessError) as exc:
-                    if self.sacct_answers is None:
-                        why = exc.stderr.decode(errors="replace").strip() if getattr(exc, "stderr", None) else exc
-                        log.info("sacct does not answer (%s): following the jobs with squeue", why)
-                    self.sacct_answers = False
-            if info is None:
-                info = self._from_squeue(command)
-            self._info_dict.update(info)
-            self._last_status_check = time.time()
-            for job_id in self._registered - self._finished:
-                if self.is_done(job_id, mode="cache"):
-                    self._finished.add(job_id)
-
-        def _from_squeue(self, command: list[str]) -> dict[str, dict[str, str]]:
-            """{job id: {"State": ...}} of the polled jobs; one squeue no longer lists is ENDED."""
-            try:
-                out = subprocess.run(
-                    ["squeue", "-h", "-r", "--states=all", "-o", "%i %T"],
-                    capture_output=True,
-                    text=True,
-                    timeout=60,
-                    check=True,
-                ).stdout
-            except (OSError, subprocess.SubprocessError) as exc:
-                log.warning("squeue failed (%s): job states unknown until the next poll", exc)
-                return {}
-            listed = dict(line.split(None, 1) for line in out.splitlines() if " " in line)
-            polled = {command[i + 1] for i, arg in enumerate(command) if arg == "-j"}
-            return {
-                job_id: {"State": listed.get(job_id, "ENDED").strip()}
-                for job_id in self._registered - self._finished
-                if job_id.split("_")[0] in polled
-            }
-
-    return QuietSlurmWatcher
+class SlurmJobEnded(RuntimeError):
+    """A SLURM job ended without writing its result."""
 
 
 class SlurmLauncher(submitit_launcher.SlurmLauncher):
-    """hydra-submitit-launcher's SlurmLauncher (same config), its jobs followed by `QuietSlurmWatcher`."""
+    """hydra-submitit-launcher's SlurmLauncher (same config); waits on its jobs with squeue, not sacct."""
 
-    def launch(self, job_overrides, initial_job_idx):
-        from submitit.slurm.slurm import SlurmJob
+    def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+        jobs = self._submit(job_overrides, initial_job_idx)
+        wait_for_results(jobs)
+        return [job.results()[0] for job in jobs]
 
-        watcher = _watcher_class()
-        if type(SlurmJob.watcher).__name__ != watcher.__name__:
-            SlurmJob.watcher = watcher(delay_s=600)  # a class attribute: every SlurmJob of this process polls here
-        return super().launch(job_overrides, initial_job_idx)
+    def _submit(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list:
+        """The jobs of the batch as one SLURM array, submitted as hydra-submitit-launcher submits them."""
+        import submitit
+
+        params = dict(self.params)
+        init = {"folder": params.pop("submitit_folder")}
+        if "max_num_timeout" in params:
+            init["slurm_max_num_timeout"] = params.pop("max_num_timeout")
+        executor = submitit.AutoExecutor(cluster="slurm", **init)
+        base = set(OmegaConf.structured(BaseQueueConf).keys())
+        executor.update_parameters(**{key if key in base else f"slurm_{key}": value for key, value in params.items()})
+        sweep_dir = Path(str(self.config.hydra.sweep.dir))
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        if "mode" in self.config.hydra.sweep:
+            os.chmod(sweep_dir, mode=int(str(self.config.hydra.sweep.mode), 8))
+        log.info("Submitit 'slurm' sweep output dir : %s", sweep_dir)
+        args = []
+        for idx, overrides in enumerate(job_overrides, start=initial_job_idx):
+            log.info("\t#%d : %s", idx, " ".join(filter_overrides(overrides)))
+            args.append((list(overrides), "hydra.sweep.dir", idx, f"job_id_for_{idx}", Singleton.get_state()))
+        return executor.map_array(self, *zip(*args))
+
+
+def wait_for_results(jobs: Sequence[Any]) -> None:
+    """Return once every job has its result file; raise SlurmJobEnded for a job squeue no longer lists as live
+    (twice in a row: its result may still be on its way) while it has none."""
+    pending, gone = list(jobs), set()
+    while pending:
+        time.sleep(POLL_S)
+        pending = [job for job in pending if not job.paths.result_pickle.exists()]
+        states = squeue_states()
+        if states is None:
+            continue
+        for job in pending:
+            state = states.get(job.job_id, "ENDED")
+            if state in LIVE:
+                gone.discard(job.job_id)
+            elif job.job_id in gone and not job.paths.result_pickle.exists():
+                raise SlurmJobEnded(
+                    f"SLURM job {job.job_id} ended ({state}) without a result (killed, cancelled, over its time or "
+                    f"memory limit?): see its logs {job.paths.stderr} and {job.paths.stdout}"
+                )
+            else:
+                gone.add(job.job_id)
+
+
+def squeue_states() -> dict[str, str] | None:
+    """{job id: state} of the jobs squeue lists (array tasks one by one); None when squeue fails."""
+    try:
+        out = subprocess.run(
+            ["squeue", "-h", "-r", "--states=all", "-o", "%i %T"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        log.warning("squeue failed (%s): job states unknown until the next poll", exc)
+        return None
+    return dict(line.split(None, 1) for line in out.split("\n") if " " in line)

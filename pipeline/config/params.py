@@ -60,8 +60,6 @@ def _explain(exc: Exception) -> str:
     unknown = re.match(r"Could not override '([^']+)'\. To append to your config use \+", message)
     if unknown:
         return unknown_key_message(unknown.group(1))
-    if message.startswith("config key "):  # the schema's own message (pipeline.config.schema.register)
-        return message
     return f"{message}. Fix: check the key and option names against conf/ (options: python -m pipeline.compose --help)."
 
 

@@ -13,7 +13,6 @@ root) all compose on it.
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 import typing
@@ -695,34 +694,16 @@ def validate(params: dict, composed: Any = None) -> None:
 
 
 def register() -> None:
-    """Make Hydra compose conf/ on this schema, and refuse keys the schema does not declare.
+    """Make Hydra compose conf/ on this schema (Hydra's ConfigStore; conf/config.yaml names it first).
 
     Hydra applies `+key=value` with OmegaConf's force_add, which adds keys even to structured configs, so the
-    schema's types alone do not stop `+sweep.w3=1`; the config loader is wrapped to check every composition
-    whose root is `Config` (our compose, `python -m pipeline`, DVC's compose_and_dump, each multirun job).
+    schema's types alone do not stop `+sweep.w3=1` during composition: `validate` refuses it (an unknown key) in
+    every place that takes a composed config, before anything is written or run (`python -m pipeline.compose` /
+    `pipeline.repro`, each `python -m pipeline` job, the check_params stage after `dvc exp run -S`).
     """
-    from hydra._internal.config_loader_impl import ConfigLoaderImpl
     from hydra.core.config_store import ConfigStore
-    from hydra.errors import ConfigCompositionException
 
     ConfigStore.instance().store(name=SCHEMA_NAME, node=Config)
-    load = ConfigLoaderImpl.load_configuration
-    if getattr(load, "refuses_unknown_keys", False):
-        return
-
-    @functools.wraps(load)
-    def load_configuration(self: Any, *args: Any, **kwargs: Any) -> Any:
-        cfg = load(self, *args, **kwargs)
-        if OmegaConf.get_type(cfg) is Config:
-            tree = OmegaConf.to_container(cfg, resolve=False)
-            tree.pop("hydra", None)
-            unknown = [key for key, problem in key_problems(tree) if problem == "unknown"]
-            if unknown:
-                raise ConfigCompositionException(unknown_key_message(unknown[0]))
-        return cfg
-
-    load_configuration.refuses_unknown_keys = True
-    ConfigLoaderImpl.load_configuration = load_configuration
 
 
 register()

@@ -110,8 +110,8 @@ def _draw(job: tuple):
     return draw(*args, **kwargs)
 
 
-# Called with (figure, path) just before each figure is written (tests inspect the laid-out figures here).
-BEFORE_SAVE: list = []
+# Called with (figure, path) once each figure is written, laid out as written (tests inspect the figures here).
+SAVED: list = []
 
 # No figure is larger than this (inches); at figures.dpi that bounds every PNG's pixels.
 MAX_INCHES = (20.0, 16.0)
@@ -120,26 +120,17 @@ MAX_INCHES = (20.0, 16.0)
 def save(fig, path: Path, dpi: int) -> None:
     """Write the figure at its own size (no tight bbox: text never grows the image); figures lay themselves out.
 
-    Draws once, at `dpi`: the same pixels as `fig.savefig(path, dpi=dpi)` after a `fig.canvas.draw()` at the
-    figure's own dpi, without the two renderings that took. A layout engine (constrained layout) runs at the
-    figure's dpi, then at `dpi` (as that draw and savefig ran it; its result depends on where it starts), and is
-    then switched off for the one rendering, as savefig does.
+    The layout engine (constrained layout) runs at the figure's own dpi first, then in savefig at `dpi`: its result
+    depends on where it starts, and the PNGs (DVC outputs) have always been made by this sequence.
     """
-    from matplotlib.image import imsave
-
     fig.set_size_inches(np.minimum(fig.get_size_inches(), MAX_INCHES))
-    engine = fig.get_layout_engine()
-    if engine is not None:
-        engine.execute(fig)
-    fig.set_dpi(dpi)
-    if engine is not None:
-        engine.execute(fig)
-        fig.set_layout_engine("none")
-    fig.canvas.draw()
-    for hook in BEFORE_SAVE:  # they see the laid-out figure as it is written
-        hook(fig, path)
-    with atomic_path(path, suffix=".png") as tmp:  # what savefig's print_png does with the drawn canvas
-        imsave(tmp, fig.canvas.buffer_rgba(), format="png", origin="upper", dpi=dpi, metadata=PNG_METADATA)
+    fig.draw_without_rendering()
+    with atomic_path(path, suffix=".png") as tmp:
+        fig.savefig(tmp, dpi=dpi, format="png", metadata=PNG_METADATA)
+    if SAVED:
+        fig.set_dpi(dpi)  # the geometry of the written PNG (savefig leaves the layout it made at `dpi`)
+        for hook in SAVED:
+            hook(fig, path)
     plt.close(fig)
 
 

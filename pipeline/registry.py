@@ -112,10 +112,14 @@ STAGES: tuple[Stage, ...] = (
         outputs=(Output("tokens_dir"),),
         input_files=("texts.file",),
     ),
+    # encode and the RoPE/ALiBi diagnostics in one process: both import torch (0.9 s, most of a stage's start). A fresh
+    # run saves that process; an `encoding.*` or texts edit re-runs the diagnostics' work (0.7-1.0 s CPU, measured),
+    # beside sweep, figures and track that such an edit re-runs anyway
     Stage(
         "encode",
-        "positional encoding, its diagnostics and the embedding matrix (data/encode/), property plots",
-        params=("encoding", "glove.dim", "glove.name"),
+        "positional encoding, its diagnostics and the embedding matrix (data/encode/), property plots; RoPE's "
+        "relative-position diagnostics and ALiBi's biases (data/relative/, relative.json)",
+        params=("encoding", "glove.dim", "glove.name", "relative"),
         inputs=("glove_dir", "tokens_dir"),
         outputs=(
             Output("encode_dir"),
@@ -133,14 +137,9 @@ STAGES: tuple[Stage, ...] = (
                 cache=False,
                 plot={"x": "k", "y": "max_over_p", "title": "max over p of ||PE(p) - PE(p+k)||"},
             ),
+            Output("relative_dir"),
+            Output("relative_metrics", cache=False),
         ),
-    ),
-    Stage(
-        "relative",
-        "RoPE's relative-position diagnostics and ALiBi's biases (data/relative/, relative.json)",
-        params=("relative", "encoding.device"),
-        inputs=("params_check",),
-        outputs=(Output("relative_dir"), Output("relative_metrics", cache=False)),
     ),
     Stage(
         "sweep",
@@ -161,6 +160,8 @@ STAGES: tuple[Stage, ...] = (
             ),
         ),
     ),
+    # kept apart from sweep: alone it takes 3.5-3.7 s CPU, 1.8 s of which importing torch and matplotlib (measured);
+    # merged, every `sweep.*` edit would pay its ~1.9 s of work and 0.3 s of matplotlib again
     Stage(
         "study",
         "exact r* of many random sentences and the texts file, per GloVe dimension (reports/study/)",
@@ -178,9 +179,11 @@ STAGES: tuple[Stage, ...] = (
         outputs=(Output("study_dir", cache=False),),
         in_jobs=False,
     ),
+    # the figures and the report page in one process: the page shows the figures, so it re-runs whenever they do
     Stage(
         "figures",
-        "every figure of the notebook and the tutorials, labelled (reports/figures/)",
+        "every figure of the notebook and the tutorials, labelled (reports/figures/), and reports/report.html: one "
+        "self-contained page (narrative, figures, numbers, explorer)",
         params=("figures", "metrics.groups", "tutorials", "encoding"),
         inputs=(
             "tokens_dir",
@@ -193,15 +196,8 @@ STAGES: tuple[Stage, ...] = (
             "relative_dir",
             "relative_metrics",
         ),
-        outputs=(Output("figures_dir"),),
+        outputs=(Output("figures_dir"), Output("report_html", cache=False)),
         plots=({"source": "figures_dir"},),
-    ),
-    Stage(
-        "report",
-        "reports/report.html: one self-contained page (narrative, figures, numbers, explorer)",
-        params=("metrics.groups", "encoding", "figures.name", "figures.max_sentences"),
-        inputs=("sweep_dir", "metrics", "ratio_sweep_dir", "figures_dir", "relative_metrics"),
-        outputs=(Output("report_html", cache=False),),
     ),
     Stage(
         "track",

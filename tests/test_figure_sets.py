@@ -41,7 +41,7 @@ def test_an_unknown_set_is_refused_naming_the_key():
 @pytest.fixture(scope="module")
 def summary_run(tmp_path_factory, small_store):
     out = tmp_path_factory.mktemp("summary")
-    return run_stages(params_for("figures=summary"), out, small_store, upto="report")
+    return run_stages(params_for("figures=summary"), out, small_store, upto="figures")
 
 
 def test_summary_draws_the_panels_and_ratio_sweeps_and_the_report_names_the_rest(summary_run):
@@ -54,7 +54,7 @@ def test_summary_draws_the_panels_and_ratio_sweeps_and_the_report_names_the_rest
 
 
 def test_none_draws_nothing_and_the_report_keeps_its_sentences(tmp_path, small_store):
-    layout = run_stages(params_for("figures=none"), tmp_path, small_store, upto="report")
+    layout = run_stages(params_for("figures=none"), tmp_path, small_store, upto="figures")
     assert layout.figures_dir.is_dir() and not any(layout.figures_dir.iterdir())
     page = layout.report_html.read_text(encoding="utf-8")
     assert "<img" not in page and "reports/figures/panels_s1.png not drawn (figures=none)" in page

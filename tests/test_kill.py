@@ -169,7 +169,7 @@ def test_kill_9_at_random_points_of_every_stage_loses_nothing(checkout, monkeypa
     print(f"\nPE_KILL_SEED={seed}")
 
     durations = timed_clean_run(checkout)
-    # a stage whose outputs are all git-tracked (report, study) is up to date in a fresh checkout: it runs when its
+    # a stage whose outputs are all git-tracked (study) is up to date in a fresh checkout: it runs when its
     # inputs change; every stage with a DVC-cached output runs in the clean run
     cached = {stage.name for stage in REGISTRY if any(output.cache for output in stage.outputs)}
     assert set(durations) >= cached, durations

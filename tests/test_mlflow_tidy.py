@@ -19,7 +19,7 @@ def result(tmp_path_factory, small_store):
     """A real pipeline result (the in-process stages up to the report) on the small GloVe store."""
     out = tmp_path_factory.mktemp("result")
     params = params_for("figures.dpi=40")
-    layout = run_stages(params, out, small_store, upto="report")
+    layout = run_stages(params, out, small_store, upto="figures")
     return params, layout
 
 

@@ -1,6 +1,6 @@
 """RoPE and ALiBi (issue 14): every formula against an independent float64 implementation written here (numpy, explicit
 rotation matrices and complex sums; the official ALiBi `get_slopes`), the values printed in the papers, the
-relative-only (Toeplitz) structure checked numerically, and the relative stage and its config."""
+relative-only (Toeplitz) structure checked numerically, and their part of the encode stage and its config."""
 
 from __future__ import annotations
 
@@ -291,13 +291,13 @@ def test_penalty_and_half_weight_distance():
     np.testing.assert_allclose(np.exp(-m.numpy() * half.numpy()), 0.5, rtol=1e-14)
 
 
-# ---------------------------------------------------------------- the stage and its config
+# ---------------------------------------------------------------- their part of the encode stage, and the config
 
 
-def test_relative_stage_writes_its_arrays_and_numbers(tmp_path, small_store):
+def test_encode_stage_writes_rope_and_alibi_arrays_and_numbers(tmp_path, small_store):
     from pipeline.base.files import read_json
 
-    layout = run_stages(params_for(), tmp_path, small_store, upto="relative")
+    layout = run_stages(params_for(), tmp_path, small_store, upto="encode")
     summary = read_json(layout.relative_metrics)
     rope_summary = summary["rope"]
     assert set(rope_summary["relative_only"]) == set(rope.LAYOUTS)
@@ -315,10 +315,10 @@ def test_relative_stage_writes_its_arrays_and_numbers(tmp_path, small_store):
         assert arrays["bias_h12"].shape == (12, 32, 32)
 
 
-def test_relative_stage_output_is_the_same_bytes_twice(tmp_path, small_store):
+def test_rope_and_alibi_outputs_are_the_same_bytes_twice(tmp_path, small_store):
     params = params_for("relative.rope.positions=64", "relative.rope.max_distance=1024")
-    a = run_stages(params, tmp_path / "a", small_store, upto="relative")
-    b = run_stages(params, tmp_path / "b", small_store, upto="relative")
+    a = run_stages(params, tmp_path / "a", small_store, upto="encode")
+    b = run_stages(params, tmp_path / "b", small_store, upto="encode")
     for name in ("rope_arrays", "alibi_arrays", "relative_metrics"):
         assert getattr(a, name).read_bytes() == getattr(b, name).read_bytes(), name
 

@@ -14,7 +14,7 @@ from conftest import params_for, run_stages
 @pytest.fixture(scope="module")
 def report(tmp_path_factory, small_store) -> Path:
     out = tmp_path_factory.mktemp("report")
-    layout = run_stages(params_for(), out, small_store, upto="report")
+    layout = run_stages(params_for(), out, small_store, upto="figures")
     return layout.reports / "report.html"
 
 
@@ -84,7 +84,7 @@ def test_report_and_figures_describe_a_learned_table_truthfully(tmp_path, small_
 
     monkeypatch.setattr(fig, "save", recording_save)
     params = params_for("encoding=learned", "encoding.scale=1.2247", "figures.workers=1")  # drawn in this process
-    layout = run_stages(params, tmp_path, small_store, upto="report")
+    layout = run_stages(params, tmp_path, small_store, upto="figures")
     page = words_of(layout.report_html.read_text(encoding="utf-8"))
 
     for wrong in (

@@ -39,7 +39,7 @@ def hostile_params() -> dict:
 @pytest.fixture(scope="module")
 def hostile_report(tmp_path_factory, small_store) -> Path:
     out = tmp_path_factory.mktemp("hostile")
-    layout = run_stages(hostile_params(), out, small_store, upto="report")
+    layout = run_stages(hostile_params(), out, small_store, upto="figures")
     return layout.report_html
 
 

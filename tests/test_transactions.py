@@ -142,7 +142,7 @@ def test_compose_and_a_dvc_stage_take_the_lock_too(clean):
     first = start(root, "sweep.w2=2")
     wait_for_stage(root, ("check_params", "sweep", "figures"))
     composed = run([PY, "-m", "pipeline.compose", "sweep.w2=9"], root, check=False)
-    stage = run([PY, "-m", "pipeline.stages.report"], root, check=False)
+    stage = run([PY, "-m", "pipeline.stages.figures"], root, check=False)
     first.communicate(timeout=300)
     assert composed.returncode == 2 and IN_USE in composed.stderr
     assert stage.returncode == 2 and IN_USE in stage.stderr
@@ -157,7 +157,7 @@ def test_compose_and_a_dvc_stage_take_the_lock_too(clean):
 def test_a_stop_signal_stops_everything_and_changes_nothing(clean, sig, target):
     root = clean
     run_ = start(root, "sweep.w2=11")
-    wait_for_stage(root, ("sweep", "figures", "report"))
+    wait_for_stage(root, ("sweep", "figures"))
     (os.killpg if target == "group" else os.kill)(run_.pid, sig)
     out, err = run_.communicate(timeout=60)
     assert run_.returncode == 128 + sig

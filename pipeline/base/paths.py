@@ -168,7 +168,7 @@ class Layout:
 
     @property
     def relative_dir(self) -> Path:
-        """RoPE's and ALiBi's diagnostics (stage relative)."""
+        """RoPE's and ALiBi's diagnostics (stage encode)."""
         return self.base / "data" / "relative"
 
     @property
@@ -210,7 +210,7 @@ class Layout:
 
     @property
     def relative_metrics(self) -> Path:
-        """RoPE's and ALiBi's numbers (stage relative); kept out of headline.json."""
+        """RoPE's and ALiBi's numbers (stage encode); kept out of headline.json."""
         return self.reports / "relative.json"
 
     @property

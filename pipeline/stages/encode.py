@@ -1,5 +1,6 @@
-"""Stage encode: the positional encoding (sinusoidal, or a seeded learned table) + its diagnostics, and the
-embedding matrix of the word index.
+"""Stage encode: the positional encoding (sinusoidal, or a seeded learned table) + its diagnostics, the
+embedding matrix of the word index, and the encodings long-context models use instead, measured beside it
+(RoPE's and ALiBi's diagnostics). One process: both parts use torch, whose import is most of a stage's start.
 
 Writes data/encode/:
   pe.npy (max_len, d), embeddings.npy (V + 1, d), encode.json (numbers reported as metrics);
@@ -12,7 +13,12 @@ Writes data/encode/:
 and the property plots reports/plots/pe_norms.csv and reports/plots/offset_distance.csv.
 The numbers are computed by pipeline.core.encode.
 
-Reads params: encoding, glove.dim, glove.name; files: the GloVe store, tokens.json.
+Then RoPE's relative-position diagnostics (scores depend only on m - n; RoFormer's long-term decay bound for the
+base, a larger base, NTK-aware scaling and position interpolation) and ALiBi's slopes, biases and penalties, computed
+by pipeline.core.relative: data/relative/rope.npz, data/relative/alibi.npz (the figures' data) and
+reports/relative.json (the numbers; kept out of headline.json).
+
+Reads params: encoding, glove.dim, glove.name, relative; files: the GloVe store, tokens.json.
 """
 
 from __future__ import annotations
@@ -26,9 +32,19 @@ log = logging.getLogger("pipeline")
 
 
 def run(params: dict, layout: Layout, root: Path) -> dict:
+    """The positional encoding and its diagnostics, then RoPE's and ALiBi's; returns the encoding's summary."""
+    from pipeline.core.device import resolve_device
+
+    device = resolve_device(params["encoding"]["device"])
+    summary = encode_positions(params, layout, device)
+    relative_diagnostics(params["relative"], layout, device)
+    return summary
+
+
+def encode_positions(params: dict, layout: Layout, device) -> dict:
+    """data/encode/ and the two property plots; returns the numbers of encode.json."""
     from pipeline.base.files import read_json, write_columns, write_json, write_npy, write_npz
     from pipeline.core import encode
-    from pipeline.core.device import resolve_device
     from pipeline.inputs.glove_store import GloveStore, check_sentences_covered, embedding_matrix
 
     cfg, glove = params["encoding"], params["glove"]
@@ -41,7 +57,6 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
     check_sentences_covered(tokens["texts"], tokens["words"], missing, glove["name"])
     if missing:
         log.warning("encode: %d word(s) not in GloVe get zero vectors: %s", len(missing), ", ".join(missing[:20]))
-    device = resolve_device(cfg["device"])
     pe, diag = encode.position_table(cfg, d, device)
     summary = encode.summary(cfg, pe, diag, glove["name"], len(tokens["word_index"]), missing)
 
@@ -73,6 +88,33 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
         info["side"],
         info["block"],
         len(missing),
+    )
+    return summary
+
+
+def relative_diagnostics(cfg: dict, layout: Layout, device) -> dict:
+    """data/relative/ and reports/relative.json from the `relative` config; returns the numbers."""
+    from pipeline.base.files import write_json, write_npz
+    from pipeline.core.relative import alibi_diagnostics, rope_diagnostics
+
+    rope_arrays, rope_summary = rope_diagnostics(cfg["rope"], device)
+    alibi_arrays, alibi_summary = alibi_diagnostics(cfg["alibi"], device)
+    layout.relative_dir.mkdir(parents=True, exist_ok=True)
+    write_npz(layout.rope_arrays, rope_arrays)
+    write_npz(layout.alibi_arrays, alibi_arrays)
+    summary = {"rope": rope_summary, "alibi": alibi_summary}
+    write_json(layout.relative_metrics, summary)
+    checks = rope_summary["relative_only"][rope_summary["layout"]]
+    base = rope_summary["decay_bound"]["base"]
+    log.info(
+        "relative: RoPE d=%d (%s): max spread over m of q.R(m-n)k: %.2e (float64), %.2e (float32); decay bound "
+        "%s; ALiBi slopes for %s heads",
+        rope_summary["d_head"],
+        rope_summary["layout"],
+        checks["float64_max_spread"],
+        checks["float32_max_spread"],
+        ", ".join(f"{key[1:]}: {value:.3f}" for key, value in base.items() if key.startswith("d")),
+        ", ".join(key[1:] for key in alibi_summary["heads"]),
     )
     return summary
 

@@ -1,9 +1,11 @@
 """Stage figures: every figure of the notebook, labelled, plus the PE property plots, the panels and the ratio
 sweeps (reports/figures/), drawn by pipeline.outputs.figures; figures.name selects the set (all, summary, none).
+Then reports/report.html, one self-contained page with the narrative, figures, numbers and explorer
+(pipeline.outputs.report): the page shows the figures, so it is rebuilt whenever they are.
 
 Reads params: figures, metrics.groups, encoding (base, or the learned table's seed, init, scale, for the titles),
 and through the tutorials' figures tutorials, tokenizer, texts; files: tokens.json, data/encode/, data/sweep/,
-metrics.json, the plot CSVs.
+metrics.json, the plot CSVs, data/relative/, reports/relative.json.
 """
 
 from __future__ import annotations
@@ -17,6 +19,13 @@ log = logging.getLogger("pipeline")
 
 
 def run(params: dict, layout: Layout, root: Path) -> list[str]:
+    """The figures, then the report page that shows them; returns the PNG names written."""
+    names = draw_figures(params, layout)
+    write_report(params, layout)
+    return names
+
+
+def draw_figures(params: dict, layout: Layout) -> list[str]:
     """Render into a fresh folder swapped in at the end, so that no figure of an older config lingers."""
     from pipeline.base.files import replace_dir
 
@@ -24,6 +33,33 @@ def run(params: dict, layout: Layout, root: Path) -> list[str]:
     replace_dir(layout.figures_dir, lambda tmp: names.extend(render(params, layout, tmp)))
     log.info("figures: %d PNG files in %s", len(names), layout.figures_dir)
     return names
+
+
+def write_report(params: dict, layout: Layout) -> Path:
+    """reports/report.html from the sweep's projections and metrics, the ratio sweeps, the figures and the RoPE and
+    ALiBi numbers."""
+    import numpy as np
+
+    from pipeline.base.files import read_columns, read_json, write_text
+    from pipeline.outputs.figure_plan import shown_sentences
+    from pipeline.outputs.report import build_report
+
+    meta = read_json(layout.projections_meta)
+    shown = shown_sentences(len(meta["sentences"]), params["figures"]["max_sentences"])
+    columns = [read_columns(layout.ratio_sweep_csv(s)) for s in range(shown)]
+    with np.load(layout.projections) as arrays:
+        page = build_report(
+            params,
+            read_json(layout.metrics),
+            meta,
+            arrays,
+            columns,
+            layout.figures_dir,
+            relative=read_json(layout.relative_metrics),
+        )
+    write_text(layout.report_html, page)
+    log.info("report: %s (%d kB)", layout.report_html, len(page) // 1024)
+    return layout.report_html
 
 
 def render(params: dict, layout: Layout, out: Path) -> list[str]:

@@ -139,7 +139,7 @@ def estimates(params: dict, sentences: Sequence[str]) -> list[tuple[str, float, 
 
 def figure_count(params: dict, sentences: Sequence[str]) -> tuple[int, str]:
     """The per-sentence figures the configured figure set draws, and how they add up."""
-    from pipeline.outputs.figure_plan import drawn_kinds, shown_sentences
+    from pipeline.config.figure_sets import drawn_kinds, shown_sentences
 
     kinds = drawn_kinds(params["figures"]["name"])
     per_kind = {"projection": pair_count(params) + 1, "panels": 1, "ratio_sweep": 1}  # + 1: the baseline pair

@@ -24,6 +24,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from pipeline.base.errors import PipelineError
 from pipeline.base.secrets import has_credentials, redact, secret_query_params
+from pipeline.config.figure_sets import FIGURE_SET_NAMES
 from pipeline.core.random_tables import INITS
 from pipeline.core.weights import SQRT_D
 from pipeline.inputs.glove_sources import SOURCES, UNK_POLICIES
@@ -38,7 +39,6 @@ ROPE_LAYOUTS = ("interleaved", "half_split")  # = pipeline.core.rope.LAYOUTS
 DTYPES = ("float32", "float64")  # of pipeline.core.device.DTYPES: fp16 / bf16 angles are badly wrong
 DEVICES = ("auto", "cpu", "cuda", "mps")  # and cuda:N
 PAD_SIDES = ("pre", "post")
-FIGURE_SET_NAMES = ("all", "summary", "none")  # figures.name; = the sets of pipeline.outputs.figure_plan.FIGURE_SETS
 SHA256 = re.compile(r"[0-9a-f]{64}")
 # The keys users vary between experiments: `python -m pipeline.experiments` shows them where they differ between
 # the rows of its table (`dvc exp show` lists every key; tests/test_config.py checks these are keys of Config)

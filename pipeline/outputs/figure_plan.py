@@ -1,5 +1,5 @@
-"""What the figures are, without drawing them: which kinds each figure set draws, which sentences get figures of
-their own, quoted sentences, labels, wrapped titles and the semantic group colours.
+"""What the figures show, without drawing them: quoted sentences, labels, wrapped titles and the semantic group
+colours (which figures a set draws is config: pipeline.config.figure_sets).
 
 Plain Python (no matplotlib, no Hydra): the report stage uses it too, and either import would double its time.
 """
@@ -9,40 +9,10 @@ from __future__ import annotations
 import textwrap
 from typing import Sequence
 
-# The figure sets (figures=all|summary|none, i.e. figures.name): figure kind -> the sets that draw it; `none` draws
-# nothing. `all` draws every kind (the default run). `summary` is what a sweep point needs: what changes with the
-# weights, per sentence, and not the encoding, projection or tutorial figures, which a sweep of the weights does not
-# change (or repeats once per pair). pipeline.config.schema restates the names as the choices of figures.name.
-FIGURE_SETS: dict[str, tuple[str, ...]] = {
-    "encoding": ("all",),  # pe_heatmap, pe_dot_product, pe_distance, pe_norms, pe_offset_distance
-    "projection": ("all",),  # projection_s{i}_{pair}: the notebook's figures, one per weight pair
-    "panels": ("all", "summary"),  # panels_s{i}: every weight pair on one shared PCA basis
-    "ratio_sweep": ("all", "summary"),  # ratio_sweep_s{i}: the metrics against r, r* and the pairs marked
-    "crossover": ("all", "summary"),  # crossover_all_sentences: r* of every sentence (more than max_sentences)
-    "tutorials": ("all",),  # tutorial*: the tutorials' examples
-    "relative": ("all",),  # rope_relative_scores, rope_decay, alibi_bias, alibi_penalty
-}
-
-# The sets whose ratio_sweep figures mark the configured weight pairs. figures=summary marks only the Transformer's
-# scaling: its figure is then the same at every point of a sweep over the weights (each point's pairs are in its
-# panels and metrics), so that a sweep draws it once (pipeline.outputs.figure_cache), not at every point.
-PAIRS_MARKED: tuple[str, ...] = ("all",)
-
-
-def drawn_kinds(figure_set: str) -> set[str]:
-    """The figure kinds the set `figure_set` (figures.name) draws."""
-    return {kind for kind, sets in FIGURE_SETS.items() if figure_set in sets}
-
-
 # Semantic group colours (matplotlib's tab10 without its grey, as hex so that the report needs no matplotlib);
 # words outside every group are grey.
 GROUP_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf"]
 OTHER_COLOUR = "#8c8c8c"
-
-
-def shown_sentences(count: int, max_sentences: int) -> int:
-    """How many sentences get figures and report sections of their own: the first figures.max_sentences."""
-    return min(count, max_sentences)
 
 
 def short_text(words: Sequence[str], width: int = 80) -> str:

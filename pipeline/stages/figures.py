@@ -41,7 +41,7 @@ def write_report(params: dict, layout: Layout) -> Path:
     import numpy as np
 
     from pipeline.base.files import read_columns, read_json, write_text
-    from pipeline.outputs.figure_plan import shown_sentences
+    from pipeline.config.figure_sets import shown_sentences
     from pipeline.outputs.report import build_report
 
     meta = read_json(layout.projections_meta)
@@ -63,10 +63,10 @@ def write_report(params: dict, layout: Layout) -> Path:
 
 
 def render(params: dict, layout: Layout, out: Path) -> list[str]:
-    """Queue a job per figure of the configured set (figures.name; kinds: pipeline.outputs.figure_plan.FIGURE_SETS),
+    """Queue a job per figure of the configured set (figures.name; kinds: pipeline.config.figure_sets.FIGURE_SETS),
     the longest first, then draw them (figures.workers processes). Returns the PNG names written."""
     from pipeline.base.files import read_json
-    from pipeline.outputs.figure_plan import drawn_kinds, shown_sentences
+    from pipeline.config.figure_sets import drawn_kinds, shown_sentences
 
     cfg = params["figures"]
     kinds = drawn_kinds(cfg["name"])
@@ -227,7 +227,7 @@ def render_comparisons(params: dict, layout: Layout, meta: dict, shown: int, kin
 
     from pipeline.base.files import read_columns, read_json
     from pipeline.outputs import figures as fig
-    from pipeline.outputs.figure_plan import PAIRS_MARKED
+    from pipeline.config.figure_sets import PAIRS_MARKED
 
     cfg, d = params["figures"], meta["d_model"]
     embeddings = np.load(layout.embedding_matrix).astype(np.float64)

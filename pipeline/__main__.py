@@ -73,7 +73,7 @@ def run_job(
     from pipeline.base.paths import Layout
     from pipeline.config import check, dump_params
     from pipeline.outputs.tracking import check_reachable, log_result
-    from pipeline.registry import job_stages
+    from pipeline.registry import job_stages, logged_outputs
     from pipeline.stage_cache import run_stages
 
     check(params, root, composed)
@@ -90,6 +90,7 @@ def run_job(
         params,
         layout,
         root,
+        artifacts=logged_outputs(job_stages()),
         parent_run_id=parent_run_id,
         share_inputs=parent_run_id is not None,
         run_name=overrides or None,

@@ -8,11 +8,15 @@ Each stage is a module `pipeline.stages.<name>` with `run(params, layout, root)`
   `pipeline/`; the files the config names (`input_files`: texts.file, glove.path, glove.zip) are deps of the stage
   that reads them, wherever they lie, so that editing one re-runs it;
 - the Hydra in-process job (`python -m pipeline`) runs the stages with `in_jobs=True`, in this order;
+- what a run logs to MLflow as artifacts (`logged_outputs`: every output declared with `log`, by the track stage
+  and by a Hydra job), and so the track stage's inputs; which of them DVC caches (the track stage's start time);
+- the config keys naming input files that dvc.yaml must list (`input_file_keys`, checked by check_params);
 - the tests run the same stages in-process, check that every stage reads only the params and files
   declared here, and that `dvc.yaml` is the generated one.
 
 Inputs and outputs name `pipeline.base.paths.Layout` attributes, so the paths are spelled once there.
-Importing this module is cheap: stage modules are imported only by `Stage.load()`.
+Importing this module is cheap: stage modules are imported only by `Stage.load()`. It is declarative (it imports only
+the GloVe sources' table), so stage modules may read it (tests/test_architecture.py ranks it below them).
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from pipeline.inputs.glove_sources import FILE_KEYS as GLOVE_FILE_KEYS
 
 # Inputs that no stage produces (Layout attributes): the config and the user's sentence files.
 EXTERNAL_INPUTS = ("conf_dir", "params", "texts_dir")
@@ -46,12 +52,15 @@ class Output:
 
     cache=True: DVC caches it (data/, the figures folder), so that `dvc checkout` / `dvc exp apply`
     restore it exactly. cache=False: small files kept in git (metrics, plot data, the report).
+    log: the MLflow artifact folder a run logs it under ("" for the run's root; a folder's files keep their
+    names); None: not logged. An HTML page is logged with the PNGs logged beside it referenced, not embedded.
     """
 
     layout: str
     cache: bool = True
     metric: bool = False
     plot: dict[str, Any] | None = None  # DVC plot properties (x, y, title) for a data-series file
+    log: str | None = None
 
 
 @dataclass(frozen=True)
@@ -84,7 +93,18 @@ def _sweep_plot(y: list[str], title: str) -> dict[str, Any]:
     return {"source": "ratio_sweep_dir", "template": "linear", "title": title, "x": "log10_r", "y": y}
 
 
-STAGES: tuple[Stage, ...] = (
+def logged_outputs(stages: tuple[Stage, ...] | None = None) -> tuple[tuple[str, str], ...]:
+    """(Layout attribute, MLflow artifact folder) of every output of `stages` (default: all) declared with `log`,
+    in stage order: what the track stage and a Hydra job log as a run's artifacts."""
+    return tuple((out.layout, out.log) for stage in stages or STAGES for out in stage.outputs if out.log is not None)
+
+
+def input_file_keys() -> tuple[str, ...]:
+    """The config keys naming input files, of every stage (texts.file, glove.path, glove.zip)."""
+    return tuple(key for stage in STAGES for key in stage.input_files)
+
+
+_COMPUTE: tuple[Stage, ...] = (
     Stage(
         "check_params",
         "stops the run when params.yaml is invalid or conf/ was edited but params.yaml not re-composed",
@@ -102,7 +122,7 @@ STAGES: tuple[Stage, ...] = (
         inputs=("params_check",),
         outputs=(Output("glove_dir"),),
         in_jobs=False,
-        input_files=importlib.import_module("pipeline.inputs.glove_sources").FILE_KEYS,  # glove.path, glove.zip
+        input_files=GLOVE_FILE_KEYS,  # glove.path, glove.zip
     ),
     Stage(
         "tokenize",
@@ -126,6 +146,7 @@ STAGES: tuple[Stage, ...] = (
             Output(
                 "pe_norms_csv",
                 cache=False,
+                log="plots",
                 plot={
                     "x": "position",
                     "y": "norm",
@@ -135,6 +156,7 @@ STAGES: tuple[Stage, ...] = (
             Output(
                 "offset_distance_csv",
                 cache=False,
+                log="plots",
                 plot={"x": "k", "y": "max_over_p", "title": "max over p of ||PE(p) - PE(p+k)||"},
             ),
             Output("relative_dir"),
@@ -149,9 +171,9 @@ STAGES: tuple[Stage, ...] = (
         # the headline is the DVC metric (a narrow `dvc exp show`); metrics.json, every metric, is a plain output
         outputs=(
             Output("sweep_dir"),
-            Output("metrics", cache=False),
+            Output("metrics", cache=False, log=""),
             Output("headline_metrics", cache=False, metric=True),
-            Output("ratio_sweep_dir", cache=False),
+            Output("ratio_sweep_dir", cache=False, log="plots/ratio_sweep"),
         ),
         plots=(
             _sweep_plot(
@@ -196,25 +218,19 @@ STAGES: tuple[Stage, ...] = (
             "relative_dir",
             "relative_metrics",
         ),
-        outputs=(Output("figures_dir"), Output("report_html", cache=False)),
+        outputs=(Output("figures_dir", log="figures"), Output("report_html", cache=False, log="")),
         plots=({"source": "figures_dir"},),
     ),
+)
+
+STAGES: tuple[Stage, ...] = (
+    *_COMPUTE,
     Stage(
         "track",
         "one MLflow run: the config as params, the metrics, figures, report and inputs as artifacts",
         params=ALL_PARAMS,
-        inputs=(
-            "params",
-            "glove_dir",
-            "tokens_dir",
-            "encode_dir",
-            "metrics",
-            "pe_norms_csv",
-            "offset_distance_csv",
-            "ratio_sweep_dir",
-            "figures_dir",
-            "report_html",
-        ),
+        # params.yaml, the GloVe manifest, tokens and encoding summary (`inputs/`, datasets), and what it logs
+        inputs=("params", "glove_dir", "tokens_dir", "encode_dir", *(name for name, _ in logged_outputs(_COMPUTE))),
         # mlflow_run.json is DVC-cached, not in git: a fresh clone has none, so its first repro logs a run
         outputs=(Output("mlflow_run"),),
         untracked=("mlflow_last_run",),

@@ -15,6 +15,7 @@ from conftest import REPO, SEED_WORDS, copy_checkout, run
 from pipeline import config
 from pipeline.base.errors import PipelineError
 from pipeline.config.input_files import check_tracked, input_file_deps
+from pipeline.registry import input_file_keys
 
 
 def test_input_file_deps_inside_and_outside_the_workspace(tmp_path):
@@ -54,8 +55,8 @@ def test_check_params_refuses_a_dvc_yaml_that_does_not_track_the_file(tmp_path):
     """`dvc exp run -S texts.file=...` composes params.yaml but not dvc.yaml: check_params says how to fix it."""
     params = config.compose(["texts=file", f"texts.file={tmp_path / 't.txt'}"], REPO)
     with pytest.raises(PipelineError, match=r"dvc\.yaml does not list .*t\.txt.*python -m pipeline\.compose"):
-        check_tracked(params, REPO, REPO / "dvc.yaml")
-    check_tracked(config.compose([], REPO), REPO, REPO / "dvc.yaml")  # the default config: nothing to list
+        check_tracked(params, REPO, REPO / "dvc.yaml", input_file_keys())
+    check_tracked(config.compose([], REPO), REPO, REPO / "dvc.yaml", input_file_keys())  # the default: nothing
 
 
 def changed_stages(project: Path) -> set[str]:

@@ -106,11 +106,12 @@ def test_server_run_has_the_same_contents_as_a_local_store_run(served_run, priva
     from pipeline.__main__ import shared_glove_store
     from pipeline.base.paths import Layout
     from pipeline.outputs.tracking import log_result
+    from pipeline.registry import logged_outputs
 
     server, checkout, job, served_id = served_run
     params = yaml.safe_load((job / "params.yaml").read_text())
     layout = Layout(job, glove=shared_glove_store(params["glove"], checkout))  # the store the job used
-    local_id = log_result(params, layout, checkout, run_name="sweep.w2=7")[
+    local_id = log_result(params, layout, checkout, artifacts=logged_outputs(), run_name="sweep.w2=7")[
         "run_id"
     ]  # MLFLOW_TRACKING_URI: private store
 
@@ -225,10 +226,11 @@ from pipeline.base.errors import PipelineError
 from pipeline.base.paths import Layout
 from pipeline.config import compose
 from pipeline.outputs.tracking import log_result
+from pipeline.registry import logged_outputs
 params = compose(["sweep.w2=3"])
 started = time.monotonic()
 try:
-    print(log_result(params, Layout(Path(sys.argv[1])), Path(sys.argv[2]), run_name="killed")["run_id"])
+    print(log_result(params, Layout(Path(sys.argv[1])), Path(sys.argv[2]), artifacts=logged_outputs(), run_name="killed")["run_id"])
 except PipelineError as exc:
     print(f"error after {time.monotonic() - started:.1f} s: {exc}", file=sys.stderr)
     raise SystemExit(2)

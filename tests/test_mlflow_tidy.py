@@ -23,6 +23,14 @@ def result(tmp_path_factory, small_store):
     return params, layout
 
 
+def artifact_files(client, run_id: str, path: str | None = None) -> set[str]:
+    """Every artifact file of a run, at any depth."""
+    files = set()
+    for info in client.list_artifacts(run_id, path):
+        files |= artifact_files(client, run_id, info.path) if info.is_dir else {info.path}
+    return files
+
+
 def run_bytes(store_uri: str, run_id: str) -> int:
     """Bytes the run's artifacts take in a local store (artifacts beside the .db)."""
     root = Path(store_uri[len("sqlite:///") :]).parent / "mlartifacts" / run_id
@@ -109,29 +117,20 @@ def test_dvc_run_starts_when_the_pipeline_did(tmp_path):
     assert pipeline_start(layout, now) == now  # nothing newer: only this stage ran
 
 
-def test_track_stage_start_inputs_are_its_registry_inputs():
-    """pipeline_start's two lists (a stage may not import the registry) are the track stage's inputs, split as the
-    registry caches them."""
-    from pipeline.registry import BY_NAME, STAGES
-    from pipeline.stages.track import CACHED_INPUTS, GIT_INPUTS
-
-    cached = {o.layout for stage in STAGES for o in stage.outputs if o.cache}
-    inputs = set(BY_NAME["track"].inputs) - {"params"}
-    assert set(CACHED_INPUTS) == inputs & cached and set(GIT_INPUTS) == inputs - cached
-
-
 def test_run_stores_each_artifact_once_with_datasets(result, private_mlflow_store, monkeypatch):
-    """The logged report references the logged figures (no second, base64 copy), the report on disk stays
-    self-contained, the start time is the given one, and the GloVe store and texts are dataset inputs."""
+    """The run logs every output the registry declares with `log` (under its folder) and the inputs; the logged
+    report references the logged figures (no second, base64 copy), the report on disk stays self-contained, the
+    start time is the given one, and the GloVe store and texts are dataset inputs."""
     from mlflow.tracking import MlflowClient
 
     from pipeline.base.files import read_json, sha256_file
     from pipeline.outputs.tracking import log_result
+    from pipeline.registry import BY_NAME, logged_outputs
 
     params, layout = result
     monkeypatch.setenv("DVC_EXP_NAME", "rapt-mews")
     start = int(time.time() * 1000) - 7000
-    record = log_result(params, layout, REPO, start_time=start)
+    record = log_result(params, layout, REPO, artifacts=logged_outputs(), start_time=start)
     client = MlflowClient(private_mlflow_store)
     run = client.get_run(record["run_id"])
     assert run.info.run_name == "rapt-mews · path seed sinusoidal" and run.info.start_time == start
@@ -146,6 +145,14 @@ def test_run_stores_each_artifact_once_with_datasets(result, private_mlflow_stor
     assert len(referenced) == embedded and set(referenced) <= set(figures)
     logged_figures = {a.path for a in client.list_artifacts(record["run_id"], "figures")}
     assert logged_figures == {f"figures/{name}" for name in figures}
+    inputs = (layout.params, layout.glove_manifest, layout.tokens, layout.encode_summary)
+    expected = {f"inputs/{p.name}" for p in inputs if p.exists()}  # params.yaml: written by compose, not here
+    for name, folder in logged_outputs():
+        path = getattr(layout, name)
+        expected |= {f"{folder}/{f.name}" if folder else f.name for f in (path.iterdir() if path.is_dir() else [path])}
+    assert artifact_files(client, record["run_id"]) == expected
+    assert {"metrics.json", "report.html", "plots/pe_norms.csv", "figures/alibi_bias.png"} <= expected
+    assert {name for name, _ in logged_outputs()} <= set(BY_NAME["track"].inputs)  # DVC runs track after them
 
     stored = run_bytes(private_mlflow_store, record["run_id"])
     figure_bytes = sum(p.stat().st_size for p in layout.figures_dir.glob("*.png"))
@@ -175,6 +182,7 @@ def test_mlflow_ui_opens_on_the_runs_table(result, tmp_path):
     from test_mlflow_server import Server
 
     from pipeline.outputs.tracking import log_result
+    from pipeline.registry import logged_outputs
 
     params, layout = result
     server = Server(tmp_path / "server")
@@ -184,7 +192,7 @@ def test_mlflow_ui_opens_on_the_runs_table(result, tmp_path):
     count_loaded = "b => Array.from(b.ownerDocument.images).filter(i => i.complete && i.naturalWidth > 0).length"
     try:
         os.environ["MLFLOW_TRACKING_URI"] = server.url  # the autouse fixture restores it
-        record = log_result(params, layout, REPO)
+        record = log_result(params, layout, REPO, artifacts=logged_outputs())
         landing = re.search(r"browse the runs of positional-encoding: (\S+)", server.log.read_text()).group(1)
         with sync_api.sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
@@ -228,17 +236,18 @@ def test_unchanged_inputs_are_not_uploaded_again(result, private_mlflow_store, t
 
     from pipeline.base.paths import Layout
     from pipeline.outputs.tracking import log_result
+    from pipeline.registry import logged_outputs
 
     from pipeline.config import dump_params
 
     params, layout = result
     layout.params.write_text(dump_params(params))  # what the Hydra job and DVC path have beside the result
     client = MlflowClient(private_mlflow_store)
-    first = log_result(params, layout, REPO)
+    first = log_result(params, layout, REPO, artifacts=logged_outputs())
     inputs = ["encode.json", "manifest.json", "params.yaml", "tokens.json"]
     assert sorted(a.path for a in client.list_artifacts(first["run_id"], "inputs")) == [f"inputs/{n}" for n in inputs]
 
-    second = log_result(params, layout, REPO, previous=first)
+    second = log_result(params, layout, REPO, artifacts=logged_outputs(), previous=first)
     assert client.list_artifacts(second["run_id"], "inputs") == []
     tags = client.get_run(second["run_id"]).data.tags
     assert {n: tags[f"inputs.{n}"] for n in inputs} == {n: f"runs:/{first['run_id']}/inputs/{n}" for n in inputs}
@@ -247,10 +256,12 @@ def test_unchanged_inputs_are_not_uploaded_again(result, private_mlflow_store, t
     copy = Layout(tmp_path / "copy", glove=layout.glove_dir)  # the same result with another params.yaml
     shutil.copytree(layout.base, copy.base, ignore=shutil.ignore_patterns("dl"))
     copy.params.write_text(layout.params.read_text() + "# edited\n")
-    third = log_result(params, copy, REPO, previous=second)
+    third = log_result(params, copy, REPO, artifacts=logged_outputs(), previous=second)
     assert [a.path for a in client.list_artifacts(third["run_id"], "inputs")] == ["inputs/params.yaml"]
     client.delete_run(first["run_id"])
-    fourth = log_result(params, layout, REPO, previous=third)  # params.yaml differs from the third's too
+    fourth = log_result(
+        params, layout, REPO, artifacts=logged_outputs(), previous=third
+    )  # params.yaml differs from the third's too
     assert sorted(a.path for a in client.list_artifacts(fourth["run_id"], "inputs")) == [f"inputs/{n}" for n in inputs]
 
 

@@ -79,10 +79,11 @@ def test_hostile_words_survive_as_text_in_mlflow(hostile_report, private_mlflow_
     from conftest import REPO
     from pipeline.base.paths import Layout
     from pipeline.outputs.tracking import log_result
+    from pipeline.registry import logged_outputs
 
     layout = Layout(hostile_report.parent.parent)
     params = hostile_params()
-    record = log_result(params, layout, REPO)
+    record = log_result(params, layout, REPO, artifacts=logged_outputs())
     client = MlflowClient(private_mlflow_store)
     logged = client.get_run(record["run_id"]).data.params
     assert json.loads(logged["texts.sentences"]) == params["texts"]["sentences"]  # every character, as written

@@ -177,11 +177,12 @@ from pathlib import Path
 from pipeline.config import compose
 from pipeline.base.paths import Layout
 from pipeline.outputs.tracking import log_result
+from pipeline.registry import logged_outputs
 base, start = Layout(Path(sys.argv[1])), Path(sys.argv[2])
 params = compose(["sweep.w2=" + sys.argv[3]])
 while not start.exists():
     time.sleep(0.01)
-print(log_result(params, base, Path(sys.argv[4]), run_name="writer-" + sys.argv[3])["run_id"])
+print(log_result(params, base, Path(sys.argv[4]), artifacts=logged_outputs(), run_name="writer-" + sys.argv[3])["run_id"])
 """
 
 

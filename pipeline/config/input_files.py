@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pipeline.base.errors import PipelineError
 from pipeline.config.schema import typed_group
-from pipeline.inputs.glove_sources import FILE_KEYS, check_local_file
+from pipeline.inputs.glove_sources import check_local_file
 from pipeline.inputs.texts import read_sentences
 
 
@@ -45,12 +45,10 @@ def input_file_deps(params: dict, root: Path, keys: tuple[str, ...], inside: tup
     return deps
 
 
-INPUT_FILE_KEYS = ("texts.file", *FILE_KEYS)  # = pipeline.registry's Stage.input_files, together
-
-
-def check_tracked(params: dict, root: Path, dvc_yaml: Path) -> None:
-    """Refuse a run whose dvc.yaml does not list a file the config names (a plain `dvc exp run -S texts.file=...`
-    composes params.yaml but not dvc.yaml): DVC would never see an edit of that file."""
+def check_tracked(params: dict, root: Path, dvc_yaml: Path, keys: tuple[str, ...]) -> None:
+    """Refuse a run whose dvc.yaml does not list a file that the config keys `keys` (the registry's
+    `input_file_keys`) name (a plain `dvc exp run -S texts.file=...` composes params.yaml but not dvc.yaml): DVC
+    would never see an edit of that file."""
     import yaml
 
     if not dvc_yaml.exists():  # not run by DVC (an in-process run): nothing to keep in step
@@ -59,7 +57,7 @@ def check_tracked(params: dict, root: Path, dvc_yaml: Path) -> None:
     listed = {dep for stage in stages.values() for dep in stage.get("deps", [])}
     missing = [
         dep
-        for dep in input_file_deps(params, root, INPUT_FILE_KEYS)
+        for dep in input_file_deps(params, root, keys)
         if dep not in listed and not any(dep.startswith(folder.rstrip("/") + "/") for folder in listed)
     ]
     if missing:

@@ -204,28 +204,32 @@ def sweep_run_name(overrides: list[str], started: float) -> str:
 _FIGURES_FROM_SERVER = """<script>/* MLflow UI: figures from this run's artifacts */
 if (location.protocol === "blob:") {{
   const base = new URL(location.href.slice(5)).origin + "/get-artifact?run_uuid={run_id}&path=";
-  for (const img of document.querySelectorAll('img[src^="figures/"]'))
+  for (const img of document.querySelectorAll('{selector}'))
     img.src = base + encodeURIComponent(img.getAttribute("src"));
 }}
 </script>"""
 
 
-def linked_report(html: str, figures_dir: Path, run_id: str) -> str:
-    """The report as logged beside its figures: each embedded figure (a data URI of a PNG of figures_dir)
-    becomes a reference to the `figures/` artifact, so the run stores every figure once. The report on disk
+def linked_report(html: str, pngs: dict[Path, str], run_id: str) -> str:
+    """The report as logged beside its figures: each embedded figure (a data URI of a PNG of `pngs`, {file: its
+    artifact path}) becomes a reference to that artifact, so the run stores every figure once. The report on disk
     stays self-contained."""
     import re
 
     from pipeline.base.files import png_data_uri  # how the report embeds a figure
 
-    names = {png_data_uri(png): png.name for png in sorted(figures_dir.glob("*.png"))}
+    paths = {png_data_uri(png): path for png, path in pngs.items()}
 
     def link(match: re.Match) -> str:
-        name = names.get(match.group(1))
-        return f'src="figures/{name}"' if name else match.group(0)
+        path = paths.get(match.group(1))
+        return f'src="{path}"' if path else match.group(0)
 
     html = re.sub(r'src="(data:image/png;base64,[^"]*)"', link, html)  # one pass over the page
-    return html.replace("</body>", _FIGURES_FROM_SERVER.format(run_id=run_id) + "</body>", 1)
+    folders = sorted({path.rpartition("/")[0] + "/" for path in pngs.values() if "/" in path})
+    if not folders:
+        return html
+    script = _FIGURES_FROM_SERVER.format(run_id=run_id, selector=", ".join(f'img[src^="{f}"]' for f in folders))
+    return html.replace("</body>", script + "</body>", 1)
 
 
 def _datasets(params: dict, layout: "Layout") -> list:
@@ -304,6 +308,7 @@ def log_result(
     layout: "Layout",
     root: Path,
     *,
+    artifacts: tuple[tuple[str, str], ...],
     run_name: str | None = None,
     parent_run_id: str | None = None,
     extra_tags: dict[str, str] | None = None,
@@ -314,9 +319,9 @@ def log_result(
     """Log one pipeline result (the outputs of `layout`) as one MLflow run; returns its ids, URI, name and times.
 
     params: the composed config (flattened into params, with the metrics in one log_batch); datasets: the GloVe
-    store and the texts (`_datasets`); artifacts: the figures, metrics, plot data, the report with its figures
-    referenced (`linked_report`), and as `inputs/` the params, GloVe manifest (not the store), tokens and encoding
-    summary. share_inputs (a sweep's child run): the inputs all jobs share are logged once, on the parent run
+    store and the texts (`_datasets`); artifacts: (Layout attribute, artifact folder) of each output to log, the
+    registry's `logged_outputs` (figures, metrics, plot data, the report with its figures referenced:
+    `_log_artifacts`), and as `inputs/` the params, GloVe manifest (not the store), tokens and encoding summary. share_inputs (a sweep's child run): the inputs all jobs share are logged once, on the parent run
     (`_shared_inputs`; tag `shared_inputs` names the folder), and only params.yaml on the child. previous: the
     record of the previous run of this result (the DVC path's mlflow_last_run.json): an input file unchanged since
     (same SHA-256, same store, that run still there) is not uploaded again; tag `inputs.<file>` names the run
@@ -376,7 +381,7 @@ def log_result(
             )
             if layout.glove_manifest.exists() and layout.tokens.exists():
                 _log_inputs(client, run_id, _datasets(params, layout))
-            _log_artifacts(client, run_id, layout, inputs)
+            _log_artifacts(client, run_id, layout, artifacts, inputs)
             end_time = int(time.time() * 1000)
             client.set_terminated(run_id, "FINISHED", end_time=end_time)
     except PipelineError:
@@ -425,23 +430,31 @@ def _reused_inputs(client, run_id: str, files: list[Path], previous: dict | None
     return upload, tags, where
 
 
-def _log_artifacts(client, run_id: str, layout: "Layout", inputs: list[Path]) -> None:
-    """The figures, plot data, metrics, the report (figures linked) and `inputs` of one result, each once."""
+def _log_artifacts(client, run_id: str, layout: "Layout", artifacts: tuple[tuple[str, str], ...], inputs: list[Path]):
+    """Each output of `artifacts` ((Layout attribute, artifact folder)) under its folder, an HTML page with the PNGs
+    of the logged folders referenced (`linked_report`), and `inputs`, each once. An output that a partial result
+    lacks (a test's tree without the report) is left out: the track stage's inputs are these outputs, so DVC has
+    checked that they exist."""
     import tempfile
 
-    client.log_artifacts(run_id, str(layout.figures_dir), "figures")
-    for plot in (layout.pe_norms_csv, layout.offset_distance_csv):
-        client.log_artifact(run_id, str(plot), "plots")
-    client.log_artifacts(run_id, str(layout.ratio_sweep_dir), "plots/ratio_sweep")
-    client.log_artifact(run_id, str(layout.metrics))
-    if layout.report_html.exists():
-        with tempfile.TemporaryDirectory() as tmp:
-            report = Path(tmp) / layout.report_html.name
-            report.write_text(
-                linked_report(layout.report_html.read_text(encoding="utf-8"), layout.figures_dir, run_id),
-                encoding="utf-8",
-            )
-            client.log_artifact(run_id, str(report))
+    logged = [(getattr(layout, name), folder or None) for name, folder in artifacts]
+    logged = [(path, folder) for path, folder in logged if path.exists()]
+    pngs = {
+        png: f"{folder}/{png.name}" if folder else png.name
+        for path, folder in logged
+        if path.is_dir()
+        for png in sorted(path.glob("*.png"))
+    }
+    for path, folder in logged:
+        if path.is_dir():
+            client.log_artifacts(run_id, str(path), folder)
+        elif path.suffix == ".html":
+            with tempfile.TemporaryDirectory() as tmp:
+                page = Path(tmp) / path.name
+                page.write_text(linked_report(path.read_text(encoding="utf-8"), pngs, run_id), encoding="utf-8")
+                client.log_artifact(run_id, str(page), folder)
+        else:
+            client.log_artifact(run_id, str(path), folder)
     for path in inputs:
         client.log_artifact(run_id, str(path), "inputs")
 

@@ -17,10 +17,11 @@ def run(params: dict, layout: Layout, root: Path) -> None:
     from pipeline.base.files import write_json
     from pipeline.config import check, check_fresh
     from pipeline.config.input_files import check_tracked
+    from pipeline.registry import input_file_keys
 
     check(params, root)
     check_fresh(params, root)
-    check_tracked(params, root, layout.dvc_yaml)
+    check_tracked(params, root, layout.dvc_yaml, input_file_keys())
     if params["tracking"]["enabled"]:
         from pipeline.outputs.tracking import check_reachable
 

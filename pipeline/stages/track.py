@@ -17,10 +17,16 @@ from pipeline.base.paths import Layout
 
 log = logging.getLogger("pipeline")
 
-# The track stage's inputs (pipeline/registry.py) that DVC caches: a fresh clone has none, so their files
-# were written (or checked out) by this repro; the others (metrics, plot data, report) are kept in git.
-CACHED_INPUTS = ("glove_dir", "tokens_dir", "encode_dir", "figures_dir")
-GIT_INPUTS = ("metrics", "pe_norms_csv", "offset_distance_csv", "ratio_sweep_dir", "report_html")
+
+def start_inputs() -> tuple[list[str], list[str]]:
+    """The track stage's inputs that stages write (pipeline/registry.py), as (DVC-cached, kept in git): a fresh
+    clone has none of the cached ones, so their files were written (or checked out) by this repro; the others
+    (metrics, plot data, report) carry the clone's time."""
+    from pipeline.registry import BY_NAME, STAGES
+
+    cache = {out.layout: out.cache for stage in STAGES for out in stage.outputs}
+    inputs = [name for name in BY_NAME["track"].inputs if name in cache]
+    return [name for name in inputs if cache[name]], [name for name in inputs if not cache[name]]
 
 
 def pipeline_start(layout: Layout, now: float) -> float:
@@ -31,7 +37,8 @@ def pipeline_start(layout: Layout, now: float) -> float:
     from pipeline.base.files import read_json
 
     previous = read_json(layout.mlflow_last_run).get("end_time") if layout.mlflow_last_run.exists() else None
-    names = CACHED_INPUTS + (GIT_INPUTS if previous else ())
+    cached, in_git = start_inputs()
+    names = cached + (in_git if previous else [])
     since = previous / 1000 if previous else 0.0
     times = []
     for name in names:
@@ -47,6 +54,7 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
 
     from pipeline.base.files import read_json, write_json
     from pipeline.outputs.tracking import check_reachable, log_result, runs_page, without_credentials
+    from pipeline.registry import logged_outputs
 
     tracking = params["tracking"]
     if not tracking["enabled"]:
@@ -59,7 +67,13 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
         record = {
             "enabled": True,
             **log_result(
-                params, layout, root, extra_tags={"runner": "dvc"}, start_time=int(start * 1000), previous=previous
+                params,
+                layout,
+                root,
+                artifacts=logged_outputs(),
+                extra_tags={"runner": "dvc"},
+                start_time=int(start * 1000),
+                previous=previous,
             ),
         }
         uri = record["tracking_uri"]

@@ -17,13 +17,16 @@ from pipeline.base.errors import PipelineError
 from pipeline.base.locks import workspace_lock
 from pipeline.base.paths import Layout, checkout_root
 from pipeline.config import check, compose, write_params
+from pipeline.config.schema import GROUPS
 
 
 def groups_help(root: Path) -> str:
-    """One line per config group of conf/: `  group: option, option, ...` (for --help here and in pipeline.repro)."""
+    """One line per config group of the schema: `  group: option, option, ...` (for --help here and in
+    pipeline.repro); the options are the group's files in conf/<group>/. Other folders under conf/ are no groups."""
     conf = Layout(root).conf_dir
-    groups = sorted(p for p in conf.iterdir() if p.is_dir() and p.name != "hydra")  # hydra/: launchers
-    return "\n".join(f"  {group.name}: {', '.join(sorted(f.stem for f in group.glob('*.yaml')))}" for group in groups)
+    return "\n".join(
+        f"  {group}: {', '.join(sorted(f.stem for f in (conf / group).glob('*.yaml')))}" for group in sorted(GROUPS)
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

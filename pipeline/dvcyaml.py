@@ -4,7 +4,7 @@ dvc.yaml is generated, never edited: each stage's command, params, data deps and
 the registry, paths from `Layout`, and its code deps are the transitive imports of the stage module
 inside pipeline/ (every import statement, also those inside functions, plus the packages'
 __init__ files that Python runs on the way). `--check` exits 1 when the committed dvc.yaml differs
-from the generated one (a test runs it too).
+from the generated one (a test runs it too). `--help` prints this text and writes nothing.
 """
 
 from __future__ import annotations
@@ -145,6 +145,16 @@ def write_if_changed(root: Path) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if any(a in ("-h", "--help") for a in argv):
+        print(__doc__)
+        return 0
+    unknown = [a for a in argv if a != "--check"]
+    if unknown:
+        print(
+            f"error: unknown argument(s) {' '.join(unknown)}: usage: python -m pipeline.dvcyaml [--check]",
+            file=sys.stderr,
+        )
+        return 2
     root = checkout_root()
     text = render(root)
     target = Layout(root).dvc_yaml

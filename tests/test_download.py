@@ -444,3 +444,21 @@ def test_glove_stage_download_revalidates_its_cache(server, tmp_path):
     third = from_url(cfg, tmp_path / "store", tmp_path, tmp_path / "cache")["origin"]
     assert third["cached"] and third["sha256"] == second["sha256"]
     assert [r["status"] for r in server.log] == [200, 200, 200, 304]
+
+
+def test_offline_every_url_is_one_log_line_then_the_error(tmp_path, lines):
+    """Offline (connections refused), a URL's retries are not each a warning: one line per URL, then the error that
+    lists them all."""
+    import logging
+
+    closed = FileServer()
+    urls = [closed.url(f"/{name}/f.bin") for name in ("a", "b", "c")]
+    closed.httpd.server_close()
+    policy = DownloadPolicy(connect_timeout=2, read_timeout=2, retries=5, backoff=0.001, progress=False)
+    with pytest.raises(PipelineError) as info:
+        download(urls, tmp_path / "f.bin", DIGEST, policy)
+    warnings = [r.getMessage() for r in lines.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == len(urls), warnings
+    for url, warning in zip(urls, warnings):
+        assert warning.startswith(f"download of {url}: ") and "retrying (up to 5 times)" in warning
+    assert all(f"{url}: " in str(info.value) and "6 attempts" in str(info.value) for url in urls)

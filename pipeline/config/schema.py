@@ -703,7 +703,13 @@ def register() -> None:
     """
     from hydra.core.config_store import ConfigStore
 
+    from pipeline.base.paths import checkout_root
+
     ConfigStore.instance().store(name=SCHEMA_NAME, node=Config)
+    # conf/config.yaml's hydra.run.dir and hydra.sweep.dir start with ${pe_root:}, the project root: Hydra resolves a
+    # relative dir against the cwd, and `cd conf && python -m pipeline` would write conf/outputs/ (a change of the
+    # stages' conf dependency). Registered here, where every composition of conf/ (Hydra app, DVC, tests) gets it.
+    OmegaConf.register_new_resolver("pe_root", lambda: checkout_root().as_posix(), replace=True)
 
 
 register()

@@ -107,9 +107,9 @@ class _Permanent(Exception):
     """This URL will not work (404, bad scheme, ...): go to the next mirror. mismatch: it served a file whose
     SHA-256 is not the pinned one (not a network problem)."""
 
-    def __init__(self, message: str, mismatch: bool = False):
+    def __init__(self, message: str, mismatch: bool = False, logged: bool = False):
         super().__init__(message)
-        self.mismatch = mismatch
+        self.mismatch, self.logged = mismatch, logged  # logged: this URL's failure already has its one log line
 
 
 MISMATCH_HINT = (
@@ -170,7 +170,8 @@ def download(
             except _Permanent as exc:
                 tried.append(f"{redact(url)}: {redact(exc)}")
                 mismatches.append(exc.mismatch)
-                log.warning("download of %s failed: %s", redact(url), redact(exc))
+                if not exc.logged:
+                    log.warning("download of %s failed: %s", redact(url), redact(exc))
                 continue
             os.replace(part, target)
             if sha256 is None and meta.exists():  # what the next run's conditional request sends
@@ -257,18 +258,22 @@ def _from_url(
     session, url: str, part: Path, meta: Path, sha256: str | None, policy: DownloadPolicy
 ) -> tuple[int, str, int]:
     """Download one URL into `part` with retries; (bytes, sha256, resumed_from). Raises _Permanent."""
-    failures, fresh_retry_used = 0, False
+    failures, fresh_retry_used, warned = 0, False, False
     while True:
         try:
             size, digest, resumed = _transfer(session, url, part, meta, policy, pinned=bool(sha256))
         except _Transient as exc:
             failures = 0 if exc.progressed else failures + 1
             if failures > policy.retries:
-                raise _Permanent(f"{exc} (gave up after {policy.retries + 1} attempts)") from None
+                raise _Permanent(f"{exc} (gave up after {policy.retries + 1} attempts)", logged=warned) from None
             delay = min(policy.max_backoff, policy.backoff * 2 ** max(failures - 1, 0))
             if exc.retry_after is not None:
                 delay = max(delay, min(exc.retry_after, policy.max_backoff))
-            log.warning("download of %s: %s; retrying in %.1f s", redact(url), redact(exc), delay)
+            # one line per URL (offline, every mirror would print each of its retries); the rest at debug level,
+            # and the final error lists every URL with its last failure
+            level = logging.DEBUG if warned else logging.WARNING
+            log.log(level, "download of %s: %s; retrying (up to %d times)", redact(url), redact(exc), policy.retries)
+            warned = True
             time.sleep(delay)
             continue
         if sha256 and digest != sha256:

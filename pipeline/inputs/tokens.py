@@ -12,7 +12,7 @@ log = logging.getLogger("pipeline")
 
 def tokenize(texts: list[str], cfg: dict) -> dict:
     """Keras Tokenizer + pad_sequences as configured; every sentence keeps >= 2 tokens (PCA needs 2 points)."""
-    from pipeline.inputs.tokenizer import Tokenizer, pad_sequences_with_mask
+    from pipeline.inputs.tokenizer import Tokenizer, pad_sequences_with_mask, text_to_word_sequence
 
     tokenizer = Tokenizer(
         num_words=cfg["num_words"],
@@ -26,25 +26,13 @@ def tokenize(texts: list[str], cfg: dict) -> dict:
     padded, mask, truncated = pad_sequences_with_mask(
         sequences, maxlen=cfg["maxlen"], padding=cfg["padding"], truncating=cfg["truncating"], value=cfg["value"]
     )
-    for i, (text, seq, cut) in enumerate(zip(texts, sequences, truncated)):
-        if cut:
-            log.warning(
-                "sentence %d has %d tokens, more than tokenizer.maxlen=%d: %s %d cut "
-                "(tokenizer.truncating=%s). Raise tokenizer.maxlen to keep them.",
-                i,
-                len(seq),
-                cfg["maxlen"],
-                "the first" if cfg["truncating"] == "pre" else "the last",
-                len(seq) - cfg["maxlen"],
-                cfg["truncating"],
-            )
-        kept = int(mask[i].sum())
-        if kept < 2:
-            raise PipelineError(
-                f"sentence {i} ({text!r}) has {kept} token(s) after tokenization (tokenizer.num_words="
-                f"{cfg['num_words']}, filters, maxlen): a 2-D projection needs at least 2. "
-                "Fix the text or the tokenizer settings."
-            )
+    words = [text_to_word_sequence(text, cfg["filters"], cfg["lower"], cfg["split"]) for text in texts]
+    dropped = _dropped_by_num_words(words, tokenizer.word_index, cfg["num_words"])
+    vocabulary = len(tokenizer.word_index)
+    _check_enough_tokens(texts, words, dropped, mask.sum(axis=1), cfg, vocabulary)
+    _warn_dropped(
+        dropped, [len(seq) - cfg["maxlen"] if cut else 0 for seq, cut in zip(sequences, truncated)], cfg, vocabulary
+    )
     positions = [[int(p) for p in row.nonzero()[0]] for row in mask]
     ids = [[int(padded[i][p]) for p in pos] for i, pos in enumerate(positions)]
     return {
@@ -58,3 +46,62 @@ def tokenize(texts: list[str], cfg: dict) -> dict:
         "ids": ids,  # per sentence: the token ids at those positions
         "words": [[tokenizer.index_word.get(t, tokenizer.oov_token or "?") for t in row] for row in ids],
     }
+
+
+def _dropped_by_num_words(words: list[list[str]], word_index: dict[str, int], num_words: int | None) -> list[int]:
+    """Per sentence: how many of its words tokenizer.num_words leaves out (index >= num_words: dropped, or the
+    oov_token in their place)."""
+    if not num_words:
+        return [0] * len(words)
+    return [sum(word_index[w] >= num_words for w in sentence) for sentence in words]
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+def _check_enough_tokens(texts, words, dropped, kept, cfg: dict, vocabulary: int) -> None:
+    """Every sentence keeps >= 2 tokens; otherwise one error for the first such sentence naming the key to change."""
+    short = [i for i, n in enumerate(kept) if n < 2]
+    if not short:
+        return
+    i = short[0]
+    more = f" (and {len(short) - 1} more sentence(s))" if len(short) > 1 else ""
+    if dropped[i] and len(words[i]) - dropped[i] < 2:
+        fix = (
+            f"tokenizer.num_words={cfg['num_words']} keeps only the {cfg['num_words'] - 1} most frequent words and "
+            f"{dropped[i]} of its {len(words[i])} words are not among them: raise tokenizer.num_words "
+            f"(tokenizer.num_words={vocabulary + 1} keeps all {vocabulary} words of the texts)"
+        )
+    elif len(words[i]) < 2:
+        fix = (
+            f"it has {len(words[i])} word(s) after tokenizer.filters: give it at least 2 words (or change the filters)"
+        )
+    else:
+        fix = f"raise tokenizer.maxlen (now {cfg['maxlen']})"
+    raise PipelineError(
+        f"sentence {i} ({_short(texts[i])}) has {int(kept[i])} token(s) after tokenization{more}; a 2-D projection "
+        f"needs at least 2. Fix: {fix}."
+    )
+
+
+def _warn_dropped(dropped: list[int], cut: list[int], cfg: dict, vocabulary: int) -> None:
+    """One warning for all the sentences that lose words: how many words in how many sentences, and the key to
+    raise."""
+    parts = []
+    if any(dropped):
+        action = "mapped to tokenizer.oov_token" if cfg["oov_token"] is not None else "dropped"
+        parts.append(
+            f"{sum(dropped)} word(s) in {sum(n > 0 for n in dropped)} of {len(dropped)} sentences {action}: "
+            f"tokenizer.num_words={cfg['num_words']} keeps the {cfg['num_words'] - 1} most frequent words "
+            f"(raise tokenizer.num_words to keep them; {vocabulary + 1} keeps all {vocabulary})"
+        )
+    if any(cut):
+        ends = "the last" if cfg["truncating"] == "pre" else "the first"
+        parts.append(
+            f"tokenizer.maxlen={cfg['maxlen']} keeps {ends} {cfg['maxlen']} tokens: {sum(cut)} cut in "
+            f"{sum(n > 0 for n in cut)} of {len(cut)} sentences, the longest by {max(cut)} "
+            f"(tokenizer.truncating={cfg['truncating']}; raise tokenizer.maxlen to keep them)"
+        )
+    if parts:
+        log.warning("tokenize: %s.", "; ".join(parts))

@@ -68,6 +68,16 @@ def _stop_with(holder: int) -> None:
     threading.Thread(target=watch, name="holder-watch", daemon=True).start()
 
 
+def _print_help(name: str, run: Callable) -> None:
+    """What `python -m pipeline.stages.<name> --help` prints instead of running: the stage's docstring and how to
+    run it."""
+    doc = (sys.modules[run.__module__].__doc__ or "").strip()
+    print(f"`python -m pipeline.stages.{name}` (no arguments; DVC runs it from dvc.yaml): {doc}")
+    print(
+        "It reads params.yaml and writes this stage's outputs of dvc.yaml. To run the pipeline: `python -m pipeline.repro`."
+    )
+
+
 def stage_main(name: str, run: Callable[[dict, Layout, Path], object]) -> None:
     """Run `run(params, layout, root)` for the checkout in the cwd; exit 2 with one message on a user error."""
     from contextlib import nullcontext
@@ -77,6 +87,9 @@ def stage_main(name: str, run: Callable[[dict, Layout, Path], object]) -> None:
     from pipeline.base.params_file import read_params_file
     from pipeline.base.paths import checkout_root, download_cache
 
+    if any(a in ("-h", "--help") for a in sys.argv[1:]):
+        _print_help(name, run)
+        raise SystemExit(0)
     setup_logging()
     try:
         root = checkout_root()

@@ -1,0 +1,112 @@
+"""A new user's first hour (issue 23): Hydra's folders at the project root from any cwd, git states after a run,
+the tokenizer's limits said once with the key to raise."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, params_for, run, run_stages
+from pipeline.base.errors import PipelineError
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    from conftest import copy_checkout
+
+    return copy_checkout(tmp_path_factory.mktemp("first-hour") / "project")
+
+
+def python(args: list[str], cwd: Path, project: Path, check: bool = True):
+    """`python -m ...` from `cwd` with the copy's package (an installed one may point at another checkout)."""
+    return run([sys.executable, *args], cwd, check=check, PYTHONPATH=str(project))
+
+
+# ---------------------------------------------------------------- outputs at the project root
+
+
+@pytest.mark.parametrize("cwd", ["conf", "reports"])
+def test_hydra_folders_resolve_under_the_project_root(project, cwd):
+    out = python(["-m", "pipeline", "--cfg", "hydra", "--resolve"], project / cwd, project).stdout
+    dirs = [line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("    dir: ")]
+    assert [Path(d).parent for d in dirs] == [project / "outputs" / "runs", project / "outputs" / "multirun"]
+    assert run(["git", "status", "--porcelain", "--ignored"], project).stdout == ""
+
+
+def test_a_sweep_from_conf_writes_nothing_under_conf(project):
+    """The issue's command, one job: its folder is <root>/outputs/multirun/..., conf/ (a DVC dep) is untouched."""
+    args = ["-m", "pipeline", "-m", "sweep.w2=1", "figures=none", "tracking=disabled"]
+    python(args, project / "conf", project)
+    assert run(["git", "status", "--porcelain", "--ignored", "conf"], project).stdout == ""
+    [job] = (project / "outputs" / "multirun").glob("*/0")
+    assert (job / "reports" / "metrics.json").is_file()
+
+
+def test_groups_help_lists_the_schema_groups_only(tmp_path):
+    """A stray folder under conf/ (an old conf/outputs/) is no config group."""
+    import shutil
+
+    from pipeline.compose import groups_help
+    from pipeline.config.schema import GROUPS
+
+    shutil.copytree(REPO / "conf", tmp_path / "conf")
+    (tmp_path / "conf" / "outputs" / "runs").mkdir(parents=True)
+    (tmp_path / "conf" / "outputs" / "stray.yaml").write_text("a: 1\n")
+    listed = [line.split(":")[0].strip() for line in groups_help(tmp_path).splitlines()]
+    assert listed == sorted(GROUPS) and "outputs" not in listed and "hydra" not in listed
+
+
+# ---------------------------------------------------------------- git states
+
+
+def test_build_folders_are_ignored():
+    for path in ("build/lib/pipeline/__init__.py", "pe_pipeline.egg-info/PKG-INFO"):
+        assert run(["git", "check-ignore", "-q", path], REPO, check=False).returncode == 0, path
+
+
+def test_a_run_leaves_nothing_staged(checkout):
+    """Without DVC's core.autostage a run leaves dvc.lock unstaged like every other file it changes, so
+    `git checkout -- .` reverts all of it."""
+    stage = checkout / "pipeline" / "stages" / "check_params.py"
+    stage.write_text(stage.read_text() + "\n# changed\n")  # a code dep: check_params runs again, dvc.lock changes
+    run(["dvc", "repro", "--single-item", "check_params"], checkout)
+    assert " M dvc.lock" in run(["git", "status", "--porcelain"], checkout).stdout.splitlines()
+    assert run(["git", "diff", "--cached", "--name-only"], checkout).stdout == ""
+
+
+# ---------------------------------------------------------------- tokenizer limits
+
+
+def tokenize_file(tmp_path: Path, small_store: Path, lines: list[str], *overrides: str):
+    (tmp_path / "texts.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    params = params_for("texts=file", "texts.file=texts.txt", *overrides)
+    return run_stages(params, tmp_path, small_store, upto="tokenize")
+
+
+@pytest.fixture
+def warnings(caplog, monkeypatch):
+    monkeypatch.setattr(logging.getLogger("pipeline"), "propagate", True)
+    caplog.set_level(logging.WARNING, logger="pipeline")
+    return caplog
+
+
+def test_dropped_words_are_one_warning_naming_the_keys(tmp_path, small_store, warnings):
+    """num_words=5 keeps the 4 most frequent words (king queen man woman); maxlen=3 cuts the longest sentences."""
+    lines = ["king queen man woman", "king queen man woman", "king queen dog wolf", "man woman red green yellow"]
+    tokenize_file(tmp_path, small_store, lines, "tokenizer.num_words=5", "tokenizer.maxlen=3", "encoding.max_len=10")
+    [warning] = [r.getMessage() for r in warnings.records if r.levelno == logging.WARNING]
+    assert "5 word(s) in 2 of 4 sentences dropped" in warning and "raise tokenizer.num_words" in warning
+    assert "tokenizer.maxlen=3" in warning and "2 cut in 2 of 4 sentences" in warning
+    assert "raise tokenizer.maxlen" in warning
+
+
+def test_a_sentence_left_without_words_names_num_words(tmp_path, small_store):
+    lines = ["king queen man woman", "king queen man woman", "dog wolf red"]
+    with pytest.raises(PipelineError) as info:
+        tokenize_file(tmp_path, small_store, lines, "tokenizer.num_words=5")
+    message = str(info.value)
+    assert message.startswith("sentence 2 ('dog wolf red') has 0 token(s)")
+    assert "raise tokenizer.num_words (tokenizer.num_words=8 keeps all 7 words" in message

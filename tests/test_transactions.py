@@ -40,10 +40,12 @@ def project(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def clean(project):
-    """The project as committed, before and after each test."""
+    """The project as committed, before and after each test (DVC's outputs too: a failed `dvc exp run` leaves the
+    failing stage's output deleted, as DVC removes an output before re-running its stage)."""
     yield project
     run(["git", "reset", "-q", "--hard"], project)
     run(["git", "clean", "-qfd", "reports", "data/sweep"], project, check=False)
+    run([PY, "-m", "dvc", "checkout", "-q"], project, check=False)
 
 
 def env() -> dict:

@@ -237,17 +237,18 @@ def _transaction(journal, root: Path, command: str, overrides: list[str], dvc_ar
             _rollback(journal, work_dirs)
             raise
         _on_stop_signals(signal.SIG_IGN)
-        _rollback(journal, work_dirs)
         if composed:
+            _rollback(journal, work_dirs)
             return composed  # compose said why; it writes nothing before its checks pass
-        if error_file.exists():  # a stage reported a user error (and DVC its own failure after it)
-            print(
-                f"{error_file.read_text(encoding='utf-8').strip()}\n{NOTHING_CHANGED[0].upper()}{NOTHING_CHANGED[1:]}.",
-                file=sys.stderr,
-            )
-            return 2
-        print(f"repro: {NOTHING_CHANGED}", file=sys.stderr)
-        return status
+        stage_error = error_file.exists()  # a stage reported a user error (and DVC its own failure after it)
+        if stage_error:  # said first, so that it is not lost if putting the workspace back fails too
+            print(error_file.read_text(encoding="utf-8").strip(), file=sys.stderr)
+        _rollback(journal, work_dirs)
+        print(
+            f"{NOTHING_CHANGED[0].upper()}{NOTHING_CHANGED[1:]}." if stage_error else f"repro: {NOTHING_CHANGED}",
+            file=sys.stderr,
+        )
+        return 2 if stage_error else status
 
 
 def _rollback(journal, work_dirs: list[Path]) -> None:

@@ -209,6 +209,7 @@ def test_a_failed_restore_keeps_the_journal_and_restore_finishes_it(clean, monke
     monkeypatch.setattr(snapshot.os, "replace", full_disk)
     assert repro.main(["texts.sentences=[qzxv wvqz]"]) == 1
     err = capsys.readouterr().err
+    assert "error in stage" in err  # why the run failed is not lost
     assert "putting the workspace back failed: no space left on the device" in err
     assert "python -m pipeline.repro --restore" in err and str(root / repro.JOURNAL) in err
     assert (root / repro.JOURNAL / snapshot.MANIFEST).exists()

@@ -102,3 +102,14 @@ def run_stages(params: dict, tmp_path: Path, store: Path, upto: str = "sweep") -
     for stage in stages_upto(upto):
         stage.run(params, layout, tmp_path)
     return layout
+
+
+@pytest.fixture
+def pipeline_log(caplog, monkeypatch):
+    """The pipeline logger's records, INFO and up (a stage entry point run in this process may have stopped its
+    propagation)."""
+    import logging
+
+    monkeypatch.setattr(logging.getLogger("pipeline"), "propagate", True)
+    caplog.set_level(logging.INFO, logger="pipeline")
+    return caplog

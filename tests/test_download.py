@@ -361,17 +361,7 @@ def test_gave_up_unresumable_partial_is_deleted(server, tmp_path):
 # ---------------------------------------------------------------- an unpinned cached file is re-validated
 
 
-@pytest.fixture
-def lines(caplog, monkeypatch):
-    """The pipeline logger's messages (a stage entry point run in this process may have stopped its propagation)."""
-    import logging
-
-    monkeypatch.setattr(logging.getLogger("pipeline"), "propagate", True)
-    caplog.set_level(logging.INFO, logger="pipeline")
-    return caplog
-
-
-def test_unpinned_cached_file_changed_on_the_server_is_downloaded_again(server, tmp_path, lines):
+def test_unpinned_cached_file_changed_on_the_server_is_downloaded_again(server, tmp_path, pipeline_log):
     """The recorded ETag goes back as If-None-Match; the server's new file (new ETag) answers 200 and is fetched."""
     url = server.add("/f.bin", OLD)
     download([url], tmp_path / "f.bin", None, FAST)
@@ -381,48 +371,48 @@ def test_unpinned_cached_file_changed_on_the_server_is_downloaded_again(server, 
     assert (tmp_path / "f.bin").read_bytes() == DATA and result["sha256"] == DIGEST and not result["cached"]
     assert [(r["if_none_match"], r["status"]) for r in server.log] == [(None, 200), ('"v1"', 200), (None, 200)]
     assert json.loads((tmp_path / "f.bin.json").read_text())["validator"] == '"v2"'
-    assert f"{url} has changed on the server" in lines.text
+    assert f"{url} has changed on the server" in pipeline_log.text
     assert files(tmp_path) == ["f.bin", "f.bin.json"]
 
 
 @pytest.mark.parametrize("validator", ["etag", "last_modified"])
-def test_unpinned_cached_file_unchanged_is_reused_after_a_304(server, tmp_path, lines, validator):
+def test_unpinned_cached_file_unchanged_is_reused_after_a_304(server, tmp_path, pipeline_log, validator):
     """If-None-Match (or If-Modified-Since) -> 304, no body: the cached copy is used and one line says so."""
     date = "Wed, 21 Oct 2026 07:28:00 GMT"
     kwargs = {"etag": None, "last_modified": date} if validator == "last_modified" else {}
     url = server.add("/f.bin", DATA, **kwargs)
     download([url], tmp_path / "f.bin", None, FAST)
-    lines.clear()
+    pipeline_log.clear()
     result = download([url], tmp_path / "f.bin", None, FAST)
     assert result["cached"] and result["sha256"] == DIGEST
     sent = server.log[1]["if_modified_since"] if kwargs else server.log[1]["if_none_match"]
     assert len(server.log) == 2 and server.log[1]["status"] == 304 and sent == (date if kwargs else '"v1"')
-    assert [r.getMessage() for r in lines.records] == [
+    assert [r.getMessage() for r in pipeline_log.records] == [
         f"{url} is unchanged on the server (HTTP 304): reusing the cached copy {tmp_path / 'f.bin'}"
     ]
 
 
-def test_unpinned_cached_file_without_validators_is_reused_unverified(server, tmp_path, lines):
+def test_unpinned_cached_file_without_validators_is_reused_unverified(server, tmp_path, pipeline_log):
     """Nothing to ask the server with: no request, one line saying the copy is unverified and how to refresh it."""
     url = server.add("/f.bin", DATA, etag=None)
     download([url], tmp_path / "f.bin", None, FAST)
-    lines.clear()
+    pipeline_log.clear()
     result = download([url], tmp_path / "f.bin", None, FAST)
     assert result["cached"] and len(server.log) == 1 and files(tmp_path) == ["f.bin"]
-    (line,) = [r.getMessage() for r in lines.records]
+    (line,) = [r.getMessage() for r in pipeline_log.records]
     assert f"reusing the cached copy {tmp_path / 'f.bin'} of {url} unverified" in line and "-f glove" in line
 
 
-def test_unpinned_cached_file_is_reused_when_the_server_is_down(tmp_path, lines):
+def test_unpinned_cached_file_is_reused_when_the_server_is_down(tmp_path, pipeline_log):
     """Offline: the conditional request fails at once (no retries), the cached copy is used, one warning line."""
     with FileServer() as running:
         url = running.add("/f.bin", DATA)
         download([url], tmp_path / "f.bin", None, FAST)
-    lines.clear()
+    pipeline_log.clear()
     result = download([url], tmp_path / "f.bin", None, FAST)
     assert result["cached"] and (tmp_path / "f.bin").read_bytes() == DATA
-    (record,) = lines.records
-    assert record.levelname == "WARNING" and record.exc_info is None and "Traceback" not in lines.text
+    (record,) = pipeline_log.records
+    assert record.levelname == "WARNING" and record.exc_info is None and "Traceback" not in pipeline_log.text
     assert record.getMessage().startswith(f"could not check whether {url} changed (connection refused): reusing")
 
 
@@ -446,7 +436,7 @@ def test_glove_stage_download_revalidates_its_cache(server, tmp_path):
     assert [r["status"] for r in server.log] == [200, 200, 200, 304]
 
 
-def test_offline_every_url_is_one_log_line_then_the_error(tmp_path, lines):
+def test_offline_every_url_is_one_log_line_then_the_error(tmp_path, pipeline_log):
     """Offline (connections refused), a URL's retries are not each a warning: one line per URL, then the error that
     lists them all."""
     import logging
@@ -457,7 +447,7 @@ def test_offline_every_url_is_one_log_line_then_the_error(tmp_path, lines):
     policy = DownloadPolicy(connect_timeout=2, read_timeout=2, retries=5, backoff=0.001, progress=False)
     with pytest.raises(PipelineError) as info:
         download(urls, tmp_path / "f.bin", DIGEST, policy)
-    warnings = [r.getMessage() for r in lines.records if r.levelno >= logging.WARNING]
+    warnings = [r.getMessage() for r in pipeline_log.records if r.levelno >= logging.WARNING]
     assert len(warnings) == len(urls), warnings
     for url, warning in zip(urls, warnings):
         assert warning.startswith(f"download of {url}: ") and "retrying (up to 5 times)" in warning

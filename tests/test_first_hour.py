@@ -86,18 +86,11 @@ def tokenize_file(tmp_path: Path, small_store: Path, lines: list[str], *override
     return run_stages(params, tmp_path, small_store, upto="tokenize")
 
 
-@pytest.fixture
-def warnings(caplog, monkeypatch):
-    monkeypatch.setattr(logging.getLogger("pipeline"), "propagate", True)
-    caplog.set_level(logging.WARNING, logger="pipeline")
-    return caplog
-
-
-def test_dropped_words_are_one_warning_naming_the_keys(tmp_path, small_store, warnings):
+def test_dropped_words_are_one_warning_naming_the_keys(tmp_path, small_store, pipeline_log):
     """num_words=5 keeps the 4 most frequent words (king queen man woman); maxlen=3 cuts the longest sentences."""
     lines = ["king queen man woman", "king queen man woman", "king queen dog wolf", "man woman red green yellow"]
     tokenize_file(tmp_path, small_store, lines, "tokenizer.num_words=5", "tokenizer.maxlen=3", "encoding.max_len=10")
-    [warning] = [r.getMessage() for r in warnings.records if r.levelno == logging.WARNING]
+    [warning] = [r.getMessage() for r in pipeline_log.records if r.levelno == logging.WARNING]
     assert "5 word(s) in 2 of 4 sentences dropped" in warning and "raise tokenizer.num_words" in warning
     assert "tokenizer.maxlen=3" in warning and "2 cut in 2 of 4 sentences" in warning
     assert "raise tokenizer.maxlen" in warning

@@ -28,6 +28,8 @@ import time
 from pathlib import Path
 from typing import Iterable
 
+from pipeline.base.files import write_text
+
 MANIFEST = "journal.json"
 LINK_ABOVE = 16 << 20  # bytes: larger files are hard-linked, smaller ones copied
 
@@ -55,12 +57,6 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path)
     elif path.exists() or path.is_symlink():
         path.unlink()
-
-
-def _write_manifest(path: Path, record: dict) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(record, indent=1), encoding="utf-8")
-    os.replace(tmp, path)
 
 
 class Journal:
@@ -94,7 +90,7 @@ class Journal:
                 else:
                     saved.append((str(path), None))
             record = {"pid": os.getpid(), "started": time.time(), **info, "paths": saved}
-            _write_manifest(self.folder / MANIFEST, record)
+            write_text(self.folder / MANIFEST, json.dumps(record, indent=1))  # atomic: written last, whole
         except BaseException:
             shutil.rmtree(self.folder, ignore_errors=True)
             raise

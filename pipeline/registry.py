@@ -46,6 +46,12 @@ ALL_PARAMS = (
 )
 
 
+# The figure settings a stage that draws figures reads (the figures stage reads the whole group).
+FIGURE_KEYS = tuple(
+    f"figures.{key}" for key in ("name", "dpi", "max_heatmap_size", "cmap", "sequential_cmap", "workers")
+)
+
+
 @dataclass(frozen=True)
 class Output:
     """One stage output: a Layout attribute, and how DVC treats it.
@@ -134,15 +140,18 @@ _COMPUTE: tuple[Stage, ...] = (
     ),
     # encode and the RoPE/ALiBi diagnostics in one process: both import torch (0.9 s, most of a stage's start). A fresh
     # run saves that process; an `encoding.*` or texts edit re-runs the diagnostics' work (0.7-1.0 s CPU, measured),
-    # beside sweep, figures and track that such an edit re-runs anyway
+    # beside sweep, figures and track that such an edit re-runs anyway. It draws their figures too (and the
+    # tutorials', which use torch): a `sweep.*` edit then re-draws only the sweep's figures (figures stage)
     Stage(
         "encode",
         "positional encoding, its diagnostics and the embedding matrix (data/encode/), property plots; RoPE's "
-        "relative-position diagnostics and ALiBi's biases (data/relative/, relative.json)",
-        params=("encoding", "glove.dim", "glove.name", "relative"),
+        "relative-position diagnostics and ALiBi's biases (data/relative/, relative.json); their figures and the "
+        "tutorials' (reports/figures/encode/)",
+        params=("encoding", "glove.dim", "glove.name", "relative", "tutorials", *FIGURE_KEYS),
         inputs=("glove_dir", "tokens_dir"),
         outputs=(
             Output("encode_dir"),
+            Output("encode_figures_dir", log="figures"),
             Output(
                 "pe_norms_csv",
                 cache=False,
@@ -201,25 +210,23 @@ _COMPUTE: tuple[Stage, ...] = (
         outputs=(Output("study_dir", cache=False),),
         in_jobs=False,
     ),
-    # the figures and the report page in one process: the page shows the figures, so it re-runs whenever they do
+    # the sweep's figures and the report page in one process: the page shows the figures, so it re-runs whenever they do
     Stage(
         "figures",
-        "every figure of the notebook and the tutorials, labelled (reports/figures/), and reports/report.html: one "
-        "self-contained page (narrative, figures, numbers, explorer)",
-        params=("figures", "metrics.groups", "tutorials", "encoding"),
+        "the notebook's projections, the panels and ratio sweeps, labelled (reports/figures/sweep/), and "
+        "reports/report.html: one self-contained page (narrative, every figure, numbers, explorer)",
+        params=("figures", "metrics.groups", "encoding"),
         inputs=(
             "tokens_dir",
             "encode_dir",
             "sweep_dir",
             "metrics",
-            "pe_norms_csv",
-            "offset_distance_csv",
             "ratio_sweep_dir",
-            "relative_dir",
+            "encode_figures_dir",
             "relative_metrics",
         ),
-        outputs=(Output("figures_dir", log="figures"), Output("report_html", cache=False, log="")),
-        plots=({"source": "figures_dir"},),
+        outputs=(Output("sweep_figures_dir", log="figures"), Output("report_html", cache=False, log="")),
+        plots=({"source": "encode_figures_dir"}, {"source": "sweep_figures_dir"}),
     ),
 )
 

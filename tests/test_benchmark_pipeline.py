@@ -16,7 +16,7 @@ from conftest import REPO, run
 
 pytestmark = pytest.mark.slow  # four pipeline runs, the notebook script and a 2-point multirun: minutes
 
-SECTIONS = ("first_run", "notebook", "fresh_repro", "noop_repro", "sweep_edit", "multirun")
+SECTIONS = ("first_run", "notebook", "fresh_repro", "noop_repro", "sweep_edit", "multirun", "floor_fresh", "floor_noop")
 
 
 def tiny_glove_text(path) -> None:
@@ -75,8 +75,18 @@ def test_quick_benchmark_measures_every_section(checkout, tmp_path):
     assert 0 < starts[0] < starts[1] < multirun["wall_s"] and multirun["steady_per_point_wall_s"] == pytest.approx(
         starts[1] - starts[0]
     )
-    estimate = data["ratios"]["multirun_100_points_wall_s"]
-    assert estimate == pytest.approx(multirun["wall_s"] + 98 * multirun["steady_per_point_wall_s"])
+    for points in (100, 1000):
+        estimate = data["ratios"][f"multirun_{points}_points_wall_s"]
+        assert estimate == pytest.approx(multirun["wall_s"] + (points - 2) * multirun["steady_per_point_wall_s"])
+    # the floors measured in the same run: a trivial chain of as many DVC stages, and the libraries' imports
+    assert data["floor_fresh"]["stage_count"] == len(STAGES)
+    assert len(data["floor_fresh"]["stages"]) == len(STAGES) and data["floor_noop"]["stages"] == {}
+    assert data["ratios"]["noop_wall_vs_dvc_floor"] == pytest.approx(
+        data["noop_repro"]["wall_s"] / data["floor_noop"]["wall_s"]
+    )
+    assert set(data["imports"]) >= {"(interpreter)", "torch", "mlflow"}
+    assert all(wall > 0 for wall in data["imports"].values())
+    assert "DVC floor: trivial" in result.stdout and "target (issue 22)" in result.stdout
     assert set(data["checks"]) == set(TARGETS)
     assert all(value > 0 for value in data["ratios"].values())
 

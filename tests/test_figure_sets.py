@@ -44,20 +44,20 @@ def summary_run(tmp_path_factory, small_store):
 
 
 def test_summary_draws_the_panels_and_ratio_sweeps_and_the_report_names_the_rest(summary_run):
-    names = sorted(p.name for p in summary_run.figures_dir.iterdir())
+    names = sorted(p.name for p in summary_run.figures_dir.glob("*/*"))
     assert names == ["panels_s0.png", "panels_s1.png", "ratio_sweep_s0.png", "ratio_sweep_s1.png"]
     page = summary_run.report_html.read_text(encoding="utf-8")
     assert len(re.findall(r'<img alt="[^"]*" src="data:image/png;base64,', page)) == 4
     for missing in ("pe_heatmap.png", "pe_norms.png", "projection_s1_w1_1-w2_10.png", "tutorial*.png"):
-        assert f"reports/figures/{missing} not drawn (figures=summary)" in page
+        assert f"{missing} not drawn (figures=summary)" in page
 
 
 def test_none_draws_nothing_and_the_report_keeps_its_sentences(tmp_path, small_store):
     layout = run_stages(params_for("figures=none"), tmp_path, small_store, upto="figures")
-    assert layout.figures_dir.is_dir() and not any(layout.figures_dir.iterdir())
+    assert layout.sweep_figures_dir.is_dir() and not any(layout.figures_dir.glob("*/*"))
     page = layout.report_html.read_text(encoding="utf-8")
-    assert "<img" not in page and "reports/figures/panels_s1.png not drawn (figures=none)" in page
-    assert "metrics against r, sentence 2: reports/figures/ratio_sweep_s1.png not drawn" in page  # both sentences
+    assert "<img" not in page and "panels_s1.png not drawn (figures=none)" in page
+    assert "metrics against r, sentence 2: ratio_sweep_s1.png not drawn" in page  # both sentences
     assert '"king queen' in page  # the explorer still has the sentences
 
 
@@ -66,34 +66,39 @@ def test_worker_processes_draw_the_same_bytes_as_this_process(summary_run, tmp_p
 
     params = params_for("figures=summary", "figures.workers=1")
     names = render(params, summary_run, tmp_path)
-    assert sorted(names) == sorted(p.name for p in summary_run.figures_dir.iterdir())  # drawn with workers=2
+    assert sorted(names) == sorted(p.name for p in summary_run.sweep_figures_dir.iterdir())  # drawn with workers=2
     for name in names:
-        assert (tmp_path / name).read_bytes() == (summary_run.figures_dir / name).read_bytes(), name
+        assert (tmp_path / name).read_bytes() == (summary_run.sweep_figures_dir / name).read_bytes(), name
 
 
 @pytest.mark.parametrize("layout", [None, "constrained"])
-def test_save_writes_what_savefig_wrote_after_a_draw(tmp_path, layout):
-    """save() renders once at the output dpi; it must write the bytes of the former draw + savefig, for a figure
-    laid out by hand and for constrained layout (which runs at the figure's dpi, then at the output dpi)."""
+def test_save_writes_capped_deterministic_pngs_and_shows_the_hooks_the_written_figure(tmp_path, layout, monkeypatch):
+    """save() is savefig at the output dpi: the size capped at MAX_INCHES, the same bytes every time, no temporary
+    file left, and the SAVED hooks see the figure at the dpi it was written at."""
+    import struct
+
     import matplotlib.pyplot as plt
     import numpy as np
 
     from pipeline.outputs import figures as fig
 
-    def draw():
-        figure, ax = plt.subplots(figsize=(6, 4), layout=layout)
+    def draw(inches=(6, 4)):
+        figure, ax = plt.subplots(figsize=inches, layout=layout)
         image = ax.imshow(np.arange(48.0).reshape(6, 8), cmap="viridis")
         figure.colorbar(image, ax=ax, label="value")
         ax.set(title="a title long enough to matter for the layout", xlabel="position b", ylabel="position a")
         return figure
 
-    figure = draw()
-    figure.canvas.draw()
-    figure.savefig(tmp_path / "savefig.png", dpi=110, format="png", metadata=fig.PNG_METADATA)
-    plt.close(figure)
-    fig.save(draw(), tmp_path / "save.png", 110)
-    assert (tmp_path / "save.png").read_bytes() == (tmp_path / "savefig.png").read_bytes()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["save.png", "savefig.png"]  # no temp file left
+    seen = []
+    monkeypatch.setattr(fig, "SAVED", [lambda figure, path: seen.append((figure.dpi, path.name))])
+    fig.save(draw(), tmp_path / "a.png", 110)
+    fig.save(draw(), tmp_path / "b.png", 110)
+    fig.save(draw((40, 30)), tmp_path / "huge.png", 50)
+    assert (tmp_path / "a.png").read_bytes() == (tmp_path / "b.png").read_bytes()
+    width, height = struct.unpack(">II", (tmp_path / "huge.png").read_bytes()[16:24])
+    assert (width, height) == (round(fig.MAX_INCHES[0] * 50), round(fig.MAX_INCHES[1] * 50))
+    assert seen == [(110, "a.png"), (110, "b.png"), (50, "huge.png")]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.png", "b.png", "huge.png"]  # no temp file left
 
 
 def _fail(message: str) -> None:
@@ -126,7 +131,7 @@ def test_a_kept_pool_serves_every_batch_and_draws_the_same_bytes(summary_run, tm
             pool = kept_pools.kept_pool()
             pids = sorted(worker.pid for worker in pool._pool)
     assert kept_pools.kept_pool() is pool and sorted(worker.pid for worker in pool._pool) == pids and len(pids) == 2
-    for png in summary_run.figures_dir.iterdir():  # drawn by a pool of its own (not kept)
+    for png in summary_run.sweep_figures_dir.iterdir():  # drawn by a pool of its own (not kept)
         assert (outs[0] / png.name).read_bytes() == (outs[1] / png.name).read_bytes() == png.read_bytes(), png.name
     kept_pools._end_kept()
     assert kept_pools.kept_pool() is None and not any(running(pid) for pid in pids)

@@ -233,7 +233,7 @@ def png_size(path: Path) -> tuple[int, int]:
 def check_bounded(layout, seen: dict[str, dict], sentence_words: list[str]) -> dict[str, tuple[int, int]]:
     """Bounded PNGs, a report under 5 MB, quoted sentences of at most 80 characters, no text outside the figure,
     and the end of the sentence nowhere (only its first tokens are quoted). Returns PNG sizes."""
-    sizes = {p.name: png_size(p) for p in sorted(layout.figures_dir.glob("*.png"))}
+    sizes = {p.name: png_size(p) for p in sorted(layout.figures_dir.glob("*/*.png"))}
     assert sizes and all(w <= MAX_PIXELS[0] and h <= MAX_PIXELS[1] for w, h in sizes.values()), sizes
     assert layout.report_html.stat().st_size < 5_000_000
     for name, found in seen.items():
@@ -294,7 +294,7 @@ def test_max_sentences_caps_the_figures_and_the_report(tmp_path, small_store):
     report shows the first sentence and says that there are two."""
     params = params_for("figures.max_sentences=1")
     layout = run_stages(params, tmp_path, small_store, upto="figures")
-    names = {p.stem for p in layout.figures_dir.glob("*.png")}
+    names = {p.stem for p in layout.figures_dir.glob("*/*.png")}
     assert names == expected_figures(1) | {"crossover_all_sentences"}
     page = layout.report_html.read_text(encoding="utf-8")
     assert "The texts hold 2 sentences" in page and page.count("<h3>Sentence ") == 1

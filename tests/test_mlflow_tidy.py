@@ -102,7 +102,7 @@ def test_dvc_run_starts_when_the_pipeline_did(tmp_path):
     files = {
         layout.glove_manifest: now - 50,
         layout.tokens: now - 40,
-        layout.figures_dir / "a.png": now - 10,
+        layout.sweep_figures_dir / "a.png": now - 10,
         layout.report_html: now - 3600,
         layout.metrics: now - 20,
     }
@@ -138,7 +138,7 @@ def test_run_stores_each_artifact_once_with_datasets(result, private_mlflow_stor
 
     on_disk = layout.report_html.read_text()
     logged = Path(client.download_artifacts(record["run_id"], "report.html", str(layout.base / "dl"))).read_text()
-    figures = sorted(p.name for p in layout.figures_dir.glob("*.png"))
+    figures = sorted(p.name for p in layout.figures_dir.glob("*/*.png"))
     embedded = on_disk.count("data:image/png;base64,")
     assert embedded >= 10 and "data:image/png;base64," not in logged
     referenced = re.findall(r'src="figures/([^"]+)"', logged)
@@ -155,7 +155,7 @@ def test_run_stores_each_artifact_once_with_datasets(result, private_mlflow_stor
     assert {name for name, _ in logged_outputs()} <= set(BY_NAME["track"].inputs)  # DVC runs track after them
 
     stored = run_bytes(private_mlflow_store, record["run_id"])
-    figure_bytes = sum(p.stat().st_size for p in layout.figures_dir.glob("*.png"))
+    figure_bytes = sum(p.stat().st_size for p in layout.figures_dir.glob("*/*.png"))
     report_bytes = layout.report_html.stat().st_size
     assert figure_bytes < stored < figure_bytes + report_bytes / 4, (stored, figure_bytes, report_bytes)
     print(f"bytes stored by the run: {stored} (figures {figure_bytes}; report on disk {report_bytes})")

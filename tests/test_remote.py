@@ -43,7 +43,7 @@ def test_push_then_pull_in_a_second_clone_leaves_nothing_to_reproduce(tmp_path):
     assert not (second / "data/glove").exists()
     use_remote(second, remote)
     run(["dvc", "pull"], second)
-    for output in ("data/glove/vectors.npy", "data/sweep/projections.npz", "reports/figures/pe_heatmap.png"):
+    for output in ("data/glove/vectors.npy", "data/sweep/projections.npz", "reports/figures/encode/pe_heatmap.png"):
         assert (second / output).read_bytes() == (first / output).read_bytes(), output
     assert json.loads(run(["dvc", "status", "--json"], second).stdout) == {}
     again = run(["dvc", "repro"], second)

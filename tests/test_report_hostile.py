@@ -65,7 +65,9 @@ def test_hostile_words_survive_as_text_in_json_and_figures(hostile_report):
     assert {word.lower() for word in HOSTILE} <= words
     meta = json.loads(layout.projections_meta.read_text(encoding="utf-8"))
     assert any(word.lower() in meta["sentences"][0]["words"] for word in HOSTILE)
-    pngs = sorted(layout.figures_dir.glob("panels_s0.png")) + sorted(layout.figures_dir.glob("projection_s0_*.png"))
+    pngs = sorted(layout.sweep_figures_dir.glob("panels_s0.png")) + sorted(
+        layout.sweep_figures_dir.glob("projection_s0_*.png")
+    )
     assert pngs and all(path.stat().st_size > 1000 for path in pngs)
 
 

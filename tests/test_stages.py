@@ -59,7 +59,7 @@ def test_sweep_matches_sklearn_pca(tmp_path, small_store):
 
 def test_figures_stage_writes_every_figure(tmp_path, small_store):
     layout = run_stages(params_for(), tmp_path, small_store, upto="figures")
-    names = sorted(p.name for p in layout.figures_dir.glob("*.png"))
+    names = sorted(p.name for p in layout.figures_dir.glob("*/*.png"))
     # PE figures, RoPE and ALiBi, 5 pairs x 2 sentences, panels + ratio curves, tutorials
     assert len(names) == 5 + 4 + 2 * 5 + 2 * 2 + 7
     assert {
@@ -72,7 +72,7 @@ def test_figures_stage_writes_every_figure(tmp_path, small_store):
         "panels_s1.png",
         "ratio_sweep_s0.png",
     } <= set(names)
-    assert all((layout.figures_dir / n).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for n in names)
+    assert all(layout.figure(n).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for n in names)
 
 
 def test_all_oov_sentence_is_refused(tmp_path, small_store):
@@ -170,7 +170,7 @@ def test_any_number_of_sentences_one_ratio_sweep_csv_each_and_none_stale(tmp_pat
         assert list(table)[:2] == ["r", "log10_r"] and len(table["r"]) == three["sweep"]["ratios"]["points"]
         assert set(table) - {"r", "log10_r"} == set(metrics["sweep"][f"s{s}"]["w1_1-w2_1"])
         np.testing.assert_allclose(table["log10_r"], np.log10(table["r"]), atol=1e-10)
-    assert {"ratio_sweep_s2.png", "panels_s2.png"} <= {p.name for p in layout.figures_dir.iterdir()}
+    assert {"ratio_sweep_s2.png", "panels_s2.png"} <= {p.name for p in layout.sweep_figures_dir.iterdir()}
 
     run_stages(params_for(), tmp_path, small_store)
     assert sorted(p.name for p in layout.ratio_sweep_dir.iterdir()) == ["s0.csv", "s1.csv"]

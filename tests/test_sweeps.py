@@ -191,7 +191,7 @@ def fake_result(base: Path, figures: int) -> None:
     from pipeline.base.paths import Layout
 
     layout = Layout(base)
-    layout.figures_dir.mkdir(parents=True)
+    layout.sweep_figures_dir.mkdir(parents=True)
     layout.ratio_sweep_dir.mkdir(parents=True)
     metrics = {
         "encoding": {"norm_max_abs_dev": 1e-8, "probe": {"p1": 2.0}},
@@ -199,7 +199,7 @@ def fake_result(base: Path, figures: int) -> None:
     }
     layout.metrics.write_text(json.dumps(metrics))
     for i in range(figures):
-        (layout.figures_dir / f"figure_{i}.png").write_bytes(os.urandom(2048))
+        (layout.sweep_figures_dir / f"figure_{i}.png").write_bytes(os.urandom(2048))
     for csv in (layout.pe_norms_csv, layout.offset_distance_csv, layout.ratio_sweep_csv(0)):
         csv.write_text("x,y\n0,1\n1,2\n")
 
@@ -330,7 +330,9 @@ def test_joblib_four_parallel_jobs_lose_nothing(checkout, private_mlflow_store):
     entries = [entry for entry in (checkout / "multirun_test" / ".stage_cache" / "figures").iterdir()]
     kept = sorted(png.name for entry in entries for png in entry.glob("*.png"))
     assert kept.count("pe_heatmap.png") == kept.count("rope_decay.png") == 1 and kept.count("panels_s0.png") == 4
-    heatmaps = {(d / "reports/figures/pe_heatmap.png").read_bytes() for d in (checkout / "multirun_test").glob("[0-9]")}
+    heatmaps = {
+        (d / "reports/figures/encode/pe_heatmap.png").read_bytes() for d in (checkout / "multirun_test").glob("[0-9]")
+    }
     assert len(heatmaps) == 1 and not [e for e in entries if e.name.startswith(".")]  # no temp entry left
 
 

@@ -254,7 +254,23 @@ class Layout:
 
     @property
     def figures_dir(self) -> Path:
+        """Every figure, in one folder per stage that draws them (PNG names are unique across them)."""
         return self.reports / "figures"
+
+    @property
+    def encode_figures_dir(self) -> Path:
+        """The encoding's, RoPE's and ALiBi's and the tutorials' figures (stage encode)."""
+        return self.figures_dir / "encode"
+
+    @property
+    def sweep_figures_dir(self) -> Path:
+        """The projections, panels, ratio sweeps and crossover summary (stage figures)."""
+        return self.figures_dir / "sweep"
+
+    def figure(self, name: str) -> Path:
+        """Where the figure `name` (e.g. pe_heatmap.png) is, in whichever stage's folder drew it (the encode stage's
+        when none has it)."""
+        return next(self.figures_dir.glob(f"*/{name}"), self.encode_figures_dir / name)
 
     @property
     def report_html(self) -> Path:

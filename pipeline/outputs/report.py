@@ -57,7 +57,7 @@ RELATIVE_FIGURES = ("rope_relative_scores.png", "rope_decay.png", "alibi_bias.pn
 IMAGE_BUDGET = 4_200_000
 
 
-def embedded_figures(figures_dir: Path, shown: int, pair_labels: Sequence[str], budget: int = IMAGE_BUDGET) -> set[str]:
+def embedded_figures(layout, shown: int, pair_labels: Sequence[str], budget: int = IMAGE_BUDGET) -> set[str]:
     """The figures the page embeds: in order of importance (encoding and summary, tutorials, per shown sentence its
     panels and ratio sweep, then the notebook's single projections) while their data URIs fit in `budget`."""
     per_sentence = [f"{kind}_s{s}.png" for s in range(shown) for kind in ("panels", "ratio_sweep")]
@@ -69,14 +69,14 @@ def embedded_figures(figures_dir: Path, shown: int, pair_labels: Sequence[str], 
         "pe_dot_product.png",
         "pe_distance.png",
         "crossover_all_sentences.png",
-        *sorted(p.name for p in figures_dir.glob("tutorial*.png")),
+        *sorted(p.name for p in layout.figures_dir.glob("*/tutorial*.png")),
         *per_sentence,
         *RELATIVE_FIGURES,
         *projections,
     ]
     chosen, used = set(), 0
     for name in order:
-        path = figures_dir / name
+        path = layout.figure(name)
         size = 4 * -(-path.stat().st_size // 3) if path.exists() else 0
         if size and used + size <= budget:
             chosen.add(name)
@@ -184,30 +184,31 @@ def build_report(
     meta: dict,
     arrays,
     columns: Sequence[dict[str, np.ndarray]],
-    figures_dir: Path,
+    layout,
     relative: dict | None = None,
 ) -> str:
     """The report as one HTML string.
 
     params: reads encoding, metrics.groups and figures.name only; metrics: reports/metrics.json; meta, arrays:
     data/sweep's projections.json and projections.npz; columns: the ratio-sweep tables of the sentences shown (the first
-    figures.max_sentences; the page stays small for any number of sentences); figures_dir: the PNGs; relative:
+    figures.max_sentences; the page stays small for any number of sentences); layout: the Layout whose figures (its
+    figures_dir's stage folders) the page shows; relative:
     reports/relative.json (RoPE and ALiBi; None leaves their section out).
     """
     from markupsafe import Markup
 
     from pipeline.outputs.figure_plan import short_text
 
-    embedded = embedded_figures(figures_dir, len(columns), [pair["label"] for pair in meta["pairs"]])
+    embedded = embedded_figures(layout, len(columns), [pair["label"] for pair in meta["pairs"]])
     figure_set = params["figures"]["name"]
 
     def figure(name: str, alt: str) -> Markup:
-        path = figures_dir / name
+        path = layout.figure(name)
         if not path.exists():  # not in this run's figure set (figures.name)
-            return Markup("<p><i>{}: reports/figures/{} not drawn (figures={})</i></p>").format(alt, name, figure_set)
+            return Markup("<p><i>{}: {} not drawn (figures={})</i></p>").format(alt, name, figure_set)
         if name not in embedded:
-            return Markup("<p><i>{}: reports/figures/{} (not embedded, to keep this page under 5 MB)</i></p>").format(
-                alt, name
+            return Markup("<p><i>{}: {} (not embedded, to keep this page under 5 MB)</i></p>").format(
+                alt, path.relative_to(layout.base).as_posix()
             )
         return Markup('<figure><img alt="{}" src="{}"></figure>').format(alt, png_data_uri(path))
 
@@ -229,7 +230,7 @@ def build_report(
             metric_doc=metric_doc,
             docs=METRIC_DOCS,
             figure=figure,
-            tutorials=sorted(figures_dir.glob("tutorial*.png")),
+            tutorials=sorted(layout.figures_dir.glob("*/tutorial*.png"), key=lambda p: p.name),
             data=explorer_data(meta, arrays, params["metrics"]["groups"], columns),
             config=shown_config(params, meta),
             last=len(meta["ratios"]) - 1,

@@ -18,7 +18,11 @@ base, a larger base, NTK-aware scaling and position interpolation) and ALiBi's s
 by pipeline.core.relative: data/relative/rope.npz, data/relative/alibi.npz (the figures' data) and
 reports/relative.json (the numbers; kept out of headline.json).
 
-Reads params: encoding, glove.dim, glove.name, relative; files: the GloVe store, tokens.json.
+Then their figures and the tutorials' (which use torch too), reports/figures/encode/, by
+pipeline.outputs.encode_figures.
+
+Reads params: encoding, glove.dim, glove.name, relative, tutorials, the figure settings (registry FIGURE_KEYS); files:
+the GloVe store, tokens.json.
 """
 
 from __future__ import annotations
@@ -35,9 +39,12 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
     """The positional encoding and its diagnostics, then RoPE's and ALiBi's; returns the encoding's summary."""
     from pipeline.core.device import resolve_device
 
+    from pipeline.outputs.encode_figures import draw_encode_figures
+
     device = resolve_device(params["encoding"]["device"])
     summary = encode_positions(params, layout, device)
     relative_diagnostics(params["relative"], layout, device)
+    draw_encode_figures(params, layout)
     return summary
 
 

@@ -1,11 +1,11 @@
-"""Stage figures: every figure of the notebook, labelled, plus the PE property plots, the panels and the ratio
-sweeps (reports/figures/), drawn by pipeline.outputs.figures; figures.name selects the set (all, summary, none).
-Then reports/report.html, one self-contained page with the narrative, figures, numbers and explorer
-(pipeline.outputs.report): the page shows the figures, so it is rebuilt whenever they are.
+"""Stage figures: the sweep's figures, labelled: the notebook's projections, the panels and the ratio sweeps per
+sentence and the crossover summary (reports/figures/sweep/), drawn by pipeline.outputs.figures; figures.name selects
+the set (all, summary, none). The encode stage draws the encoding's figures (reports/figures/encode/), so a change of
+the weights re-draws only these. Then reports/report.html, one self-contained page with the narrative, every figure,
+the numbers and the explorer (pipeline.outputs.report): the page shows the figures, so it is rebuilt whenever they are.
 
-Reads params: figures, metrics.groups, encoding (base, or the learned table's seed, init, scale, for the titles),
-and through the tutorials' figures tutorials, tokenizer, texts; files: tokens.json, data/encode/, data/sweep/,
-metrics.json, the plot CSVs, data/relative/, reports/relative.json.
+Reads params: figures, metrics.groups, encoding (for the report's text); files: tokens.json, data/encode/,
+data/sweep/, metrics.json, the ratio-sweep CSVs, the encode stage's figures, reports/relative.json.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ def draw_figures(params: dict, layout: Layout) -> list[str]:
     from pipeline.base.files import replace_dir
 
     names: list[str] = []
-    replace_dir(layout.figures_dir, lambda tmp: names.extend(render(params, layout, tmp)))
-    log.info("figures: %d PNG files in %s", len(names), layout.figures_dir)
+    replace_dir(layout.sweep_figures_dir, lambda tmp: names.extend(render(params, layout, tmp)))
+    log.info("figures: %d PNG files in %s", len(names), layout.sweep_figures_dir)
     return names
 
 
@@ -54,7 +54,7 @@ def write_report(params: dict, layout: Layout) -> Path:
             meta,
             arrays,
             columns,
-            layout.figures_dir,
+            layout,
             relative=read_json(layout.relative_metrics),
         )
     write_text(layout.report_html, page)
@@ -73,7 +73,6 @@ def render(params: dict, layout: Layout, out: Path) -> list[str]:
     if not kinds:  # figures=none
         return []
     from pipeline.outputs import figures as fig
-    from pipeline.outputs.relative_figures import queue_relative_figures
 
     written: list[str] = []
     batch = fig.Batch(out, cache=layout.figure_cache)
@@ -84,14 +83,8 @@ def render(params: dict, layout: Layout, out: Path) -> list[str]:
 
     meta = read_json(layout.projections_meta)
     shown = shown_sentences(len(meta["sentences"]), cfg["max_sentences"])
-    if "tutorials" in kinds:  # they use torch: drawn in this process, while the workers draw the rest
-        batch.add_here(render_tutorials, params, layout, out)
     if kinds & {"panels", "ratio_sweep"}:
         render_comparisons(params, layout, meta, shown, kinds, path, batch)
-    if "encoding" in kinds:
-        render_encoding(params, layout, path, batch)
-    if "relative" in kinds:
-        queue_relative_figures(layout, cfg, path, batch)
     if "projection" in kinds:
         render_projections(params, meta, shown, layout, path, batch)
     if "crossover" in kinds and shown < len(meta["sentences"]):
@@ -99,94 +92,6 @@ def render(params: dict, layout: Layout, out: Path) -> list[str]:
     for names in batch.run(cfg["workers"]):
         written += names or []
     return written
-
-
-def render_tutorials(params: dict, layout: Layout, out: Path) -> list[str]:
-    """The tutorials' figures (pipeline.tutorials.figures); returns their names."""
-    from pipeline.base.files import read_json
-    from pipeline.tutorials.figures import render_tutorial_figures
-
-    return render_tutorial_figures(params, out, root=layout.base, tokens=read_json(layout.tokens))
-
-
-def render_encoding(params: dict, layout: Layout, path, batch) -> None:
-    """The encoding matrix, its dot products and distances, and the two property plots."""
-    import numpy as np
-
-    from pipeline.base.files import read_columns, read_json
-    from pipeline.outputs import figures as fig
-
-    cfg = params["figures"]
-    dpi, max_size = cfg["dpi"], cfg["max_heatmap_size"]
-    colours = {"cmap": cfg["cmap"], "sequential": cfg["sequential_cmap"]}
-    encoded = read_json(layout.encode_summary)
-    mats = read_json(layout.matrices_info)  # layout; dot/distance.npy hold block x block means
-    d, kind = encoded["d_model"], encoded["kind"]
-    text = fig.encoding_figure_text(
-        kind, mats["layout"], d, fig.encoding_tag(kind, d, encoded["max_len"], params["encoding"])
-    )
-
-    # averaged here, so that a worker gets at most max_size x max_size values, whatever max_len is
-    pe, pe_cell = fig.block_average(np.load(layout.pe_matrix, mmap_mode="r"), max_size)
-    batch.add(
-        fig.heatmap,
-        pe,
-        path("pe_heatmap.png"),
-        cell=pe_cell,
-        **text["pe_heatmap"],
-        ylabel="position pos",
-        cbar="PE value",
-        dpi=dpi,
-        max_size=max_size,
-        **colours,
-    )
-    batch.add(
-        fig.heatmap,
-        np.load(layout.dot_matrix, mmap_mode="r"),
-        path("pe_dot_product.png"),
-        **text["pe_dot_product"],
-        xlabel="position b",
-        ylabel="position a",
-        cbar="PE(a) . PE(b)",
-        dpi=dpi,
-        max_size=max_size,
-        square=True,
-        cell=mats["block"],
-        **colours,
-    )
-    batch.add(
-        fig.heatmap,
-        np.load(layout.distance_matrix, mmap_mode="r"),
-        path("pe_distance.png"),
-        **text["pe_distance"],
-        xlabel="position b",
-        ylabel="position a",
-        cbar="||PE(a) - PE(b)||",
-        dpi=dpi,
-        max_size=max_size,
-        square=True,
-        cell=mats["block"],
-        **colours,
-    )
-
-    norms = read_columns(layout.pe_norms_csv)
-    batch.add(
-        fig.norms_plot,
-        norms["position"],
-        norms["norm"],
-        encoded["norm_expected"],
-        path("pe_norms.png"),
-        **text["pe_norms"],
-        dpi=dpi,
-    )
-    offsets = read_columns(layout.offset_distance_csv)
-    batch.add(
-        fig.offset_distance_plot,
-        *(offsets[c] for c in ("k", "min_over_p", "max_over_p", "closed_form")),
-        path("pe_offset_distance.png"),
-        **text["pe_offset_distance"],
-        dpi=dpi,
-    )
 
 
 def render_projections(params: dict, meta: dict, shown: int, layout: Layout, path, batch) -> None:

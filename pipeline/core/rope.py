@@ -37,6 +37,7 @@ import torch
 
 from pipeline.core.device import float64_capable, has_float64
 from pipeline.core.encoding import inverse_frequencies, round_once
+from pipeline.core.rope_scaling import ntk_base
 
 LAYOUTS = ("interleaved", "half_split")
 
@@ -51,14 +52,6 @@ def check_layout(layout: str) -> str:
     if layout not in LAYOUTS:
         raise ValueError(f"RoPE layout {layout!r} is not one of {', '.join(LAYOUTS)}")
     return layout
-
-
-def ntk_base(base: float, scale: float, d_head: int) -> float:
-    """NTK-aware base for a context `scale` s times longer: base * s^(d / (d - 2))."""
-    check_head_dim(d_head)
-    if d_head == 2:
-        raise ValueError("NTK-aware scaling needs d_head > 2 (its exponent is d / (d - 2))")
-    return float(base) * float(scale) ** (d_head / (d_head - 2))
 
 
 class Scaling(NamedTuple):

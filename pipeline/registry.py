@@ -161,6 +161,8 @@ _COMPUTE: tuple[Stage, ...] = (
             ),
             Output("relative_dir"),
             Output("relative_metrics", cache=False),
+            Output("families_dir"),
+            Output("properties_metrics", cache=False),
         ),
     ),
     Stage(

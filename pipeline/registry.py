@@ -219,6 +219,8 @@ _COMPUTE: tuple[Stage, ...] = (
             "ratio_sweep_dir",
             "relative_dir",
             "relative_metrics",
+            "families_dir",
+            "properties_metrics",
         ),
         outputs=(Output("figures_dir", log="figures"), Output("report_html", cache=False, log="")),
         plots=({"source": "figures_dir"},),

@@ -56,6 +56,7 @@ def write_report(params: dict, layout: Layout) -> Path:
             columns,
             layout.figures_dir,
             relative=read_json(layout.relative_metrics),
+            properties=read_json(layout.properties_metrics),
         )
     write_text(layout.report_html, page)
     log.info("report: %s (%d kB)", layout.report_html, len(page) // 1024)
@@ -73,7 +74,7 @@ def render(params: dict, layout: Layout, out: Path) -> list[str]:
     if not kinds:  # figures=none
         return []
     from pipeline.outputs import figures as fig
-    from pipeline.outputs.relative_figures import queue_relative_figures
+    from pipeline.outputs.relative_figures import queue_property_figures, queue_relative_figures
 
     written: list[str] = []
     batch = fig.Batch(out, cache=layout.figure_cache)
@@ -92,6 +93,8 @@ def render(params: dict, layout: Layout, out: Path) -> list[str]:
         render_encoding(params, layout, path, batch)
     if "relative" in kinds:
         queue_relative_figures(layout, cfg, path, batch)
+    if "properties" in kinds:
+        queue_property_figures(layout, cfg, path, batch)
     if "projection" in kinds:
         render_projections(params, meta, shown, layout, path, batch)
     if "crossover" in kinds and shown < len(meta["sentences"]):

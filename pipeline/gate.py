@@ -5,7 +5,8 @@
     python -m pipeline.gate --baseline old.json   # reports/metrics.json (or --current) vs a file
 
 The gated files are GATED below: reports/metrics.json (names as they are), reports/relative.json (RoPE and ALiBi,
-names prefixed `relative.`) and reports/study/crossover.json (the crossover study, prefixed `study.`).
+names prefixed `relative.`), reports/study/crossover.json (the crossover study, prefixed `study.`)
+and reports/properties.json (every position-encoding family's property scores, prefixed `properties.`).
 
 Tolerances live in .ci/tolerances.yaml: rules of fnmatch patterns over the flattened metric names
 (as `dvc metrics show` prints them), each with `abs` and/or `rel` and a one-line reason; the first
@@ -32,7 +33,7 @@ from pipeline.base.paths import Layout
 
 METRICS = Layout(Path(".")).metrics.as_posix()  # as git and DVC name it
 # The gated files: name prefix -> Layout attribute (paths as git names them). "" keeps metrics.json's names unprefixed.
-GATED = {"": "metrics", "relative": "relative_metrics", "study": "study_summary"}
+GATED = {"": "metrics", "relative": "relative_metrics", "study": "study_summary", "properties": "properties_metrics"}
 
 
 def gated_files() -> dict[str, str]:

@@ -170,6 +170,8 @@ _COMPUTE: tuple[Stage, ...] = (
             ),
             Output("relative_dir"),
             Output("relative_metrics", cache=False),
+            Output("families_dir"),
+            Output("properties_metrics", cache=False),
         ),
     ),
     Stage(
@@ -224,6 +226,7 @@ _COMPUTE: tuple[Stage, ...] = (
             "ratio_sweep_dir",
             "encode_figures_dir",
             "relative_metrics",
+            "properties_metrics",
         ),
         outputs=(Output("sweep_figures_dir", log="figures"), Output("report_html", cache=False, log="")),
         plots=({"source": "encode_figures_dir"}, {"source": "sweep_figures_dir"}),

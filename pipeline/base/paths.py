@@ -182,6 +182,16 @@ class Layout:
         return self.relative_dir / "alibi.npz"
 
     @property
+    def families_dir(self) -> Path:
+        """Every position-encoding family side by side (stage encode): RoPE's scalings' arrays."""
+        return self.base / "data" / "families"
+
+    @property
+    def scaling_arrays(self) -> Path:
+        """Per RoPE scaling: decay bound, mean/std/self expectation per distance, frequencies, wavelengths (npz)."""
+        return self.families_dir / "scalings.npz"
+
+    @property
     def sweep_dir(self) -> Path:
         return self.data_dir / "sweep"
 
@@ -212,6 +222,11 @@ class Layout:
     def relative_metrics(self) -> Path:
         """RoPE's and ALiBi's numbers (stage encode); kept out of headline.json."""
         return self.reports / "relative.json"
+
+    @property
+    def properties_metrics(self) -> Path:
+        """The families x properties table and the RoPE scalings' summary (stage encode), gated."""
+        return self.reports / "properties.json"
 
     @property
     def plots_dir(self) -> Path:

@@ -539,11 +539,60 @@ class AlibiConfig(_Checked):
 
 
 @dataclass
+class RopeScalingConfig(_Checked):
+    """RoPE's context-extension scalings (pipeline.core.rope_scaling) for a context relative.rope.scale times the
+    original one; the published settings by default."""
+
+    KEY = "relative.scaling"
+    original_context: int = checked(at_least(2), default=8192)  # L: the context the model was trained on
+    yarn_beta_fast: float = checked(above(0), default=32.0)  # YaRN: pairs with more rotations in L keep theta_i
+    yarn_beta_slow: float = checked(above(0), default=1.0)  # YaRN: pairs with fewer rotations in L get theta_i / s
+    llama3_factor: float = checked(not_below(1), default=8.0)  # Llama 3.1
+    llama3_low_freq_factor: float = checked(above(0), default=1.0)  # wavelengths > L / low: theta_i / factor
+    llama3_high_freq_factor: float = checked(above(0), default=4.0)  # wavelengths < L / high: theta_i kept
+    # LongRoPE's per-pair factors (d_head / 2 values each); empty: 1 within L, s^(2i/(d-2)) beyond it
+    longrope_short_factor: List[float] = checked(
+        Rule("a list of numbers > 0", lambda v: all(x > 0 for x in v)), factory=list
+    )
+    longrope_long_factor: List[float] = checked(
+        Rule("a list of numbers > 0", lambda v: all(x > 0 for x in v)), factory=list
+    )
+
+    def check(self) -> None:
+        self.require(self.yarn_beta_fast > self.yarn_beta_slow, "yarn_beta_fast", "a number > yarn_beta_slow")
+        self.require(
+            self.llama3_high_freq_factor > self.llama3_low_freq_factor,
+            "llama3_high_freq_factor",
+            "a number > llama3_low_freq_factor",
+        )
+
+
+@dataclass
+class PropertiesConfig(_Checked):
+    """The families x properties table (pipeline.core.pe_properties)."""
+
+    KEY = "relative.properties"
+    positions: int = checked(between(4, 1024), default=64)  # N: the N x N position-position proximity scored
+    samples: int = checked(between(1, 100_000), default=256)  # seeded Gaussian (q, k) pairs of RoPE's expectations
+    seed: int = checked(at_least(0), default=0)  # the draws of q, k and of the learned table
+
+
+@dataclass
 class RelativeConfig(_Checked):
     KEY = "relative"
     name: str = MISSING
     rope: RopeConfig = MISSING
     alibi: AlibiConfig = MISSING
+    scaling: RopeScalingConfig = field(default_factory=RopeScalingConfig)
+    properties: PropertiesConfig = field(default_factory=PropertiesConfig)
+
+    def check(self) -> None:
+        h, given = self.rope.d_head // 2, (self.scaling.longrope_short_factor, self.scaling.longrope_long_factor)
+        self.require(
+            all(len(v) in (0, h) for v in given),
+            "scaling.longrope_long_factor",
+            f"empty or d_head / 2 = {h} factors (as relative.scaling.longrope_short_factor)",
+        )
 
 
 @dataclass

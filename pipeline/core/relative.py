@@ -126,3 +126,107 @@ def alibi_diagnostics(cfg: dict, device: torch.device) -> tuple[dict[str, np.nda
         "heads": heads,
     }
     return arrays, summary
+
+
+# ---------------------------------------------------------------- every family side by side (issue 24)
+
+
+def gaussian_pairs(samples: int, d_head: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(samples, d/2) complex q and k pairs, N(0, 1) float64 coordinates, from a numpy generator seeded `seed`."""
+    x = np.random.default_rng(seed).standard_normal((2, samples, d_head))
+    h = d_head // 2
+    return x[0, :, :h] + 1j * x[0, :, h:], x[1, :, :h] + 1j * x[1, :, h:]
+
+
+def rope_profiles(inv_freq: np.ndarray, factor: float, q: np.ndarray, k: np.ndarray, offsets: np.ndarray) -> dict:
+    """Scores a^2 Re sum_i q_i conj(k_i) e^{i delta theta_i} over offsets delta (K,): `self` the mean with k = q
+    (a^2 sum_i |q_i|^2 cos(delta theta_i)), `mean` and `std` over the independent pairs (q, k) (Barbero et al.)."""
+    phase = np.exp(1j * offsets[:, None] * inv_freq[None, :])  # (K, h)
+    a2 = factor * factor
+    independent = a2 * ((q * k.conj()) @ phase.T).real  # (S, K)
+    return {
+        "self": a2 * (phase.real @ (np.abs(q) ** 2).mean(axis=0)),
+        "mean": independent.mean(axis=0),
+        "std": independent.std(axis=0),
+    }
+
+
+def family_proximities(rel: dict, sinusoids: dict, learned: np.ndarray, biases: np.ndarray) -> dict:
+    """family key -> (description, proximity P (N, N), its attention prior, or per-head lists for ALiBi).
+
+    rel: the `relative` config; sinusoids: layout -> (N, d) float64 sinusoidal tables; learned: (N, d) the seeded
+    learned table; biases: (heads, N, N) ALiBi's bias (-inf masked) of the first head count."""
+    from pipeline.core import pe_properties as pp
+    from pipeline.core.rope_scaling import scaled_frequencies
+
+    cfg = rel["properties"]
+    n, d_head = cfg["positions"], rel["rope"]["d_head"]
+    out = {"nope": ("NoPE: no position signal, P = 0", np.zeros((n, n)), np.full((n, n), 1.0 / n))}
+    for layout, pe in sinusoids.items():
+        p = pe @ pe.T
+        out[f"sinusoidal_{layout}"] = (
+            f"sinusoidal ({layout}): PE(i) . PE(j)",
+            p,
+            pp.softmax_rows(p / np.sqrt(pe.shape[1])),
+        )
+    p = learned @ learned.T
+    out["learned"] = ("learned (seeded, untrained): PE(i) . PE(j)", p, pp.softmax_rows(p / np.sqrt(learned.shape[1])))
+    q, _ = gaussian_pairs(cfg["samples"], d_head, cfg["seed"])
+    offsets = np.arange(-(n - 1), n, dtype=np.float64)
+    for key, freq in scaled_frequencies(rel["scaling"], d_head, rel["rope"]["base"], rel["rope"]["scale"]).items():
+        profile = rope_profiles(freq.inv_freq, freq.attention_factor, q, q, offsets)["self"]
+        p = pp.toeplitz(profile, n)
+        out[f"rope_{key}"] = (f"RoPE {key}: a^2 E[q . R(i - j) q]", p, pp.softmax_rows(p / np.sqrt(d_head)))
+    out["alibi"] = ("ALiBi: the bias -m (i - j), mean over heads", list(biases), [pp.softmax_rows(b) for b in biases])
+    return out
+
+
+def properties_table(proximities: dict) -> dict:
+    """family key -> {what, each property of pipeline.core.pe_properties.PROPERTIES} (12 significant digits)."""
+    from pipeline.core import pe_properties as pp
+
+    table = {}
+    for key, (what, p, a) in proximities.items():
+        values = pp.mean_scores([pp.scores(x, y) for x, y in zip(p, a)]) if isinstance(p, list) else pp.scores(p, a)
+        table[key] = {"what": what, **{k: None if v is None else float(f"{v:.12g}") for k, v in values.items()}}
+    return table
+
+
+def scaling_diagnostics(rel: dict, distances: np.ndarray) -> tuple[dict[str, np.ndarray], dict]:
+    """Barbero et al.: per RoPE scaling, RoFormer's decay bound and the mean and spread (std) over the seeded
+    independent Gaussian (q, k) of the score against the distance, and the expectation with k = q; each pair's
+    wavelength against the original and the extended context. Returns the arrays and the summary."""
+    from pipeline.core.rope_scaling import scaled_frequencies, wavelengths
+
+    cfg, rope_cfg = rel["properties"], rel["rope"]
+    d_head, factor = rope_cfg["d_head"], rope_cfg["scale"]
+    original = rel["scaling"]["original_context"]
+    q, k = gaussian_pairs(cfg["samples"], d_head, cfg["seed"])
+    arrays: dict[str, np.ndarray] = {"distance": distances}
+    summary = {"original_context": original, "extended_context": factor * original, "samples": cfg["samples"]}
+    for key, freq in scaled_frequencies(rel["scaling"], d_head, rope_cfg["base"], factor).items():
+        profiles = rope_profiles(freq.inv_freq, freq.attention_factor, q, k, distances.astype(np.float64))
+        bound = rope.decay_bound(torch.from_numpy(distances), d_head, theta=torch.from_numpy(freq.inv_freq)).numpy()
+        wave = wavelengths(freq.inv_freq)
+        arrays.update({f"{key}_{name}": _round12(v) for name, v in profiles.items()})
+        arrays[f"{key}_bound"] = _round12(bound)
+        arrays[f"{key}_inv_freq"] = _round12(freq.inv_freq)
+        arrays[f"{key}_wavelength"] = _round12(wave)
+        summary[key] = {
+            "attention_factor": float(f"{freq.attention_factor:.12g}"),
+            "rotating_within_original": int((wave <= original).sum()),
+            "rotating_within_extended": int((wave <= factor * original).sum()),
+            "longest_wavelength": float(f"{wave.max():.12g}"),
+        }
+    return arrays, summary
+
+
+def _round12(x: np.ndarray) -> np.ndarray:
+    return round_significant(np.asarray(x, dtype=np.float64), floor=float(np.abs(x).max()))
+
+
+def distance_grid(max_distance: int) -> np.ndarray:
+    """Every distance 0..256, then about 200 log-spaced ones up to max_distance (integers)."""
+    dense = np.arange(min(256, max_distance) + 1)
+    sparse = np.geomspace(257, max(max_distance, 257), 200).round().astype(np.int64) if max_distance > 256 else []
+    return np.unique(np.concatenate([dense, sparse])).astype(np.int64)

@@ -37,6 +37,7 @@ import torch
 
 from pipeline.core.device import float64_capable, has_float64
 from pipeline.core.encoding import inverse_frequencies, round_once
+from pipeline.core.rope_scaling import ntk_base
 
 LAYOUTS = ("interleaved", "half_split")
 
@@ -51,14 +52,6 @@ def check_layout(layout: str) -> str:
     if layout not in LAYOUTS:
         raise ValueError(f"RoPE layout {layout!r} is not one of {', '.join(LAYOUTS)}")
     return layout
-
-
-def ntk_base(base: float, scale: float, d_head: int) -> float:
-    """NTK-aware base for a context `scale` s times longer: base * s^(d / (d - 2))."""
-    check_head_dim(d_head)
-    if d_head == 2:
-        raise ValueError("NTK-aware scaling needs d_head > 2 (its exponent is d / (d - 2))")
-    return float(base) * float(scale) ** (d_head / (d_head - 2))
 
 
 class Scaling(NamedTuple):
@@ -218,11 +211,20 @@ def score_check(
 
 
 def decay_bound(
-    distances: torch.Tensor, d_head: int, base: float = 10000.0, *, position_scale: float = 1.0, chunk: int = 4096
+    distances: torch.Tensor,
+    d_head: int,
+    base: float = 10000.0,
+    *,
+    position_scale: float = 1.0,
+    chunk: int = 4096,
+    theta: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """RoFormer's relative upper bound (1/(d/2)) sum_{j=1}^{d/2} |S_j|, S_j = sum_{k<j} e^{i delta theta_k}, for
-    each relative distance delta in `distances` (K,): float64 (K,). At delta = 0 it is (d/2 + 1) / 2."""
-    theta = frequencies(d_head, base, position_scale, distances.device).to(distances.device)
+    each relative distance delta in `distances` (K,): float64 (K,). At delta = 0 it is (d/2 + 1) / 2. theta: (d/2,)
+    float64 frequencies of a scaling (pipeline.core.rope_scaling) instead of base and position_scale."""
+    if theta is None:
+        theta = frequencies(d_head, base, position_scale, distances.device)
+    theta = theta.to(distances.device)
     out = torch.empty(distances.numel(), dtype=torch.float64, device=distances.device)
     flat = distances.reshape(-1).to(torch.float64)
     for s in range(0, flat.numel(), chunk):

@@ -1,6 +1,7 @@
 """The figures of the encode stage's data, drawn by that stage (reports/figures/encode/): the encoding matrix, its
-dot products and distances and the two property plots (kind `encoding`), RoPE's and ALiBi's (kind `relative`,
-pipeline.outputs.relative_figures) and the tutorials' (kind `tutorials`). Drawn where their data is computed, so that
+dot products and distances and the two property plots (kind `encoding`), RoPE's and ALiBi's (kind `relative`) and
+the families' properties and RoPE scalings (kind `properties`, both pipeline.outputs.relative_figures) and the
+tutorials' (kind `tutorials`). Drawn where their data is computed, so that
 a change of the weights (`sweep.*`) re-draws none of them (the figures stage draws the sweep's).
 """
 
@@ -13,7 +14,9 @@ from pipeline.base.paths import Layout
 
 log = logging.getLogger("pipeline")
 
-KINDS = frozenset({"encoding", "relative", "tutorials"})  # the kinds of pipeline.config.figure_sets drawn here
+KINDS = frozenset(
+    {"encoding", "relative", "properties", "tutorials"}
+)  # the kinds of pipeline.config.figure_sets drawn here
 
 
 def draw_encode_figures(params: dict, layout: Layout) -> list[str]:
@@ -38,7 +41,7 @@ def render(params: dict, layout: Layout, out: Path) -> list[str]:
     if not kinds:
         return []
     from pipeline.outputs import figures as fig
-    from pipeline.outputs.relative_figures import queue_relative_figures
+    from pipeline.outputs.relative_figures import queue_property_figures, queue_relative_figures
 
     written: list[str] = []
     batch = fig.Batch(out)
@@ -53,6 +56,8 @@ def render(params: dict, layout: Layout, out: Path) -> list[str]:
         render_encoding(params, layout, path, batch)
     if "relative" in kinds:
         queue_relative_figures(layout, cfg, path, batch)
+    if "properties" in kinds:
+        queue_property_figures(layout, cfg, path, batch)
     for names in batch.run(cfg["workers"]):
         written += names or []
     return written

@@ -151,6 +151,21 @@ RELATIVE_VARIANTS = {
 }
 
 
+# What each property of reports/properties.json means (pipeline.core.pe_properties), one line each for the report.
+PROPERTY_DOCS = {
+    "wang_monotonicity": "Wang et al. monotonicity: rank correlation of the proximity with minus the distance, per row "
+    "and side (1: it falls strictly as positions move apart; empty: constant, e.g. NoPE)",
+    "wang_translation_invariance": "Wang et al. translation invariance: the share of the proximity's variance that "
+    "the offset i - j explains (1: a function of i - j only)",
+    "wang_symmetry": "Wang et al. symmetry: the symmetric part's share of the centred proximity's energy (1: i with j "
+    "as j with i; empty: a causal mask leaves no pair to compare)",
+    "chen_locality": "Chen et al. locality: mean over rows of sum_j A[i, j] 2^-|i - j| of the softmax attention prior "
+    "(1: all weight on the query's own position; 1/N-ish: uniform)",
+    "chen_symmetry": "Chen et al. symmetry: 1 - the mean row-min-max-scaled |A[i, i-k] - A[i, i+k]| of the attention "
+    "prior (1: keys before and after the query weigh the same)",
+}
+
+
 @functools.cache
 def _environment():
     """One Jinja environment per process: it compiles the template once (a multirun renders a report per job)."""
@@ -186,14 +201,15 @@ def build_report(
     columns: Sequence[dict[str, np.ndarray]],
     layout,
     relative: dict | None = None,
+    properties: dict | None = None,
 ) -> str:
     """The report as one HTML string.
 
     params: reads encoding, metrics.groups and figures.name only; metrics: reports/metrics.json; meta, arrays:
     data/sweep's projections.json and projections.npz; columns: the ratio-sweep tables of the sentences shown (the first
     figures.max_sentences; the page stays small for any number of sentences); layout: the Layout whose figures (its
-    figures_dir's stage folders) the page shows; relative:
-    reports/relative.json (RoPE and ALiBi; None leaves their section out).
+    figures_dir's stage folders) the page shows; relative: reports/relative.json (RoPE and ALiBi; None leaves their
+    section out); properties: reports/properties.json (every family's property scores; None leaves its section out).
     """
     from markupsafe import Markup
 
@@ -236,5 +252,7 @@ def build_report(
             last=len(meta["ratios"]) - 1,
             relative=relative,
             variants=RELATIVE_VARIANTS,
+            properties=properties,
+            property_docs=PROPERTY_DOCS,
         )
     )

@@ -44,6 +44,7 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
     device = resolve_device(params["encoding"]["device"])
     summary = encode_positions(params, layout, device)
     relative_diagnostics(params["relative"], layout, device)
+    family_properties(params["relative"], params["encoding"], params["glove"]["dim"], layout)
     draw_encode_figures(params, layout)
     return summary
 
@@ -123,6 +124,34 @@ def relative_diagnostics(cfg: dict, layout: Layout, device) -> dict:
         ", ".join(f"{key[1:]}: {value:.3f}" for key, value in base.items() if key.startswith("d")),
         ", ".join(key[1:] for key in alibi_summary["heads"]),
     )
+    return summary
+
+
+def family_properties(rel: dict, encoding: dict, d_model: int, layout: Layout) -> dict:
+    """reports/properties.json (every family x the literature's properties, the RoPE scalings' summary) and
+    data/families/scalings.npz (pipeline.core.relative); returns the JSON."""
+    import torch
+
+    from pipeline.base.files import write_json, write_npz
+    from pipeline.core import alibi
+    from pipeline.core.encoding import sinusoidal_encoding
+    from pipeline.core.random_tables import learned_position_table
+    from pipeline.core.relative import distance_grid, family_proximities, properties_table, scaling_diagnostics
+
+    n, seed = rel["properties"]["positions"], rel["properties"]["seed"]
+    sinusoids = {
+        name: sinusoidal_encoding(n, d_model, encoding["base"], layout=name, dtype=torch.float64).numpy()
+        for name in ("interleaved", "concatenated")
+    }
+    learned = learned_position_table(n, d_model, seed, dtype=torch.float64).numpy()
+    biases = alibi.bias(alibi.slopes(rel["alibi"]["heads"][0]), n, causal=rel["alibi"]["causal"]).numpy()
+    table = properties_table(family_proximities(rel, sinusoids, learned, biases))
+    arrays, scalings = scaling_diagnostics(rel, distance_grid(rel["rope"]["max_distance"]))
+    layout.families_dir.mkdir(parents=True, exist_ok=True)
+    write_npz(layout.scaling_arrays, arrays)
+    summary = {"positions": n, "d_model": d_model, "d_head": rel["rope"]["d_head"], "families": table}
+    write_json(layout.properties_metrics, {**summary, "rope_scalings": scalings})
+    log.info("properties: %d families x %d properties at N = %d positions", len(table), 5, n)
     return summary
 
 

@@ -56,6 +56,7 @@ def write_report(params: dict, layout: Layout) -> Path:
             columns,
             layout,
             relative=read_json(layout.relative_metrics),
+            properties=read_json(layout.properties_metrics),
         )
     write_text(layout.report_html, page)
     log.info("report: %s (%d kB)", layout.report_html, len(page) // 1024)

@@ -74,19 +74,19 @@ def test_dvc_repro_end_to_end(checkout, private_mlflow_store):
 
     assert json.loads((checkout / "reports/headline.json").read_text()) == headline(metrics)
     figures = sorted(p.name for p in (checkout / "reports/figures").glob("*/*.png"))
-    assert len(figures) == 30
+    assert len(figures) == 32  # 18 of the encode stage, 14 of the sweep's (figures stage)
 
     # a module only the figures stage imports: dvc status names exactly that stage
     from pipeline.dvcyaml import import_closure
     from pipeline.registry import STAGES
 
-    module = Path("pipeline/tutorials/masks.py")
+    module = Path("pipeline/outputs/report.py")
     importers = [s.name for s in STAGES if module in import_closure(s.module, checkout)]
     assert importers == ["figures"]
     original = (checkout / module).read_text()
     (checkout / module).write_text(original + "# an edit\n")
     status = json.loads(run(["dvc", "status", "--json"], checkout).stdout)
-    assert sorted(status) == importers and "pipeline/tutorials/masks.py" in json.dumps(status["figures"])
+    assert sorted(status) == importers and "pipeline/outputs/report.py" in json.dumps(status["figures"])
     (checkout / module).write_text(original)
     assert json.loads(run(["dvc", "status", "--json"], checkout).stdout) == {}
 
@@ -109,7 +109,7 @@ def test_dvc_repro_end_to_end(checkout, private_mlflow_store):
     assert "sweep.s1.w1_1-w2_10.pca_disparity" in logged.data.metrics
     assert len(logged.data.tags["git_commit"]) >= 40
     artifacts = {a.path for a in client.list_artifacts(logged.info.run_id, "figures")}
-    assert "figures/projection_s1_w1_1-w2_10.png" in artifacts and len(artifacts) == 30
+    assert "figures/projection_s1_w1_1-w2_10.png" in artifacts and len(artifacts) == 32
     assert "report.html" in {a.path for a in client.list_artifacts(logged.info.run_id)}
     assert exp.artifact_location.startswith("file://") or private_mlflow_store.startswith("http")
 
@@ -265,11 +265,11 @@ def test_checkout_and_exp_apply_leave_exact_output_folders(checkout, private_mlf
     run(["git", "commit", "-qm", "baseline"], checkout, **GIT_ID)
     figures = checkout / "reports/figures"
     baseline = sorted(p.name for p in figures.glob("*/*"))
-    assert len(baseline) == 30  # 26 + RoPE's and ALiBi's 4
+    assert len(baseline) == 32  # 26 + RoPE's and ALiBi's 4 + the families' 2
 
     run(["dvc", "exp", "run", "-n", "fewer", "-S", "sweep.w1=[1]", "-S", "sweep.w2=[1]"], checkout)
     fewer = sorted(p.name for p in figures.glob("*/*"))
-    assert len(fewer) == 30 - 2 * 3 and set(fewer) < set(baseline)  # 2 sentences x 3 pairs fewer
+    assert len(fewer) == 32 - 2 * 3 and set(fewer) < set(baseline)  # 2 sentences x 3 pairs fewer
 
     run(["git", "checkout", "--", "."], checkout)
     run(["dvc", "checkout"], checkout)

@@ -19,7 +19,7 @@ by pipeline.core.relative: data/relative/rope.npz, data/relative/alibi.npz (the 
 reports/relative.json (the numbers; kept out of headline.json).
 
 Then their figures and the tutorials' (which use torch too), reports/figures/encode/, by
-pipeline.outputs.encode_figures.
+pipeline.stages._encode_figures.
 
 Reads params: encoding, glove.dim, glove.name, relative, tutorials, the figure settings (registry FIGURE_KEYS); files:
 the GloVe store, tokens.json.
@@ -39,7 +39,7 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
     """The positional encoding and its diagnostics, then RoPE's and ALiBi's; returns the encoding's summary."""
     from pipeline.core.device import resolve_device
 
-    from pipeline.outputs.encode_figures import draw_encode_figures
+    from pipeline.stages._encode_figures import draw_encode_figures
 
     device = resolve_device(params["encoding"]["device"])
     summary = encode_positions(params, layout, device)

@@ -25,6 +25,7 @@ from omegaconf.errors import OmegaConfBaseException
 from pipeline.base.errors import PipelineError
 from pipeline.base.secrets import has_credentials, redact, secret_query_params
 from pipeline.config.figure_sets import FIGURE_SET_NAMES
+from pipeline.core.choices import DTYPES, LAYOUTS, ROPE_LAYOUTS
 from pipeline.core.random_tables import INITS
 from pipeline.core.weights import SQRT_D
 from pipeline.inputs.glove_sources import SOURCES, UNK_POLICIES
@@ -32,11 +33,6 @@ from pipeline.inputs.glove_sources import SOURCES, UNK_POLICIES
 SCHEMA_NAME = "config_schema"  # the name conf/config.yaml's defaults list gives the schema
 GLOVE_SOURCES = tuple(SOURCES)  # each reads the glove key of its own name (glove.url, ...), a field of GloveConfig
 ENCODINGS = ("sinusoidal", "learned")
-# Choice lists that live in heavier modules are restated, and tests/test_config.py checks them against those:
-# importing pipeline.core.encoding costs torch.
-LAYOUTS = ("interleaved", "concatenated")  # = pipeline.core.encoding.LAYOUTS
-ROPE_LAYOUTS = ("interleaved", "half_split")  # = pipeline.core.rope.LAYOUTS
-DTYPES = ("float32", "float64")  # of pipeline.core.device.DTYPES: fp16 / bf16 angles are badly wrong
 DEVICES = ("auto", "cpu", "cuda", "mps")  # and cuda:N
 PAD_SIDES = ("pre", "post")
 SHA256 = re.compile(r"[0-9a-f]{64}")

@@ -36,9 +36,9 @@ from typing import Iterator, NamedTuple
 
 import torch
 
+from pipeline.core.choices import LAYOUTS
 from pipeline.core.device import float64_capable, has_float64
 
-LAYOUTS = ("interleaved", "concatenated")
 
 # Squared distances below this share of |x_a|^2 + |x_b|^2 lose more than ~6 digits to cancellation in
 # |x_a|^2 + |x_b|^2 - 2 x_a.x_b: they are recomputed directly from x_a - x_b.

@@ -35,11 +35,10 @@ from typing import NamedTuple
 
 import torch
 
+from pipeline.core.choices import ROPE_LAYOUTS as LAYOUTS
 from pipeline.core.device import float64_capable, has_float64
 from pipeline.core.encoding import inverse_frequencies, round_once
 from pipeline.core.rope_scaling import ntk_base
-
-LAYOUTS = ("interleaved", "half_split")
 
 
 def check_head_dim(d_head: int) -> int:

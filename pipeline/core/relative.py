@@ -16,12 +16,16 @@ so that files and figures are the same on every machine.
 
 from __future__ import annotations
 
+from typing import Any
+
+
 import numpy as np
 import torch
 
 from pipeline.base.files import round_significant
 from pipeline.core import alibi, rope
 from pipeline.core.device import has_float64
+
 
 CHECK_DTYPES = {"float64": torch.float64, "float32": torch.float32}
 
@@ -47,17 +51,17 @@ def query_key(d_head: int, seed: int, device: torch.device) -> tuple[torch.Tenso
     return q.to(device), k.to(device)
 
 
-def rope_diagnostics(cfg: dict, device: torch.device) -> tuple[dict[str, np.ndarray], dict]:
+def rope_diagnostics(cfg: Any, device: torch.device) -> tuple[dict[str, np.ndarray], dict]:
     """cfg: relative.rope. Returns the arrays of data/relative/rope.npz and the summary's `rope` entry."""
     work = _work(device)
-    d, n, layout = cfg["d_head"], cfg["positions"], cfg["layout"]
-    q, k = query_key(d, cfg["seed"], work)
+    d, n, layout = cfg.d_head, cfg.positions, cfg.layout
+    q, k = query_key(d, cfg.seed, work)
     arrays: dict[str, np.ndarray] = {}
     checks: dict[str, dict] = {}
     for name in rope.LAYOUTS:
         entry = {}
         for dtype_name, dtype in CHECK_DTYPES.items():
-            check = rope.score_check(q, k, n, cfg["base"], layout=name, dtype=dtype)
+            check = rope.score_check(q, k, n, cfg.base, layout=name, dtype=dtype)
             # deviations at the scores' own precision: float64 rounding noise (~1e-13) is 0 on every machine
             scale = float(check.closed.abs().max())
             spread, error = _fixed(check.spread, scale), _fixed(check.error, scale)
@@ -72,27 +76,27 @@ def rope_diagnostics(cfg: dict, device: torch.device) -> tuple[dict[str, np.ndar
         entry["score_scale"] = float(np.abs(_fixed(check.closed)).max())
         checks[name] = entry
 
-    distances = torch.arange(cfg["max_distance"] + 1, device=work)
+    distances = torch.arange(cfg.max_distance + 1, device=work)
     arrays["distance"] = distances.cpu().numpy()
     decay = {}
-    for variant in rope.scalings(cfg["base"], cfg["larger_base"], cfg["scale"], d):
+    for variant in rope.scalings(cfg.base, cfg.larger_base, cfg.scale, d):
         bound = _fixed(rope.decay_bound(distances, d, variant.base, position_scale=variant.position_scale))
         arrays[f"bound_{variant.key}"] = bound
         decay[variant.key] = {
             "base": variant.base,
             "position_scale": variant.position_scale,
             "lowest_wavelength": rope.lowest_wavelength(d, variant.base, variant.position_scale),
-            **{f"d{r}": float(bound[r]) for r in cfg["report_distances"]},
+            **{f"d{r}": float(bound[r]) for r in cfg.report_distances},
         }
     summary = {
         "d_head": d,
-        "base": cfg["base"],
-        "larger_base": cfg["larger_base"],
-        "scale": cfg["scale"],
+        "base": cfg.base,
+        "larger_base": cfg.larger_base,
+        "scale": cfg.scale,
         "layout": layout,
         "positions": n,
-        "seed": cfg["seed"],
-        "max_distance": cfg["max_distance"],
+        "seed": cfg.seed,
+        "max_distance": cfg.max_distance,
         "relative_only": checks,
         "decay_bound_at_rest": rope.decay_at_rest(d),
         "decay_bound": decay,
@@ -100,15 +104,15 @@ def rope_diagnostics(cfg: dict, device: torch.device) -> tuple[dict[str, np.ndar
     return arrays, summary
 
 
-def alibi_diagnostics(cfg: dict, device: torch.device) -> tuple[dict[str, np.ndarray], dict]:
+def alibi_diagnostics(cfg: Any, device: torch.device) -> tuple[dict[str, np.ndarray], dict]:
     """cfg: relative.alibi. Returns the arrays of data/relative/alibi.npz and the summary's `alibi` entry."""
     work = _work(device)
-    distances = torch.arange(cfg["max_distance"] + 1, device=work)
+    distances = torch.arange(cfg.max_distance + 1, device=work)
     arrays: dict[str, np.ndarray] = {"distance": distances.cpu().numpy()}
     heads, worst = {}, 0.0
-    for count in cfg["heads"]:
+    for count in cfg.heads:
         slopes = alibi.slopes(count, work)
-        bias = alibi.bias(slopes, cfg["length"], causal=cfg["causal"])
+        bias = alibi.bias(slopes, cfg.length, causal=cfg.causal)
         worst = max(worst, alibi.toeplitz_deviation(bias))
         arrays[f"slopes_h{count}"] = _fixed(slopes)
         arrays[f"bias_h{count}"] = _fixed(bias)  # -inf (masked) passes unchanged
@@ -119,9 +123,9 @@ def alibi_diagnostics(cfg: dict, device: torch.device) -> tuple[dict[str, np.nda
             "half_weight_distance": _fixed(alibi.half_weight_distance(slopes)).tolist(),
         }
     summary = {
-        "length": cfg["length"],
-        "causal": cfg["causal"],
-        "max_distance": cfg["max_distance"],
+        "length": cfg.length,
+        "causal": cfg.causal,
+        "max_distance": cfg.max_distance,
         "bias_toeplitz_deviation": worst,
         "heads": heads,
     }

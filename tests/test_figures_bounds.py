@@ -136,7 +136,7 @@ def glove_50d(tmp_path_factory) -> Path:
     from pipeline.stages import glove
 
     store = tmp_path_factory.mktemp("glove50") / "glove"
-    glove.run(config.compose([], REPO), Layout(store.parent, glove=store), REPO)
+    glove.run(config.validate(config.compose([], REPO)), Layout(store.parent, glove=store), REPO)
     return store
 
 

@@ -28,27 +28,29 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from pipeline.base.paths import checkout_root
-import pipeline.config.schema  # noqa: F401  (registers the config schema before @hydra.main composes conf/)
+from pipeline.config.schema import GloveConfig  # registers the config schema before @hydra.main composes conf/
 
 log = logging.getLogger("pipeline")
 CONF_DIR = str(checkout_root() / "conf")
 
 
-def shared_glove_store(glove_cfg: dict, root: Path) -> Path:
+def shared_glove_store(glove: GloveConfig, root: Path) -> Path:
     """Build (once) and return the GloVe store for this glove config under data/cache/stores/."""
+    from dataclasses import asdict
+
     from pipeline.base.paths import download_cache
     from pipeline.inputs.glove_sources import acquire
 
-    key = hashlib.sha256(json.dumps(glove_cfg, sort_keys=True).encode()).hexdigest()[:12]
+    key = hashlib.sha256(json.dumps(asdict(glove), sort_keys=True).encode()).hexdigest()[:12]
     cache = download_cache(root)
-    store = cache / "stores" / f"{glove_cfg['name']}-{key}"
+    store = cache / "stores" / f"{glove.name}-{key}"
     if not (store / "manifest.json").exists():
         from pipeline.base.locks import machine_lock
 
         # parallel jobs of one sweep: one builds the store, the others wait for it (a download can take long)
         with machine_lock(f"glove-store:{store}", f"the GloVe store {store} to be built", timeout=3 * 3600):
             if not (store / "manifest.json").exists():
-                acquire(pipeline.config.schema.typed_group("glove", glove_cfg), store, root, cache_dir=cache)
+                acquire(glove, store, root, cache_dir=cache)
     return store
 
 
@@ -76,14 +78,14 @@ def run_job(
     from pipeline.registry import job_stages, logged_outputs
     from pipeline.stage_cache import run_stages
 
-    check(params, root, composed)
-    tracking = params["tracking"]
-    if tracking["enabled"]:
+    cfg = check(params, root, composed)  # the one validation of this job; the stages read cfg
+    tracking = params["tracking"]  # MLflow takes the config as the dict params.yaml holds
+    if cfg.tracking.enabled:
         check_reachable(tracking, root)
-    layout = Layout(out, glove=shared_glove_store(params["glove"], root), shared=cache)
+    layout = Layout(out, glove=shared_glove_store(cfg.glove, root), shared=cache)
     write_text(layout.params, dump_params(params))
-    run_stages(job_stages(), params, layout, root)
-    if not tracking["enabled"]:
+    run_stages(job_stages(), cfg, layout, root)
+    if not cfg.tracking.enabled:
         return {"enabled": False}
     overrides = " ".join(overrides)
     record = log_result(

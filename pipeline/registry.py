@@ -1,6 +1,7 @@
 """The stage registry: the one declaration of the pipeline's stages, in DAG order.
 
-Each stage is a module `pipeline.stages.<name>` with `run(params, layout, root)` and a
+Each stage is a module `pipeline.stages.<name>` with `run(cfg, layout, root)` (cfg: the validated config as the
+schema's dataclasses, pipeline.config.schema.Config) and a
 `python -m pipeline.stages.<name>` entry point (DVC runs that). Everything else is derived from `STAGES`:
 
 - `dvc.yaml` (`python -m pipeline.dvcyaml`, and `pipeline.compose` after writing params.yaml): cmd, params, deps,
@@ -73,7 +74,7 @@ class Output:
 class Stage:
     name: str
     summary: str
-    params: tuple[str, ...]  # params.yaml keys or groups the stage reads
+    params: tuple[str, ...]  # params.yaml keys or groups the stage reads (as Config attributes: cfg.glove.dim)
     inputs: tuple[str, ...]  # Layout attributes: EXTERNAL_INPUTS or outputs of earlier stages
     outputs: tuple[Output, ...]
     in_jobs: bool = True  # run by the Hydra in-process job (python -m pipeline)
@@ -89,8 +90,9 @@ class Stage:
     def load(self) -> ModuleType:
         return importlib.import_module(self.module)
 
-    def run(self, params: dict, layout, root: Path) -> Any:
-        return self.load().run(params, layout, root)
+    def run(self, cfg, layout, root: Path) -> Any:
+        """Run the stage on `cfg` (a pipeline.config.schema.Config)."""
+        return self.load().run(cfg, layout, root)
 
 
 def _sweep_plot(y: list[str], title: str) -> dict[str, Any]:

@@ -19,15 +19,19 @@ the figures the jobs share, keyed by what each is drawn from (pipeline.outputs.f
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
 import shutil
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from pipeline.base.files import link, publish
 from pipeline.base.paths import Layout
+
+if TYPE_CHECKING:
+    from pipeline.config.schema import Config
 
 log = logging.getLogger("pipeline")
 
@@ -35,11 +39,12 @@ CACHE_DIR = ".stage_cache"
 NAMED_FILES = ("texts.file",)  # config keys naming an input file that an in-process stage reads
 
 
-def _select(params: dict, dotted: str) -> Any:
-    value: Any = params
+def _select(cfg: Config, dotted: str) -> Any:
+    """The value of a dotted key of `cfg`, a group as a dict (JSON for the key)."""
+    value: Any = cfg
     for part in dotted.split("."):
-        value = value[part]
-    return value
+        value = getattr(value, part)
+    return dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
 
 
 def _sha256(path: Path) -> str:
@@ -53,7 +58,7 @@ def _sha256(path: Path) -> str:
     return sha256_file(path) if path.exists() else "absent"
 
 
-def stage_key(stage, params: dict, layout: Layout, root: Path, produced: dict[str, str]) -> str:
+def stage_key(stage, params: Config, layout: Layout, root: Path, produced: dict[str, str]) -> str:
     """The content key of `stage` (a registry Stage) in this job; `produced`: Layout attribute -> key of the
     earlier stage that wrote it."""
     from pipeline.registry import EXTERNAL_INPUTS
@@ -116,7 +121,7 @@ def _publish(entry: Path, stage, layout: Layout) -> None:
     publish(entry, files, dirs)
 
 
-def run_stages(stages, params: dict, layout: Layout, root: Path) -> dict[str, bool]:
+def run_stages(stages, params: Config, layout: Layout, root: Path) -> dict[str, bool]:
     """Run `stages` (registry Stages, in order) for one job into `layout`; with `layout.shared` (a sweep's folder
     for shared outputs), reuse a stage's outputs when its key is there, and store them when not.
     Returns {stage name: reused}."""

@@ -93,14 +93,22 @@ def params_for(*overrides: str) -> dict:
     return params
 
 
+def typed(params):
+    """A composed config (a dict, as params.yaml holds it) as the stages take it: the schema's Config."""
+    from pipeline import config
+
+    return params if not isinstance(params, dict) else config.validate(params)
+
+
 def run_stages(params: dict, tmp_path: Path, store: Path, upto: str = "sweep") -> Layout:
     """The registry's in-process stages, in order, up to and including `upto`, into tmp_path."""
     from pipeline.base.paths import Layout
     from pipeline.registry import stages_upto
 
     layout = Layout(tmp_path, glove=store)
+    cfg = typed(params)
     for stage in stages_upto(upto):
-        stage.run(params, layout, tmp_path)
+        stage.run(cfg, layout, tmp_path)
     return layout
 
 

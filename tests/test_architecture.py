@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, params_for
+from conftest import REPO, params_for, typed
 
 # Layers, lowest first: a module may import its own package and packages of a lower rank only. The stage registry
 # is declarative (it imports the library's tables only, never a stage): the stages read their facts from it (what track logs,
@@ -176,47 +176,29 @@ class ReadLog:
         self.layout: set[str] = set()
 
 
-class RecordingDict(dict):
-    """A params dict that records the dotted key of every leaf read; iterating a node reads all of it."""
+def recording(node, path: str, log: ReadLog):
+    """A copy of a config dataclass (the schema's Config or a group of it) that records the dotted key of every
+    field read; a group read as a whole (dataclasses.asdict, a loop over its fields) reads each of its fields.
+    The copy is an instance of a subclass of the node's class, so that the stages get the types they expect."""
+    import copy
+    import dataclasses
 
-    def __init__(self, data: dict, path: str, log: ReadLog) -> None:
-        super().__init__(data)
-        self._path, self._log = path, log
+    names = {item.name for item in dataclasses.fields(node)}
 
-    def _child(self, key):
-        return f"{self._path}.{key}" if self._path else str(key)
+    class Recording(type(node)):
+        def __getattribute__(self, name):
+            value = object.__getattribute__(self, name)
+            if name not in names:
+                return value
+            key = f"{path}.{name}" if path else name
+            if dataclasses.is_dataclass(value):
+                return recording(value, key, log)
+            log.keys.add(key)
+            return value
 
-    def __getitem__(self, key):
-        value = super().__getitem__(key)
-        if isinstance(value, dict):
-            return RecordingDict(value, self._child(key), self._log)
-        self._log.keys.add(self._child(key))
-        return value
-
-    def get(self, key, default=None):
-        if key in self:
-            return self[key]
-        self._log.keys.add(self._child(key))
-        return default
-
-    def _whole(self) -> dict:
-        self._log.keys.add(self._path)
-        return dict(super().items())
-
-    def items(self):
-        return self._whole().items()
-
-    def values(self):
-        return self._whole().values()
-
-    def keys(self):
-        return self._whole().keys()
-
-    def __iter__(self):
-        return iter(self._whole())
-
-    def copy(self):
-        return self._whole()
+    recorder = copy.copy(node)
+    recorder.__class__ = Recording
+    return recorder
 
 
 def recording_layout(log: ReadLog, base: Path, glove: Path | None):
@@ -244,9 +226,9 @@ def covered(key: str, declared: tuple[str, ...]) -> bool:
     return "" in declared or any(key == d or key.startswith(d + ".") for d in declared)
 
 
-def run_recorded(stage, params: dict, base: Path, glove: Path | None, record_params: bool = True) -> ReadLog:
+def run_recorded(stage, params: dict, base: Path, glove: Path | None) -> ReadLog:
     log = ReadLog()
-    stage.run(RecordingDict(params, "", log) if record_params else params, recording_layout(log, base, glove), base)
+    stage.run(recording(typed(params), "", log), recording_layout(log, base, glove), base)
     return log
 
 
@@ -297,21 +279,26 @@ def test_glove_and_track_stages_read_only_declared_params_and_files(tmp_path, sm
     params = params_for(f"glove.path={text}")
     check_reads(BY_NAME["glove"], run_recorded(BY_NAME["glove"], params, tmp_path, None))
     for stage in job_stages():
-        stage.run(params, recording_layout(ReadLog(), tmp_path, None), tmp_path)
+        stage.run(typed(params), recording_layout(ReadLog(), tmp_path, None), tmp_path)
     check_reads(BY_NAME["track"], run_recorded(BY_NAME["track"], params, tmp_path, None))
     from pipeline.config import write_params
 
     write_params(params, tmp_path)
-    # check_params validates the whole config (declared: every group) with OmegaConf, which takes plain dicts only
-    check_reads(BY_NAME["check_params"], run_recorded(BY_NAME["check_params"], params, tmp_path, None, False))
+    check_reads(BY_NAME["check_params"], run_recorded(BY_NAME["check_params"], params, tmp_path, None))
 
 
 def test_read_recorder_sees_reads():
-    """The recorder behind the two tests above is not blind: leaf reads, missing keys, whole-node reads."""
+    """The recorder behind the two tests above is not blind: field reads in nested groups, a group read whole, and
+    the stages' checks of their types still pass on it."""
+    import dataclasses
+
+    from pipeline.config.schema import Config, EncodingConfig, RatiosConfig
+
     log = ReadLog()
-    params = RecordingDict({"a": {"b": 1, "c": {"d": 2}}, "e": 3}, "", log)
-    assert params["a"]["b"] == 1 and params["a"].get("zz") is None and dict(params["a"]["c"].items()) == {"d": 2}
-    assert log.keys == {"a.b", "a.zz", "a.c"}
+    cfg = recording(typed(params_for()), "", log)
+    assert cfg.sweep.ratios.points > 1 and isinstance(cfg.encoding, EncodingConfig) and isinstance(cfg, Config)
+    assert dataclasses.asdict(cfg.sweep.ratios).keys() == {f.name for f in dataclasses.fields(RatiosConfig)}
+    assert log.keys == {"sweep.ratios.points", "sweep.ratios.min", "sweep.ratios.max"}
 
 
 def test_readme_stage_table_is_the_registry():

@@ -19,7 +19,7 @@ from pipeline.base.errors import PipelineError
 from pipeline.config import schema
 from pipeline.inputs.texts import load_texts
 
-from conftest import run
+from conftest import run, typed
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -456,25 +456,25 @@ def _texts_file(name: str) -> dict:
 def test_check_inputs_refuses_a_bad_texts_file(tmp_path, content, problem):
     (tmp_path / "t.txt").write_bytes(content)
     with pytest.raises(PipelineError, match=rf"texts\.file: {re.escape(str(tmp_path / 't.txt'))} {problem}.*Fix"):
-        config.check_inputs(_texts_file("t.txt"), tmp_path)
+        config.check_inputs(typed(_texts_file("t.txt")), tmp_path)
 
 
 def test_check_inputs_refuses_a_directory_or_a_missing_texts_file(tmp_path):
     (tmp_path / "texts").mkdir()
     with pytest.raises(PipelineError, match=r"texts\.file: .*texts is a directory.*Fix"):
-        config.check_inputs(_texts_file("texts"), tmp_path)
+        config.check_inputs(typed(_texts_file("texts")), tmp_path)
     with pytest.raises(PipelineError, match=r"texts\.file: no such file .*missing\.txt.*Fix"):
-        config.check_inputs(_texts_file("missing.txt"), tmp_path)
+        config.check_inputs(typed(_texts_file("missing.txt")), tmp_path)
 
 
 def test_the_tokenize_stage_reads_texts_files_with_the_same_parser(tmp_path):
     (tmp_path / "t.txt").write_text("# a comment\n\n  king queen  \nman woman\n", encoding="utf-8")
     params = _texts_file("t.txt")
-    config.check_inputs(params, tmp_path)
-    assert load_texts(params["texts"], tmp_path) == ["king queen", "man woman"]
+    config.check_inputs(typed(params), tmp_path)
+    assert load_texts(typed(params).texts, tmp_path) == ["king queen", "man woman"]
     (tmp_path / "t.txt").write_text("# nothing left\n", encoding="utf-8")
     with pytest.raises(PipelineError, match="holds no sentence"):
-        load_texts(params["texts"], tmp_path)
+        load_texts(typed(params).texts, tmp_path)
 
 
 def test_one_line_is_one_sentence_whatever_unicode_separators_it_holds(tmp_path):
@@ -484,12 +484,14 @@ def test_one_line_is_one_sentence_whatever_unicode_separators_it_holds(tmp_path)
     text = "".join(f"king{sep}queen {i}\r\n" for i, sep in enumerate(separators)) + "man woman"
     (tmp_path / "t.txt").write_bytes(text.encode("utf-8"))
     params = _texts_file("t.txt")
-    config.check_inputs(params, tmp_path)
-    assert load_texts(params["texts"], tmp_path) == [f"king queen {i}" for i in range(len(separators))] + ["man woman"]
+    config.check_inputs(typed(params), tmp_path)
+    assert load_texts(typed(params).texts, tmp_path) == [f"king queen {i}" for i in range(len(separators))] + [
+        "man woman"
+    ]
     from pipeline.inputs.tokenizer import Tokenizer
 
     tokenizer = Tokenizer()
-    tokenizer.fit_on_texts(load_texts(params["texts"], tmp_path))
+    tokenizer.fit_on_texts(load_texts(typed(params).texts, tmp_path))
     assert "king" in tokenizer.word_index and "queen" in tokenizer.word_index and len(tokenizer.word_index) == 2 + 9 + 2
 
 
@@ -504,7 +506,7 @@ def test_check_inputs_names_a_fifo_or_device_as_such(tmp_path, kind):
     else:
         name, what = "/dev/zero", "is a character device"
     with pytest.raises(PipelineError, match=rf"texts\.file: .* {what}, not a regular file.*Fix"):
-        config.check_inputs(_texts_file(name), tmp_path)
+        config.check_inputs(typed(_texts_file(name)), tmp_path)
 
 
 def _glove(source: str, value: str) -> dict:
@@ -526,13 +528,13 @@ def test_check_inputs_refuses_a_bad_glove_file(tmp_path, source, name, content, 
     if content is not None:
         (tmp_path / name).write_bytes(content)
     with pytest.raises(PipelineError, match=pattern):
-        config.check_inputs(_glove(source, name), tmp_path)
+        config.check_inputs(typed(_glove(source, name)), tmp_path)
 
 
 def test_check_inputs_refuses_a_directory_as_glove_file(tmp_path):
     (tmp_path / "g.txt").mkdir()
     with pytest.raises(PipelineError, match=r"glove\.path = 'g\.txt': .* is a directory.*Fix"):
-        config.check_inputs(_glove("path", "g.txt"), tmp_path)
+        config.check_inputs(typed(_glove("path", "g.txt")), tmp_path)
 
 
 def test_check_inputs_accepts_good_glove_files(tmp_path):
@@ -544,7 +546,7 @@ def test_check_inputs_accepts_good_glove_files(tmp_path):
     errors = []
     for params in (_glove("path", "g.txt"), _glove("zip", "g.zip"), _glove("path", str(tmp_path / "g.zip"))):
         try:
-            config.check_inputs(params, tmp_path)
+            config.check_inputs(typed(params), tmp_path)
         except PipelineError as exc:
             errors.append(str(exc))
     assert errors == []
@@ -552,8 +554,8 @@ def test_check_inputs_accepts_good_glove_files(tmp_path):
 
 def test_text_file_preset_reads_one_sentence_per_line():
     params = config.compose(["texts=file"], REPO)
-    config.check_inputs(params, REPO)
-    sentences = load_texts(params["texts"], REPO)
+    config.check_inputs(typed(params), REPO)
+    sentences = load_texts(typed(params).texts, REPO)
     assert sentences[0] == "a queen is a woman, a king is a man"
     assert all(not s.startswith("#") for s in sentences)
 

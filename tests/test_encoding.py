@@ -545,7 +545,7 @@ def test_diagnostics_of_a_single_position():
 def test_encode_stage_writes_block_means_not_full_matrices(tmp_path, small_store):
     """max_len=3000 > max_matrix_size=100: dot/distance.npy are exact 30 x 30 block means (100 x 100), the
     profiles are written, matrices.json says how; concatenated layout honoured; the notebook's probes hold."""
-    from conftest import DIM, params_for
+    from conftest import DIM, params_for, typed
 
     from pipeline.base.files import read_json
     from pipeline.base.paths import Layout
@@ -558,8 +558,8 @@ def test_encode_stage_writes_block_means_not_full_matrices(tmp_path, small_store
         "encoding.distance_pairs=[[70,72],[0,2999]]",
     )
     layout = Layout(tmp_path, glove=small_store)
-    tokenize.run(params, layout, tmp_path)
-    summary = encode.run(params, layout, tmp_path)
+    tokenize.run(typed(params), layout, tmp_path)
+    summary = encode.run(typed(params), layout, tmp_path)
     out = layout.encode_dir
     pe = np.load(out / "pe.npy")
     assert pe.shape == (3000, DIM)
@@ -588,7 +588,7 @@ def test_encode_stage_writes_block_means_not_full_matrices(tmp_path, small_store
 
 def test_encode_stage_learned_table_takes_the_generic_path(tmp_path, small_store):
     """encoding=learned: the seeded table, its dot/distance block means from the float64 Gram, no profiles."""
-    from conftest import DIM, params_for
+    from conftest import DIM, params_for, typed
 
     from pipeline.base.files import read_json
     from pipeline.base.paths import Layout
@@ -597,8 +597,8 @@ def test_encode_stage_learned_table_takes_the_generic_path(tmp_path, small_store
 
     params = params_for("encoding=learned", "encoding.max_len=300", "encoding.max_matrix_size=50")
     layout = Layout(tmp_path, glove=small_store)
-    tokenize.run(params, layout, tmp_path)
-    summary = encode.run(params, layout, tmp_path)
+    tokenize.run(typed(params), layout, tmp_path)
+    summary = encode.run(typed(params), layout, tmp_path)
     enc = params["encoding"]
     table = learned_position_table(300, DIM, enc["seed"], enc["init"], enc["scale"]).double().numpy()
     out = layout.encode_dir

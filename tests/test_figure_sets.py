@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import REPO, params_for, run_stages
+from conftest import REPO, params_for, run_stages, typed
 
 
 def test_every_set_is_an_option_file_and_all_draws_every_kind():
@@ -64,7 +64,7 @@ def test_none_draws_nothing_and_the_report_keeps_its_sentences(tmp_path, small_s
 def test_worker_processes_draw_the_same_bytes_as_this_process(summary_run, tmp_path):
     from pipeline.stages.figures import render
 
-    params = params_for("figures=summary", "figures.workers=1")
+    params = typed(params_for("figures=summary", "figures.workers=1"))
     names = render(params, summary_run, tmp_path)
     assert sorted(names) == sorted(p.name for p in summary_run.sweep_figures_dir.iterdir())  # drawn with workers=2
     for name in names:
@@ -121,8 +121,8 @@ def test_a_kept_pool_serves_every_batch_and_draws_the_same_bytes(summary_run, tm
     from pipeline.base.processes import running
     from pipeline.stages.figures import render
 
-    params = params_for("figures=summary")
-    assert params["figures"]["workers"] == 2
+    params = typed(params_for("figures=summary"))
+    assert params.figures.workers == 2
     outs = [tmp_path / "first", tmp_path / "second"]
     for out in outs:
         out.mkdir()

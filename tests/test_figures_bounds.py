@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import REPO, SEED_WORDS, params_for, run_stages
+from conftest import REPO, SEED_WORDS, params_for, run_stages, typed
 
 # Figures of a default run: 5 encoding figures, 4 of RoPE and ALiBi, per sentence 5 projections + panels + ratio
 # sweep, 7 tutorials.
@@ -136,7 +136,7 @@ def glove_50d(tmp_path_factory) -> Path:
     from pipeline.stages import glove
 
     store = tmp_path_factory.mktemp("glove50") / "glove"
-    glove.run(config.compose([], REPO), Layout(store.parent, glove=store), REPO)
+    glove.run(config.validate(config.compose([], REPO)), Layout(store.parent, glove=store), REPO)
     return store
 
 
@@ -192,7 +192,7 @@ def test_tutorial002_colours_follow_the_data(tmp_path, monkeypatch):
             )
         ],
     )
-    render_tutorial_figures(params_for("figures.dpi=40"), tmp_path, root=REPO)
+    render_tutorial_figures(typed(params_for("figures.dpi=40")), tmp_path, root=REPO)
     cmaps = dict(captured["tutorial002_embedding_plus_pe"])
     assert cmaps == {
         "random embedding matrix[ids] (np.random.rand, uniform [0, 1))": "viridis",

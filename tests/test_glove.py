@@ -21,7 +21,7 @@ import yaml
 
 from pipeline.base.errors import PipelineError
 from pipeline.base.files import atomic_path, replace_dir, write_json
-from pipeline.config.schema import GloveConfig, typed_group
+from pipeline.config.schema import GloveConfig
 from http_server import FileServer
 from pipeline.inputs.glove_sources import acquire, from_package, from_text_file, from_url, from_zip
 from pipeline.inputs.glove_store import GloveStore
@@ -37,7 +37,10 @@ def sha256(path: Path) -> str:
 
 def option(option_name: str, **values) -> GloveConfig:
     """conf/glove/<name>.yaml with `values` set, as the glove stage reads it: the schema's GloveConfig."""
-    return typed_group("glove", {**yaml.safe_load((CONF / f"{option_name}.yaml").read_text()), **values})
+    from omegaconf import OmegaConf
+
+    values = {**yaml.safe_load((CONF / f"{option_name}.yaml").read_text()), **values}
+    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(GloveConfig), values))
 
 
 def leftovers(folder: Path) -> list[str]:
@@ -991,10 +994,10 @@ def test_a_source_of_an_existing_kind_is_one_small_option_file(tmp_path):
         "# my own vectors\nname: mine\nsource: path\npath: g.txt\ndim: 3\n"
     )
     params = config.compose(["glove=mine"], tmp_path)
-    config.check(params, tmp_path)
+    cfg = config.check(params, tmp_path)
     default = config.compose([], tmp_path)["glove"]
     assert params["glove"] == {**default, "name": "mine", "source": "path", "package": None, "path": "g.txt", "dim": 3}
-    manifest = BY_NAME["glove"].run(params, Layout(tmp_path), tmp_path)
+    manifest = BY_NAME["glove"].run(cfg, Layout(tmp_path), tmp_path)
     assert manifest["origin"]["source"] == "path" and GloveStore.open(Layout(tmp_path).glove_dir).words == WORDS
 
 

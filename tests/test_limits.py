@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from conftest import REPO, params_for, run
+from conftest import REPO, params_for, run, typed
 from pipeline import config
 from pipeline.base.errors import PipelineError
 from pipeline.config.limits import (
@@ -29,7 +29,7 @@ SMALL_MACHINE = 16 * 10**9
 def test_default_config_is_within_limits():
     params = config.compose([], REPO)
     config.check(params, REPO)
-    check_limits(params, params["texts"]["sentences"], memory=SMALL_MACHINE)
+    check_limits(typed(params), params["texts"]["sentences"], memory=SMALL_MACHINE)
 
 
 def test_huge_max_len_is_refused_naming_the_estimate_and_knob():
@@ -41,7 +41,7 @@ def test_huge_max_len_is_refused_naming_the_estimate_and_knob():
         r"with max_len = 100,000,000, d = 50, max_offset = 20\).*16\.0 GB.*"
         r"Fix: lower encoding\.max_len",
     ):
-        check_limits(params, params["texts"]["sentences"], memory=SMALL_MACHINE)
+        check_limits(typed(params), params["texts"]["sentences"], memory=SMALL_MACHINE)
 
 
 def test_max_len_beyond_this_machine_is_refused_by_config_check():
@@ -56,14 +56,14 @@ def test_max_len_beyond_this_machine_is_refused_by_config_check():
 def test_ten_million_weight_pairs_are_refused():
     """A sweep of 10^7 pairs: the batched PCA would hold 10^7 Gram matrices (and figures would follow)."""
     params = config.compose([], REPO)
-    params["sweep"]["w1"] = [1.0] * 10**7
-    params["sweep"]["w2"] = 1.0
+    cfg = typed(params)
+    cfg.sweep.w1, cfg.sweep.w2 = [1.0] * 10**7, 1.0  # set on the dataclasses: validating 10^7 items takes minutes
     with pytest.raises(
         PipelineError,
         match=r"sweep's batched PCA \(260 MB \+ \(pairs \+ 1 \+ ratios\) x n\^2 x 16 \+ pairs x sentences x 6 kB = "
         r"10,000,042 x 11\^2 x 16 \+ 10,000,000 x 2 x 6 kB.*Fix: use fewer weight pairs \(sweep\.w1",
     ):
-        check_limits(params, params["texts"]["sentences"], memory=SMALL_MACHINE)
+        check_limits(cfg, params["texts"]["sentences"], memory=SMALL_MACHINE)
 
 
 def test_a_100k_word_sentence_without_maxlen_is_refused(tmp_path):
@@ -98,6 +98,7 @@ def test_ten_thousand_sentences_with_many_figures_are_refused(tmp_path):
 PEAK_CHILD = r"""
 import json, resource, sys
 from pathlib import Path
+from pipeline import config
 from pipeline.base.paths import Layout
 from pipeline.registry import stages_upto
 
@@ -105,7 +106,7 @@ params, out, store, stages = json.loads(sys.argv[1]), Path(sys.argv[2]), Path(sy
 layout = Layout(out, glove=store)
 for stage in stages_upto(stages[-1]):
     if stage.name in stages:
-        stage.run(params, layout, out)
+        stage.run(config.validate(params), layout, out)
 # VmHWM: the peak RSS of this program's own memory. ru_maxrss would not do: Linux folds the RSS the process had
 # before exec (a fork of the test process, up to a GB late in a full test run) into it.
 hwm = [line.split()[1] for line in open("/proc/self/status") if line.startswith("VmHWM:")]
@@ -127,7 +128,7 @@ def test_encode_estimate_is_within_20_percent_of_the_peak_rss(small_store, tmp_p
     params = params_for("encoding.max_len=2000000", "encoding.device=cpu")
     peak_rss(params, tmp_path, small_store, "tokenize")  # tokens.json for the encode stage
     peak = peak_rss(params, tmp_path, small_store, "encode")
-    estimate, formula = encode_estimate(params)
+    estimate, formula = encode_estimate(typed(params))
     assert abs(estimate - peak) <= 0.2 * peak, (estimate, peak, formula)
 
 
@@ -142,7 +143,7 @@ def test_sweep_estimate_is_within_20_percent_of_the_peak_rss(small_store, tmp_pa
     params["sweep"]["w1"], params["sweep"]["w2"] = 1.0, [float(i + 1) for i in range(300)]
     peak_rss(params, tmp_path, small_store, "tokenize,encode")
     peak = peak_rss(params, tmp_path, small_store, "sweep")
-    estimate, formula = sweep_estimate(params, sentences)
+    estimate, formula = sweep_estimate(typed(params), sentences)
     assert abs(estimate - peak) <= 0.2 * peak, (estimate, peak, formula)
 
 
@@ -152,14 +153,15 @@ def test_sweep_estimate_is_within_20_percent_of_the_peak_rss(small_store, tmp_pa
 def test_figures_none_counts_no_figures_and_summary_only_what_it_draws():
     """100,000 pairs: figures=none draws no per-sentence figure (not refused for 200,006), summary two a sentence."""
     params = config.compose(["figures=none"], REPO)
-    params["sweep"]["w1"] = [1.0] * 100_000
+    cfg = typed(params)
+    cfg.sweep.w1 = [1.0] * 100_000
     sentences = params["texts"]["sentences"]
-    assert figure_count(params, sentences) == (0, "2 sentences x (0)")
-    check_limits(params, sentences, memory=10**13)
-    params["figures"]["name"] = "summary"
-    assert figure_count(params, sentences) == (4, "2 sentences x (1 panels + 1 ratio_sweep)")
-    params["figures"]["name"] = "all"
-    assert figure_count(params, sentences)[0] == 2 * (100_001 + 2)
+    assert figure_count(cfg, sentences) == (0, "2 sentences x (0)")
+    check_limits(cfg, sentences, memory=10**13)
+    cfg.figures.name = "summary"
+    assert figure_count(cfg, sentences) == (4, "2 sentences x (1 panels + 1 ratio_sweep)")
+    cfg.figures.name = "all"
+    assert figure_count(cfg, sentences)[0] == 2 * (100_001 + 2)
 
 
 # ---------------------------------------------------------------- before composing: a Hydra multirun, a long list

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, copy_checkout, run
+from conftest import REPO, copy_checkout, run, typed
 
 PY = sys.executable
 FIGURE = "projection_s1_w1_1-w2_7.png"  # one of the figures the run below logs (sweep.w2=7)
@@ -110,7 +110,7 @@ def test_server_run_has_the_same_contents_as_a_local_store_run(served_run, priva
 
     server, checkout, job, served_id = served_run
     params = yaml.safe_load((job / "params.yaml").read_text())
-    layout = Layout(job, glove=shared_glove_store(params["glove"], checkout))  # the store the job used
+    layout = Layout(job, glove=shared_glove_store(typed(params).glove, checkout))  # the store the job used
     local_id = log_result(params, layout, checkout, artifacts=logged_outputs(), run_name="sweep.w2=7")[
         "run_id"
     ]  # MLFLOW_TRACKING_URI: private store

@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
+from pipeline.config.schema import RopeScalingConfig
 import pytest
 
 from pipeline.core import rope_scaling as rs
@@ -108,7 +110,7 @@ def _hf_cases(d, base, s, original):
     long = list(np.linspace(1.0, 2 * s, h))
     extended = int(s * original)
     cfg = {**SCALING, "original_context": original, "longrope_short_factor": short, "longrope_long_factor": long}
-    ours = rs.scaled_frequencies(cfg, d, base, s)
+    ours = rs.scaled_frequencies(RopeScalingConfig(**cfg), d, base, s)
     return {
         "default": ({"rope_type": "default"}, original, None, None, ours["default"]),
         "linear": ({"rope_type": "linear", "factor": s}, original, None, None, ours["linear"]),

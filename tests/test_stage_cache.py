@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import params_for
+from conftest import params_for, typed
 
 
 def files(base: Path) -> dict[str, bytes]:
@@ -22,7 +22,7 @@ def test_sweep_points_share_tokens_and_encoding(tmp_path, small_store):
     reused = [
         run_stages(
             stages,
-            params_for(f"sweep.w2={w2}"),
+            typed(params_for(f"sweep.w2={w2}")),
             Layout(tmp_path / "sweep" / str(i), glove=small_store, shared=cache),
             tmp_path,
         )
@@ -38,7 +38,7 @@ def test_sweep_points_share_tokens_and_encoding(tmp_path, small_store):
     assert sorted(entry.name.split("-")[0] for entry in cache.iterdir()) == sorted(shared_stages + ["sweep", "sweep"])
 
     alone = Layout(tmp_path / "alone", glove=small_store)  # the second point computed without the cache
-    run_stages(stages, params_for("sweep.w2=2"), alone, tmp_path)
+    run_stages(stages, typed(params_for("sweep.w2=2")), alone, tmp_path)
     shared = files(tmp_path / "sweep" / "1")
     assert len(shared) >= 10 and shared == files(alone.base)
     # linked, not copied: one inode for the tokens of every point
@@ -53,15 +53,20 @@ def test_a_stage_key_follows_what_the_stage_reads(tmp_path, small_store):
     layout = Layout(tmp_path, glove=small_store)
     texts = tmp_path / "texts.txt"
     texts.write_text("king queen man woman\n")
-    base = params_for("texts=file", f"texts.file={texts}")
+    base = typed(params_for("texts=file", f"texts.file={texts}"))
     tokenize, encode = BY_NAME["tokenize"], BY_NAME["encode"]
     key = stage_key(tokenize, base, layout, tmp_path, {})
     assert (
-        stage_key(tokenize, params_for("texts=file", f"texts.file={texts}", "sweep.w2=5"), layout, tmp_path, {}) == key
+        stage_key(tokenize, typed(params_for("texts=file", f"texts.file={texts}", "sweep.w2=5")), layout, tmp_path, {})
+        == key
     )  # tokenize does not read sweep.*
     assert (
         stage_key(
-            tokenize, params_for("texts=file", f"texts.file={texts}", "tokenizer.num_words=5"), layout, tmp_path, {}
+            tokenize,
+            typed(params_for("texts=file", f"texts.file={texts}", "tokenizer.num_words=5")),
+            layout,
+            tmp_path,
+            {},
         )
         != key
     )
@@ -72,5 +77,5 @@ def test_a_stage_key_follows_what_the_stage_reads(tmp_path, small_store):
         encode, base, layout, tmp_path, {"tokens_dir": "b"}
     )
     assert stage_key(encode, base, layout, tmp_path, upstream) != stage_key(
-        encode, params_for("texts=file", f"texts.file={texts}", "encoding.base=1000"), layout, tmp_path, upstream
+        encode, typed(params_for("texts=file", f"texts.file={texts}", "encoding.base=1000")), layout, tmp_path, upstream
     )

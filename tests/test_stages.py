@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 
-from conftest import DIM, SEED_WORDS, params_for, run_stages
+from conftest import DIM, SEED_WORDS, params_for, run_stages, typed
 from pipeline.base.errors import PipelineError
 from pipeline.base.paths import Layout
 
@@ -134,7 +134,7 @@ def test_missing_glove_path_is_refused(tmp_path):
 
     params = params_for("glove.path=/nonexistent/glove.txt")
     with pytest.raises(PipelineError, match=r"glove\.path .*no such file.*6B-50d"):
-        glove.run(params, Layout(tmp_path), tmp_path)
+        glove.run(typed(params), Layout(tmp_path), tmp_path)
     assert not (tmp_path / "data" / "glove").exists()
 
 

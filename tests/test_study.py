@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 
-from conftest import params_for, run_stages
+from conftest import params_for, run_stages, typed
 from pipeline.base.files import read_columns
 from pipeline.core import study
 
@@ -65,9 +65,10 @@ def test_batched_crossovers_are_the_sweeps_one_sentence_at_a_time_to_the_bit(mon
     for sentences with several switches, none on the grid, and position winning from the grid's first ratio."""
     from pipeline.core import sweep
     from pipeline.core.encoding import sinusoidal_encoding
+    from pipeline.config.schema import RatiosConfig
     from pipeline.core.sweep import ratio_grid
 
-    ratios = ratio_grid({"min": 0.01, "max": 100.0, "points": 41})
+    ratios = ratio_grid(RatiosConfig(min=0.01, max=100.0, points=41))
     rng = np.random.default_rng(0)
     pe = sinusoidal_encoding(40, 16).double().numpy()
     seen = []
@@ -142,7 +143,7 @@ def test_study_always_covers_the_configured_store_and_skips_lengths_it_cannot_fi
         f"study.lengths=[3,{too_long}]",
         f"study.vocabulary={too_long}",
     )
-    summary = BY_NAME["study"].run(params, Layout(tmp_path, glove=small_store), tmp_path)
+    summary = BY_NAME["study"].run(typed(params), Layout(tmp_path, glove=small_store), tmp_path)
     assert list(summary["stores"]) == ["d8"] and "glove=6B-7d" in summary["missing_dims"]["d7"]
     assert summary["skipped_lengths"] == [too_long]
     assert set(summary["dims"]["d8"]["by_length"]) == {"L3"} and summary["dims"]["d8"]["random"]["sentences"] == 2

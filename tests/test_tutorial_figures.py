@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 import re
 from pathlib import Path
 
@@ -13,6 +13,8 @@ from pipeline import config
 from pipeline.base.errors import PipelineError
 from pipeline.inputs.tokens import tokenize
 from pipeline.inputs.texts import load_texts
+
+from conftest import typed
 from pipeline.tutorials.figures import render_tutorial_figures, signature_embeddings
 
 REPO = Path(__file__).resolve().parents[1]
@@ -29,8 +31,8 @@ EXPECTED = {
 
 
 @pytest.fixture(scope="module")
-def params() -> dict:
-    return config.compose(["figures.dpi=40"], REPO)
+def params():
+    return config.validate(config.compose(["figures.dpi=40"], REPO))
 
 
 def test_every_figure_renders(params, tmp_path):
@@ -44,28 +46,28 @@ def test_every_figure_renders(params, tmp_path):
 
 def test_mask_figures_can_take_the_tokenize_stage_output(params, tmp_path):
     texts = ["a queen is a woman, a king is a man", "king queen"]
-    tokens = tokenize(texts, params["tokenizer"])
+    tokens = tokenize(texts, typed(params).tokenizer)
     names = render_tutorial_figures(params, tmp_path, tokens=tokens)
     assert set(names) == EXPECTED
 
 
 def test_signature_is_reproducible_from_the_seed(params):
-    cfg = params["tutorials"]
+    cfg = params.tutorials
     first, again = signature_embeddings(cfg), signature_embeddings(cfg)
     assert first["random"].shape == first["fixed"].shape == (2, 20, 50)
     np.testing.assert_array_equal(first["random"], again["random"])
-    other = signature_embeddings({**cfg, "seed": cfg["seed"] + 1})
+    other = signature_embeddings(dataclasses.replace(cfg, seed=cfg.seed + 1))
     assert not np.array_equal(first["random"], other["random"])
     np.testing.assert_array_equal(first["fixed"], other["fixed"])  # sinusoids: no seed involved
 
 
 def test_signature_phrases_are_truncated_and_padded_to_20(params):
-    data = signature_embeddings(params["tutorials"])
+    data = signature_embeddings(params.tutorials)
     tech, wise = data["ids"]
     assert (tech != 0).all()  # 24 words cut to 20
     assert (wise[:19] != 0).all() and wise[19] == 0  # 19 words + one padding id
     assert data["words"][0][16] == "hessians" and data["words"][1][19] == "<pad>"
-    assert len(data["vocabulary"]) <= params["tutorials"]["signature"]["vocab_size"]
+    assert len(data["vocabulary"]) <= params.tutorials.signature.vocab_size
 
 
 @pytest.mark.parametrize(
@@ -93,7 +95,7 @@ def test_signature_phrases_are_truncated_and_padded_to_20(params):
 )
 def test_bad_tutorials_values_are_one_clear_error(params, key, value):
     """The schema refuses each bad tutorials value with one message naming the key."""
-    bad = copy.deepcopy(params)
+    bad = config.compose(["figures.dpi=40"], REPO)  # the dict params.yaml holds
     *parents, leaf = key.split(".")
     node = bad["tutorials"]
     for part in parents:
@@ -119,14 +121,14 @@ def glove_words() -> set[str]:
 def test_text_presets_compose_tokenize_and_are_in_glove(preset, glove_words):
     params = config.compose([f"texts={preset}"], REPO)
     config.validate(params)
-    tokens = tokenize(load_texts(params["texts"], REPO), params["tokenizer"])
+    tokens = tokenize(load_texts(typed(params).texts, REPO), typed(params).tokenizer)
     words = [w for row in tokens["words"] for w in row]
     assert words and not [w for w in words if w not in glove_words]
 
 
 def test_brown_and_red_are_where_tutorial_002_says():
     params = config.compose(["texts=brown_ball"], REPO)
-    tokens = tokenize(load_texts(params["texts"], REPO), params["tokenizer"])
+    tokens = tokenize(load_texts(typed(params).texts, REPO), typed(params).tokenizer)
     words, positions = tokens["words"][0], tokens["positions"][0]
     for word, one_based in params["texts"]["named_positions"].items():
         assert words[one_based - 1] == word  # the tutorial counts words from 1
@@ -136,7 +138,7 @@ def test_brown_and_red_are_where_tutorial_002_says():
 
 def test_queen_king_tokenizes_like_keras():
     params = config.compose(["texts=queen_king"], REPO)
-    tokens = tokenize(load_texts(params["texts"], REPO), params["tokenizer"])
+    tokens = tokenize(load_texts(typed(params).texts, REPO), typed(params).tokenizer)
     assert tokens["words"][0] == ["a", "queen", "is", "a", "woman", "a", "king", "is", "a", "man"]
     assert list(tokens["word_index"])[:2] == ["a", "is"]  # by count: a x4, is x2
 

@@ -8,23 +8,23 @@ import os
 from pathlib import Path
 
 from pipeline.base.errors import PipelineError
-from pipeline.config.schema import typed_group
+from pipeline.config.schema import Config
 from pipeline.inputs.glove_sources import check_local_file
 from pipeline.inputs.texts import read_sentences
 
 
-def check_inputs(params: dict, root: Path) -> list[str]:
+def check_inputs(params: Config, root: Path) -> list[str]:
     """texts.file (a file of sentences) and the local file of the GloVe source (glove.path, glove.zip: the kinds of
     pipeline.inputs.glove_sources.SOURCES that read one), relative to `root`. Returns the sentences (of texts.file
     or texts.sentences).
 
     Raises PipelineError naming the key, the file and the fix.
     """
-    if params["texts"]["file"] is not None:
-        sentences = read_sentences(params["texts"]["file"], root)  # the tokenize stage's own parser
+    if params.texts.file is not None:
+        sentences = read_sentences(params.texts.file, root)  # the tokenize stage's own parser
     else:
-        sentences = list(params["texts"]["sentences"])
-    check_local_file(typed_group("glove", params["glove"]), root)
+        sentences = list(params.texts.sentences)
+    check_local_file(params.glove, root)
     return sentences
 
 

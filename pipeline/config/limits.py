@@ -34,9 +34,12 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from pipeline.base.errors import PipelineError
+
+if TYPE_CHECKING:
+    from pipeline.config.schema import Config
 
 MEMORY_SHARE = 0.8
 MAX_FIGURES = 2000
@@ -76,27 +79,27 @@ def _count(weights) -> int:
     return len(weights) if isinstance(weights, list) else 1
 
 
-def pair_count(params: dict) -> int:
+def pair_count(params: Config) -> int:
     """P: the configured weight pairs (a scalar broadcasts against a list)."""
-    return max(_count(params["sweep"]["w1"]), _count(params["sweep"]["w2"]))
+    return max(_count(params.sweep.w1), _count(params.sweep.w2))
 
 
-def longest_sentence(params: dict, sentences: Sequence[str]) -> int:
+def longest_sentence(params: Config, sentences: Sequence[str]) -> int:
     """n: the most words of one sentence as the tokenizer splits it, at most tokenizer.maxlen."""
     from pipeline.inputs.tokenizer import text_to_word_sequence
 
-    tok = params["tokenizer"]
-    n = max((len(text_to_word_sequence(s, tok["filters"], tok["lower"], tok["split"])) for s in sentences), default=0)
-    return min(n, tok["maxlen"]) if tok["maxlen"] else n
+    tok = params.tokenizer
+    n = max((len(text_to_word_sequence(s, tok.filters, tok.lower, tok.split)) for s in sentences), default=0)
+    return min(n, tok.maxlen) if tok.maxlen else n
 
 
-def encode_estimate(params: dict) -> tuple[float, str]:
+def encode_estimate(params: Config) -> tuple[float, str]:
     """The encode stage's peak RSS in bytes and its formula with the numbers (module docstring)."""
-    enc = params["encoding"]
-    n, d, k = enc["max_len"], enc["d_model"] or params["glove"]["dim"], enc["max_offset"]
-    size = 8 if enc["dtype"] == "float64" else 4
-    f = -(-n // enc["max_matrix_size"])
-    learned = enc["name"] == "learned"
+    enc = params.encoding
+    n, d, k = enc.max_len, enc.d_model or params.glove.dim, enc.max_offset
+    size = 8 if enc.dtype == "float64" else 4
+    f = -(-n // enc.max_matrix_size)
+    learned = enc.name == "learned"
     elementwise = f > 1 and (learned or d % 2)
     blocks = 18 * f * n + (8 * d * n if learned else 0) if elementwise else 0
     needed = ENCODE_BASE + n * (size * d + 64) + max(32 * k * n, blocks)
@@ -108,9 +111,9 @@ def encode_estimate(params: dict) -> tuple[float, str]:
     return needed, formula
 
 
-def sweep_estimate(params: dict, sentences: Sequence[str]) -> tuple[float, str]:
+def sweep_estimate(params: Config, sentences: Sequence[str]) -> tuple[float, str]:
     """The sweep stage's peak RSS in bytes and its formula with the numbers (module docstring)."""
-    pairs, m, n = pair_count(params), params["sweep"]["ratios"]["points"], longest_sentence(params, sentences)
+    pairs, m, n = pair_count(params), params.sweep.ratios.points, longest_sentence(params, sentences)
     batch = pairs + 1 + m
     needed = SWEEP_BASE + batch * n * n * 16 + pairs * len(sentences) * 6e3
     formula = (
@@ -120,7 +123,7 @@ def sweep_estimate(params: dict, sentences: Sequence[str]) -> tuple[float, str]:
     return needed, formula
 
 
-def estimates(params: dict, sentences: Sequence[str]) -> list[tuple[str, float, str, str]]:
+def estimates(params: Config, sentences: Sequence[str]) -> list[tuple[str, float, str, str]]:
     """(what, bytes, formula with the numbers, knobs) for each memory estimate of the module docstring."""
     return [
         (
@@ -137,19 +140,19 @@ def estimates(params: dict, sentences: Sequence[str]) -> list[tuple[str, float, 
     ]
 
 
-def figure_count(params: dict, sentences: Sequence[str]) -> tuple[int, str]:
+def figure_count(params: Config, sentences: Sequence[str]) -> tuple[int, str]:
     """The per-sentence figures the configured figure set draws, and how they add up."""
     from pipeline.config.figure_sets import drawn_kinds, shown_sentences
 
-    kinds = drawn_kinds(params["figures"]["name"])
+    kinds = drawn_kinds(params.figures.name)
     per_kind = {"projection": pair_count(params) + 1, "panels": 1, "ratio_sweep": 1}  # + 1: the baseline pair
     drawn = {kind: count for kind, count in per_kind.items() if kind in kinds}
-    shown = shown_sentences(len(sentences), params["figures"]["max_sentences"])
+    shown = shown_sentences(len(sentences), params.figures.max_sentences)
     terms = " + ".join(f"{count:,} {kind}" for kind, count in drawn.items()) or "0"
     return shown * sum(drawn.values()), f"{shown} sentences x ({terms})"
 
 
-def check_limits(params: dict, sentences: Sequence[str], memory: int | None = None) -> None:
+def check_limits(params: Config, sentences: Sequence[str], memory: int | None = None) -> None:
     """Refuse a config whose memory estimate exceeds MEMORY_SHARE of `memory` (default: this machine's) or that
     would draw more than MAX_FIGURES per-sentence figures. Raises PipelineError naming the estimate and the knob."""
     memory = machine_memory() if memory is None else memory

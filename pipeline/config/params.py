@@ -22,7 +22,7 @@ from pipeline.base.secrets import redact
 from pipeline.config.input_files import check_inputs
 from pipeline.config.limits import check_limits, check_list_overrides
 from pipeline.base.trees import flatten
-from pipeline.config.schema import GROUPS, unknown_key_message, validate
+from pipeline.config.schema import GROUPS, Config, unknown_key_message, validate
 
 CONFIG_NAME = "config"
 PARAMS_HEADER = (
@@ -79,11 +79,18 @@ def read_params(root: Path | None = None) -> dict:
     return read_params_file(Layout(root or checkout_root()).params)
 
 
-def check(params: dict, root: Path, composed: Any = None) -> None:
-    """Everything that can be known before running: the schema's rules, the input files the config names, then
-    the limits (memory and figure count estimates, pipeline.config.limits). composed: see schema.validate."""
-    validate(params, composed)
-    check_limits(params, check_inputs(params, root))
+def check(params: dict, root: Path, composed: Any = None) -> Config:
+    """Everything that can be known before running: the schema's rules, then `check_runnable`. composed: see
+    schema.validate. Returns the validated config as the schema's dataclasses."""
+    cfg = validate(params, composed)
+    check_runnable(cfg, root)
+    return cfg
+
+
+def check_runnable(cfg: Config, root: Path) -> None:
+    """What a validated config needs beyond the schema: the input files it names, then the limits (memory and figure
+    count estimates, pipeline.config.limits)."""
+    check_limits(cfg, check_inputs(cfg, root))
 
 
 def _newest_conf_file(root: Path) -> tuple[float, Path | None]:
@@ -131,10 +138,9 @@ def check_fresh(params: dict, root: Path | None = None) -> None:
     )
 
 
-def load(root: Path | None = None) -> dict:
-    """params.yaml, checked against conf/ and validated (what the check_params stage checks)."""
+def load(root: Path | None = None) -> Config:
+    """params.yaml, checked against conf/ and validated (what the check_params stage checks), as a Config."""
     root = root or checkout_root()
     params = read_params(root)
     check_fresh(params, root)
-    validate(params)
-    return params
+    return validate(params)

@@ -625,14 +625,6 @@ class Config(_Checked):
 GROUPS = tuple(item.name for item in fields(Config))
 
 
-def typed_group(group: str, values: Any) -> Any:
-    """One group of a validated config (e.g. params["glove"]) as the schema's dataclass for it (GloveConfig):
-    attributes instead of string keys, defaults filled in, every rule of the group checked again."""
-    schema = _field_types(Config)[group]
-    plain = dict(values.items())  # OmegaConf takes a dict itself, not a subclass; the group is read whole
-    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(schema), plain))
-
-
 # ---------------------------------------------------------------- keys
 
 
@@ -708,10 +700,11 @@ def _first_difference(was: Any, now: Any, key: str) -> tuple[str, Any, Any] | No
     return next(filter(None, found), None)
 
 
-def validate(params: dict, composed: Any = None) -> None:
+def validate(params: dict, composed: Any = None) -> Config:
     """Check params (a composed config or params.yaml read back) against the schema: unknown or absent keys,
     values left ??? in conf/, types, ranges, choices and the rules between keys. Raises one PipelineError that
-    names the key, what it must be, and the fix.
+    names the key, what it must be, and the fix. Returns the config as the schema's dataclasses (a Config): what
+    the stages read (`cfg.sweep.w2`).
 
     composed: the config `params` was made of, when Hydra composed it on the schema (a `python -m pipeline` job):
     its types were checked then, so it is not merged onto the schema again (a third of a sweep point's check)."""
@@ -732,7 +725,7 @@ def validate(params: dict, composed: Any = None) -> None:
             f"config key {key} = {was!r} has the wrong type: it must be of type {type(now).__name__} "
             f"(e.g. {now!r}). Fix it in conf/ or override it, e.g. `{key}=...`."
         )
-    OmegaConf.to_object(cfg)  # builds the dataclasses: their __post_init__ runs every rule
+    return OmegaConf.to_object(cfg)  # builds the dataclasses: their __post_init__ runs every rule
 
 
 # ---------------------------------------------------------------- Hydra

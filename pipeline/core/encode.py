@@ -7,6 +7,9 @@ plots' columns.
 
 from __future__ import annotations
 
+from typing import Any
+
+
 import logging
 
 import numpy as np
@@ -17,20 +20,21 @@ from pipeline.base.files import round_significant
 from pipeline.core import encoding as pe_lib
 from pipeline.core.device import resolve_dtype
 
+
 log = logging.getLogger("pipeline")
 MAX_PLOT_ROWS = 4096  # the property plots keep at most this many positions (the metrics see every one)
 # Summary entries that describe the run rather than measure the encoding (left out of metrics.json).
 SUMMARY_INFO = ("kind", "glove", "vocab_size", "oov_count", "oov_words")
 
 
-def model_dim(cfg: dict, glove_dim: int, store_dim: int, glove_dir) -> int:
+def model_dim(cfg: Any, glove_dim: int, store_dim: int, glove_dir) -> int:
     """d_model: the GloVe dimension, after checking that glove.dim and encoding.d_model agree with the store."""
     if store_dim != glove_dim:
         raise PipelineError(
             f"glove.dim = {glove_dim} but the vectors in {glove_dir} have "
             f"{store_dim} dimensions: set glove.dim={store_dim}, or re-run the glove stage."
         )
-    d = cfg["d_model"] or store_dim
+    d = cfg.d_model or store_dim
     if d != store_dim:
         raise PipelineError(
             f"encoding.d_model = {d} differs from the GloVe dimension {store_dim}: the encoding is "
@@ -39,32 +43,32 @@ def model_dim(cfg: dict, glove_dim: int, store_dim: int, glove_dir) -> int:
     return d
 
 
-def check_max_len(cfg: dict, padded_len: int) -> None:
-    if cfg["max_len"] < padded_len:
+def check_max_len(cfg: Any, padded_len: int) -> None:
+    if cfg.max_len < padded_len:
         raise PipelineError(
-            f"encoding.max_len = {cfg['max_len']} is shorter than the padded sentences "
+            f"encoding.max_len = {cfg.max_len} is shorter than the padded sentences "
             f"({padded_len} = tokenizer.maxlen): raise encoding.max_len to >= {padded_len} "
             "or lower tokenizer.maxlen."
         )
 
 
-def position_table(cfg: dict, d: int, device: torch.device) -> tuple[torch.Tensor, pe_lib.Diagnostics]:
+def position_table(cfg: Any, d: int, device: torch.device) -> tuple[torch.Tensor, pe_lib.Diagnostics]:
     """The configured (n, d) table on `device` in encoding.dtype, and its diagnostics: from the closed-form
     profiles for the sinusoid, from float64 Gram products for a learned (seeded random) table."""
-    dtype, n, max_size = resolve_dtype(cfg["dtype"]), cfg["max_len"], cfg["max_matrix_size"]
-    if cfg["name"] == "learned":
+    dtype, n, max_size = resolve_dtype(cfg.dtype), cfg.max_len, cfg.max_matrix_size
+    if cfg.name == "learned":
         from pipeline.core.random_tables import learned_position_table
 
-        pe = learned_position_table(n, d, cfg["seed"], cfg["init"], cfg["scale"], device=device, dtype=dtype)
-        return pe, pe_lib.matrix_diagnostics(pe, cfg["base"], cfg["max_offset"], max_size)
-    pe = pe_lib.sinusoidal_encoding(n, d, cfg["base"], layout=cfg["layout"], device=device, dtype=dtype)
-    return pe, pe_lib.sinusoidal_diagnostics(pe, cfg["base"], cfg["max_offset"], max_size)
+        pe = learned_position_table(n, d, cfg.seed, cfg.init, cfg.scale, device=device, dtype=dtype)
+        return pe, pe_lib.matrix_diagnostics(pe, cfg.base, cfg.max_offset, max_size)
+    pe = pe_lib.sinusoidal_encoding(n, d, cfg.base, layout=cfg.layout, device=device, dtype=dtype)
+    return pe, pe_lib.sinusoidal_diagnostics(pe, cfg.base, cfg.max_offset, max_size)
 
 
-def probes(cfg: dict) -> tuple[list[int], list[tuple[int, int]]]:
+def probes(cfg: Any) -> tuple[list[int], list[tuple[int, int]]]:
     """encoding.norm_positions and distance_pairs inside the table (a warning names how many are skipped)."""
-    n = cfg["max_len"]
-    positions, pairs = cfg["norm_positions"] or [], cfg["distance_pairs"] or []
+    n = cfg.max_len
+    positions, pairs = cfg.norm_positions or [], cfg.distance_pairs or []
     kept_positions = [p for p in positions if p < n]
     kept_pairs = [(p, q) for p, q in pairs if max(p, q) < n]
     skipped = len(positions) - len(kept_positions) + len(pairs) - len(kept_pairs)
@@ -79,7 +83,7 @@ def probes(cfg: dict) -> tuple[list[int], list[tuple[int, int]]]:
 
 
 def summary(
-    cfg: dict, pe: torch.Tensor, diag: pe_lib.Diagnostics, glove: str, vocab_size: int, missing: list[str]
+    cfg: Any, pe: torch.Tensor, diag: pe_lib.Diagnostics, glove: str, vocab_size: int, missing: list[str]
 ) -> dict:
     """What data/encode/encode.json holds: the property checks and probes (metrics), and the run's facts
     (SUMMARY_INFO). pe: (n, d); missing: the words of the word index that GloVe lacks."""
@@ -92,10 +96,10 @@ def summary(
         return float(torch.linalg.vector_norm(pe[p].to(norms.dtype) - pe[q].to(norms.dtype)))
 
     return {
-        "kind": cfg["name"],
+        "kind": cfg.name,
         "glove": glove,
         "d_model": d,
-        "max_len": cfg["max_len"],
+        "max_len": cfg.max_len,
         "norm_expected": expected,
         "norm_max_abs_dev": float((norms - expected).abs().max()),
         "offset_distance_max_spread": float((hi - lo).max()) if len(lo) else 0.0,
@@ -148,13 +152,13 @@ def profile_arrays(diag: pe_lib.Diagnostics, n: int) -> dict[str, np.ndarray] | 
     }
 
 
-def matrices_info(cfg: dict, diag: pe_lib.Diagnostics) -> dict:
+def matrices_info(cfg: Any, diag: pe_lib.Diagnostics) -> dict:
     """data/encode/matrices.json: encoding, layout, block side f, side, positions covered, Toeplitz, method."""
     sinusoidal = diag.profiles is not None
     side = diag.dot_blocks.shape[0]
     return {
-        "encoding": cfg["name"],
-        "layout": cfg["layout"] if sinusoidal else None,
+        "encoding": cfg.name,
+        "layout": cfg.layout if sinusoidal else None,
         "block": diag.factor,
         "side": side,
         "positions_covered": side * diag.factor,

@@ -16,12 +16,16 @@ so that files and figures are the same on every machine.
 
 from __future__ import annotations
 
+from typing import Any
+
+
 import numpy as np
 import torch
 
 from pipeline.base.files import round_significant
 from pipeline.core import alibi, rope
 from pipeline.core.device import has_float64
+
 
 CHECK_DTYPES = {"float64": torch.float64, "float32": torch.float32}
 
@@ -47,17 +51,17 @@ def query_key(d_head: int, seed: int, device: torch.device) -> tuple[torch.Tenso
     return q.to(device), k.to(device)
 
 
-def rope_diagnostics(cfg: dict, device: torch.device) -> tuple[dict[str, np.ndarray], dict]:
+def rope_diagnostics(cfg: Any, device: torch.device) -> tuple[dict[str, np.ndarray], dict]:
     """cfg: relative.rope. Returns the arrays of data/relative/rope.npz and the summary's `rope` entry."""
     work = _work(device)
-    d, n, layout = cfg["d_head"], cfg["positions"], cfg["layout"]
-    q, k = query_key(d, cfg["seed"], work)
+    d, n, layout = cfg.d_head, cfg.positions, cfg.layout
+    q, k = query_key(d, cfg.seed, work)
     arrays: dict[str, np.ndarray] = {}
     checks: dict[str, dict] = {}
     for name in rope.LAYOUTS:
         entry = {}
         for dtype_name, dtype in CHECK_DTYPES.items():
-            check = rope.score_check(q, k, n, cfg["base"], layout=name, dtype=dtype)
+            check = rope.score_check(q, k, n, cfg.base, layout=name, dtype=dtype)
             # deviations at the scores' own precision: float64 rounding noise (~1e-13) is 0 on every machine
             scale = float(check.closed.abs().max())
             spread, error = _fixed(check.spread, scale), _fixed(check.error, scale)
@@ -72,27 +76,27 @@ def rope_diagnostics(cfg: dict, device: torch.device) -> tuple[dict[str, np.ndar
         entry["score_scale"] = float(np.abs(_fixed(check.closed)).max())
         checks[name] = entry
 
-    distances = torch.arange(cfg["max_distance"] + 1, device=work)
+    distances = torch.arange(cfg.max_distance + 1, device=work)
     arrays["distance"] = distances.cpu().numpy()
     decay = {}
-    for variant in rope.scalings(cfg["base"], cfg["larger_base"], cfg["scale"], d):
+    for variant in rope.scalings(cfg.base, cfg.larger_base, cfg.scale, d):
         bound = _fixed(rope.decay_bound(distances, d, variant.base, position_scale=variant.position_scale))
         arrays[f"bound_{variant.key}"] = bound
         decay[variant.key] = {
             "base": variant.base,
             "position_scale": variant.position_scale,
             "lowest_wavelength": rope.lowest_wavelength(d, variant.base, variant.position_scale),
-            **{f"d{r}": float(bound[r]) for r in cfg["report_distances"]},
+            **{f"d{r}": float(bound[r]) for r in cfg.report_distances},
         }
     summary = {
         "d_head": d,
-        "base": cfg["base"],
-        "larger_base": cfg["larger_base"],
-        "scale": cfg["scale"],
+        "base": cfg.base,
+        "larger_base": cfg.larger_base,
+        "scale": cfg.scale,
         "layout": layout,
         "positions": n,
-        "seed": cfg["seed"],
-        "max_distance": cfg["max_distance"],
+        "seed": cfg.seed,
+        "max_distance": cfg.max_distance,
         "relative_only": checks,
         "decay_bound_at_rest": rope.decay_at_rest(d),
         "decay_bound": decay,
@@ -100,15 +104,15 @@ def rope_diagnostics(cfg: dict, device: torch.device) -> tuple[dict[str, np.ndar
     return arrays, summary
 
 
-def alibi_diagnostics(cfg: dict, device: torch.device) -> tuple[dict[str, np.ndarray], dict]:
+def alibi_diagnostics(cfg: Any, device: torch.device) -> tuple[dict[str, np.ndarray], dict]:
     """cfg: relative.alibi. Returns the arrays of data/relative/alibi.npz and the summary's `alibi` entry."""
     work = _work(device)
-    distances = torch.arange(cfg["max_distance"] + 1, device=work)
+    distances = torch.arange(cfg.max_distance + 1, device=work)
     arrays: dict[str, np.ndarray] = {"distance": distances.cpu().numpy()}
     heads, worst = {}, 0.0
-    for count in cfg["heads"]:
+    for count in cfg.heads:
         slopes = alibi.slopes(count, work)
-        bias = alibi.bias(slopes, cfg["length"], causal=cfg["causal"])
+        bias = alibi.bias(slopes, cfg.length, causal=cfg.causal)
         worst = max(worst, alibi.toeplitz_deviation(bias))
         arrays[f"slopes_h{count}"] = _fixed(slopes)
         arrays[f"bias_h{count}"] = _fixed(bias)  # -inf (masked) passes unchanged
@@ -119,9 +123,9 @@ def alibi_diagnostics(cfg: dict, device: torch.device) -> tuple[dict[str, np.nda
             "half_weight_distance": _fixed(alibi.half_weight_distance(slopes)).tolist(),
         }
     summary = {
-        "length": cfg["length"],
-        "causal": cfg["causal"],
-        "max_distance": cfg["max_distance"],
+        "length": cfg.length,
+        "causal": cfg.causal,
+        "max_distance": cfg.max_distance,
         "bias_toeplitz_deviation": worst,
         "heads": heads,
     }
@@ -151,7 +155,7 @@ def rope_profiles(inv_freq: np.ndarray, factor: float, q: np.ndarray, k: np.ndar
     }
 
 
-def family_proximities(rel: dict, sinusoids: dict, learned: np.ndarray, biases: np.ndarray) -> dict:
+def family_proximities(rel: Any, sinusoids: dict, learned: np.ndarray, biases: np.ndarray) -> dict:
     """family key -> (description, proximity P (N, N), its attention prior, or per-head lists for ALiBi).
 
     rel: the `relative` config; sinusoids: layout -> (N, d) float64 sinusoidal tables; learned: (N, d) the seeded
@@ -159,8 +163,8 @@ def family_proximities(rel: dict, sinusoids: dict, learned: np.ndarray, biases: 
     from pipeline.core import pe_properties as pp
     from pipeline.core.rope_scaling import scaled_frequencies
 
-    cfg = rel["properties"]
-    n, d_head = cfg["positions"], rel["rope"]["d_head"]
+    cfg = rel.properties
+    n, d_head = cfg.positions, rel.rope.d_head
     out = {"nope": ("NoPE: no position signal, P = 0", np.zeros((n, n)), np.full((n, n), 1.0 / n))}
     for layout, pe in sinusoids.items():
         p = pe @ pe.T
@@ -171,9 +175,9 @@ def family_proximities(rel: dict, sinusoids: dict, learned: np.ndarray, biases: 
         )
     p = learned @ learned.T
     out["learned"] = ("learned (seeded, untrained): PE(i) . PE(j)", p, pp.softmax_rows(p / np.sqrt(learned.shape[1])))
-    q, _ = gaussian_pairs(cfg["samples"], d_head, cfg["seed"])
+    q, _ = gaussian_pairs(cfg.samples, d_head, cfg.seed)
     offsets = np.arange(-(n - 1), n, dtype=np.float64)
-    for key, freq in scaled_frequencies(rel["scaling"], d_head, rel["rope"]["base"], rel["rope"]["scale"]).items():
+    for key, freq in scaled_frequencies(rel.scaling, d_head, rel.rope.base, rel.rope.scale).items():
         profile = rope_profiles(freq.inv_freq, freq.attention_factor, q, q, offsets)["self"]
         p = pp.toeplitz(profile, n)
         out[f"rope_{key}"] = (f"RoPE {key}: a^2 E[q . R(i - j) q]", p, pp.softmax_rows(p / np.sqrt(d_head)))
@@ -192,19 +196,19 @@ def properties_table(proximities: dict) -> dict:
     return table
 
 
-def scaling_diagnostics(rel: dict, distances: np.ndarray) -> tuple[dict[str, np.ndarray], dict]:
+def scaling_diagnostics(rel: Any, distances: np.ndarray) -> tuple[dict[str, np.ndarray], dict]:
     """Barbero et al.: per RoPE scaling, RoFormer's decay bound and the mean and spread (std) over the seeded
     independent Gaussian (q, k) of the score against the distance, and the expectation with k = q; each pair's
     wavelength against the original and the extended context. Returns the arrays and the summary."""
     from pipeline.core.rope_scaling import scaled_frequencies, wavelengths
 
-    cfg, rope_cfg = rel["properties"], rel["rope"]
-    d_head, factor = rope_cfg["d_head"], rope_cfg["scale"]
-    original = rel["scaling"]["original_context"]
-    q, k = gaussian_pairs(cfg["samples"], d_head, cfg["seed"])
+    cfg, rope_cfg = rel.properties, rel.rope
+    d_head, factor = rope_cfg.d_head, rope_cfg.scale
+    original = rel.scaling.original_context
+    q, k = gaussian_pairs(cfg.samples, d_head, cfg.seed)
     arrays: dict[str, np.ndarray] = {"distance": distances}
-    summary = {"original_context": original, "extended_context": factor * original, "samples": cfg["samples"]}
-    for key, freq in scaled_frequencies(rel["scaling"], d_head, rope_cfg["base"], factor).items():
+    summary = {"original_context": original, "extended_context": factor * original, "samples": cfg.samples}
+    for key, freq in scaled_frequencies(rel.scaling, d_head, rope_cfg.base, factor).items():
         profiles = rope_profiles(freq.inv_freq, freq.attention_factor, q, k, distances.astype(np.float64))
         bound = rope.decay_bound(torch.from_numpy(distances), d_head, theta=torch.from_numpy(freq.inv_freq)).numpy()
         wave = wavelengths(freq.inv_freq)

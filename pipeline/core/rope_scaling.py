@@ -20,7 +20,7 @@ context extended by s = `factor` from the original (training) context L:
 from __future__ import annotations
 
 import math
-from typing import NamedTuple, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
@@ -140,27 +140,27 @@ def longrope(
     return RopeFrequencies(default_frequencies(d_head, base) / ext, attention)
 
 
-def scaled_frequencies(cfg: dict, d_head: int, base: float, factor: float) -> dict[str, RopeFrequencies]:
+def scaled_frequencies(cfg: Any, d_head: int, base: float, factor: float) -> dict[str, RopeFrequencies]:
     """Every scaling of SCALINGS for a context `factor` times the original one; cfg: relative.scaling (the original
     context, YaRN's betas, Llama 3.1's factors, LongRoPE's per-pair factors). Dynamic NTK and LongRoPE are taken at
     the extended length factor * L."""
-    original = cfg["original_context"]
+    original = cfg.original_context
     extended = int(round(factor * original))
     return {
         "default": RopeFrequencies(default_frequencies(d_head, base), 1.0),
         "linear": linear(d_head, base, factor),
         "ntk": ntk(d_head, base, factor),
         "dynamic": dynamic(d_head, base, factor, original, extended),
-        "yarn": yarn(d_head, base, factor, original, cfg["yarn_beta_fast"], cfg["yarn_beta_slow"]),
+        "yarn": yarn(d_head, base, factor, original, cfg.yarn_beta_fast, cfg.yarn_beta_slow),
         "llama3": llama3(
             d_head,
             base,
-            cfg["llama3_factor"],
+            cfg.llama3_factor,
             original,
-            cfg["llama3_low_freq_factor"],
-            cfg["llama3_high_freq_factor"],
+            cfg.llama3_low_freq_factor,
+            cfg.llama3_high_freq_factor,
         ),
         "longrope": longrope(
-            d_head, base, factor, original, extended, cfg["longrope_short_factor"], cfg["longrope_long_factor"]
+            d_head, base, factor, original, extended, cfg.longrope_short_factor, cfg.longrope_long_factor
         ),
     }

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -34,6 +34,7 @@ from pipeline.core.metrics import (
     valid_neighbours,
 )
 from pipeline.core.weights import WeightPair, weight_pairs
+
 
 # metrics.json's transformer_scaling.s{i}: the metrics reported at the paper's scaling
 SCALING_METRICS = ("knn_semantic_hd", "knn_positional_hd", "trustworthiness_2d", "pca_disparity")
@@ -68,9 +69,9 @@ class Sweep:
         return 1 / math.sqrt(self.d_model)
 
 
-def ratio_grid(cfg: dict) -> np.ndarray:
+def ratio_grid(cfg: Any) -> np.ndarray:
     """(points,) r = W2 / W1 values, log-spaced from sweep.ratios.min to sweep.ratios.max."""
-    return np.logspace(np.log10(cfg["min"]), np.log10(cfg["max"]), cfg["points"])
+    return np.logspace(np.log10(cfg.min), np.log10(cfg.max), cfg.points)
 
 
 def transformer_pair(d_model: int) -> WeightPair:
@@ -193,15 +194,21 @@ def sweep_sentence(
 
 
 def run_sweep(
-    tokens: dict, embeddings: np.ndarray, pe: np.ndarray, d_model: int, sweep_cfg: dict, metrics_cfg: dict, device="cpu"
+    tokens: dict,
+    embeddings: np.ndarray,
+    pe: np.ndarray,
+    d_model: int,
+    sweep_cfg: Any,
+    metrics_cfg: Any,
+    device="cpu",
 ) -> Sweep:
     """Every sentence of tokens.json through the sweep.
 
     embeddings: (V + 1, d) rows by word index; pe: (max_len, d) (a memory map is fine: only the sentences'
     positions are read); sweep_cfg, metrics_cfg: the `sweep` and `metrics` configs.
     """
-    pairs = weight_pairs(sweep_cfg["w1"], sweep_cfg["w2"], d_model=d_model)
-    ratios = ratio_grid(sweep_cfg["ratios"])
+    pairs = weight_pairs(sweep_cfg.w1, sweep_cfg.w2, d_model=d_model)
+    ratios = ratio_grid(sweep_cfg.ratios)
     sentences = []
     progress = Progress("sweep: sentences", len(tokens["ids"]))
     for ids, positions, words in zip(tokens["ids"], tokens["positions"], tokens["words"]):
@@ -215,9 +222,9 @@ def run_sweep(
                 pairs,
                 ratios,
                 d_model,
-                metrics_cfg["groups"],
-                metrics_cfg["neighbours"],
-                sweep_cfg["n_components"],
+                metrics_cfg.groups,
+                metrics_cfg.neighbours,
+                sweep_cfg.n_components,
                 device,
             )
         )

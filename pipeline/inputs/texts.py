@@ -7,10 +7,14 @@ of input files (pipeline.config.check_inputs), so both read a file the same way.
 
 from __future__ import annotations
 
+from typing import Any
+
+
 from pathlib import Path
 
 from pipeline.base.errors import PipelineError
 from pipeline.inputs.local_files import user_file
+
 
 FIX = (
     "Fix: point texts.file at a UTF-8 file with one sentence per line (under data/texts/ so DVC tracks it), "
@@ -51,8 +55,8 @@ def read_sentences(file: str, root: Path) -> list[str]:
     return sentences
 
 
-def load_texts(cfg: dict, root: Path) -> list[str]:
+def load_texts(cfg: Any, root: Path) -> list[str]:
     """Sentences from `texts.sentences`, or from the file `texts.file` (see `read_sentences`)."""
-    if cfg["file"] is None:
-        return list(cfg["sentences"])
-    return read_sentences(cfg["file"], root)
+    if cfg.file is None:
+        return list(cfg.sentences)
+    return read_sentences(cfg.file, root)

@@ -3,35 +3,39 @@ padding mask, and per sentence the positions and ids of its tokens (what data/to
 
 from __future__ import annotations
 
+from typing import Any
+
+
 import logging
 
 from pipeline.base.errors import PipelineError
 
+
 log = logging.getLogger("pipeline")
 
 
-def tokenize(texts: list[str], cfg: dict) -> dict:
+def tokenize(texts: list[str], cfg: Any) -> dict:
     """Keras Tokenizer + pad_sequences as configured; every sentence keeps >= 2 tokens (PCA needs 2 points)."""
     from pipeline.inputs.tokenizer import Tokenizer, pad_sequences_with_mask, text_to_word_sequence
 
     tokenizer = Tokenizer(
-        num_words=cfg["num_words"],
-        filters=cfg["filters"],
-        lower=cfg["lower"],
-        split=cfg["split"],
-        oov_token=cfg["oov_token"],
+        num_words=cfg.num_words,
+        filters=cfg.filters,
+        lower=cfg.lower,
+        split=cfg.split,
+        oov_token=cfg.oov_token,
     )
     tokenizer.fit_on_texts(texts)
     sequences = tokenizer.texts_to_sequences(texts)
     padded, mask, truncated = pad_sequences_with_mask(
-        sequences, maxlen=cfg["maxlen"], padding=cfg["padding"], truncating=cfg["truncating"], value=cfg["value"]
+        sequences, maxlen=cfg.maxlen, padding=cfg.padding, truncating=cfg.truncating, value=cfg.value
     )
-    words = [text_to_word_sequence(text, cfg["filters"], cfg["lower"], cfg["split"]) for text in texts]
-    dropped = _dropped_by_num_words(words, tokenizer.word_index, cfg["num_words"])
+    words = [text_to_word_sequence(text, cfg.filters, cfg.lower, cfg.split) for text in texts]
+    dropped = _dropped_by_num_words(words, tokenizer.word_index, cfg.num_words)
     vocabulary = len(tokenizer.word_index)
     _check_enough_tokens(texts, words, dropped, mask.sum(axis=1), cfg, vocabulary)
     _warn_dropped(
-        dropped, [len(seq) - cfg["maxlen"] if cut else 0 for seq, cut in zip(sequences, truncated)], cfg, vocabulary
+        dropped, [len(seq) - cfg.maxlen if cut else 0 for seq, cut in zip(sequences, truncated)], cfg, vocabulary
     )
     positions = [[int(p) for p in row.nonzero()[0]] for row in mask]
     ids = [[int(padded[i][p]) for p in pos] for i, pos in enumerate(positions)]
@@ -60,7 +64,7 @@ def _short(text: str, limit: int = 80) -> str:
     return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
-def _check_enough_tokens(texts, words, dropped, kept, cfg: dict, vocabulary: int) -> None:
+def _check_enough_tokens(texts, words, dropped, kept, cfg: Any, vocabulary: int) -> None:
     """Every sentence keeps >= 2 tokens; otherwise one error for the first such sentence naming the key to change."""
     short = [i for i, n in enumerate(kept) if n < 2]
     if not short:
@@ -69,7 +73,7 @@ def _check_enough_tokens(texts, words, dropped, kept, cfg: dict, vocabulary: int
     more = f" (and {len(short) - 1} more sentence(s))" if len(short) > 1 else ""
     if dropped[i] and len(words[i]) - dropped[i] < 2:
         fix = (
-            f"tokenizer.num_words={cfg['num_words']} keeps only the {cfg['num_words'] - 1} most frequent words and "
+            f"tokenizer.num_words={cfg.num_words} keeps only the {cfg.num_words - 1} most frequent words and "
             f"{dropped[i]} of its {len(words[i])} words are not among them: raise tokenizer.num_words "
             f"(tokenizer.num_words={vocabulary + 1} keeps all {vocabulary} words of the texts)"
         )
@@ -78,30 +82,30 @@ def _check_enough_tokens(texts, words, dropped, kept, cfg: dict, vocabulary: int
             f"it has {len(words[i])} word(s) after tokenizer.filters: give it at least 2 words (or change the filters)"
         )
     else:
-        fix = f"raise tokenizer.maxlen (now {cfg['maxlen']})"
+        fix = f"raise tokenizer.maxlen (now {cfg.maxlen})"
     raise PipelineError(
         f"sentence {i} ({_short(texts[i])}) has {int(kept[i])} token(s) after tokenization{more}; a 2-D projection "
         f"needs at least 2. Fix: {fix}."
     )
 
 
-def _warn_dropped(dropped: list[int], cut: list[int], cfg: dict, vocabulary: int) -> None:
+def _warn_dropped(dropped: list[int], cut: list[int], cfg: Any, vocabulary: int) -> None:
     """One warning for all the sentences that lose words: how many words in how many sentences, and the key to
     raise."""
     parts = []
     if any(dropped):
-        action = "mapped to tokenizer.oov_token" if cfg["oov_token"] is not None else "dropped"
+        action = "mapped to tokenizer.oov_token" if cfg.oov_token is not None else "dropped"
         parts.append(
             f"{sum(dropped)} word(s) in {sum(n > 0 for n in dropped)} of {len(dropped)} sentences {action}: "
-            f"tokenizer.num_words={cfg['num_words']} keeps the {cfg['num_words'] - 1} most frequent words "
+            f"tokenizer.num_words={cfg.num_words} keeps the {cfg.num_words - 1} most frequent words "
             f"(raise tokenizer.num_words to keep them; {vocabulary + 1} keeps all {vocabulary})"
         )
     if any(cut):
-        ends = "the last" if cfg["truncating"] == "pre" else "the first"
+        ends = "the last" if cfg.truncating == "pre" else "the first"
         parts.append(
-            f"tokenizer.maxlen={cfg['maxlen']} keeps {ends} {cfg['maxlen']} tokens: {sum(cut)} cut in "
+            f"tokenizer.maxlen={cfg.maxlen} keeps {ends} {cfg.maxlen} tokens: {sum(cut)} cut in "
             f"{sum(n > 0 for n in cut)} of {len(cut)} sentences, the longest by {max(cut)} "
-            f"(tokenizer.truncating={cfg['truncating']}; raise tokenizer.maxlen to keep them)"
+            f"(tokenizer.truncating={cfg.truncating}; raise tokenizer.maxlen to keep them)"
         )
     if parts:
         log.warning("tokenize: %s.", "; ".join(parts))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import matplotlib
 
@@ -571,11 +571,11 @@ def crossover_summary(r_star: Sequence[float | None], path: Path, *, shown: int,
 # ---------------------------------------------------------------- what the figures say, per encoding
 
 
-def encoding_tag(kind: str, d: int, n: int, cfg: dict) -> str:
+def encoding_tag(kind: str, d: int, n: int, cfg: Any) -> str:
     """What a title names the encoding by: 'max_len=100, d=50, base=10000' or, for a learned table, its draw."""
     if kind == "sinusoidal":
-        return f"max_len={n}, d={d}, base={cfg['base']:g}"
-    return f"max_len={n}, d={d}, seed={cfg['seed']}, {cfg['init']} init, scale={cfg['scale']:g}"
+        return f"max_len={n}, d={d}, base={cfg.base:g}"
+    return f"max_len={n}, d={d}, seed={cfg.seed}, {cfg.init} init, scale={cfg.scale:g}"
 
 
 def encoding_figure_text(kind: str, pe_layout: str | None, d: int, tag: str) -> dict[str, dict[str, str]]:

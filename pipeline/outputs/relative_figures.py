@@ -13,11 +13,12 @@ and, from data/families/ and reports/properties.json:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from pipeline.outputs import figures as fig
+
 
 FIGURES = ("rope_relative_scores.png", "rope_decay.png", "alibi_bias.png", "alibi_penalty.png")
 MAX_BIAS_PANELS = 8  # heads drawn in alibi_bias.png (evenly spread over the heads when there are more)
@@ -33,14 +34,14 @@ def variant_names(decay: dict, scale: float) -> dict[str, str]:
     }
 
 
-def queue_relative_figures(layout, cfg: dict, path, batch) -> None:
+def queue_relative_figures(layout, cfg: Any, path, batch) -> None:
     """Queue the four figures on `batch` (pipeline.outputs.figures.Batch); cfg: the `figures` config; path(name):
     where a figure goes (and records its name)."""
     from pipeline.base.files import read_json
 
     summary = read_json(layout.relative_metrics)
     rope, alibi = summary["rope"], summary["alibi"]
-    colours = {"cmap": cfg["cmap"], "sequential": cfg["sequential_cmap"], "dpi": cfg["dpi"]}
+    colours = {"cmap": cfg.cmap, "sequential": cfg.sequential_cmap, "dpi": cfg.dpi}
     with np.load(layout.rope_arrays) as arrays:
         r = {key: arrays[key] for key in arrays.files}
     with np.load(layout.alibi_arrays) as arrays:
@@ -67,7 +68,7 @@ def queue_relative_figures(layout, cfg: dict, path, batch) -> None:
         path("rope_decay.png"),
         d_head=rope["d_head"],
         at_rest=rope["decay_bound_at_rest"],
-        dpi=cfg["dpi"],
+        dpi=cfg.dpi,
     )
     first = alibi["heads"][next(iter(alibi["heads"]))]
     count = len(first["slopes"])
@@ -77,16 +78,16 @@ def queue_relative_figures(layout, cfg: dict, path, batch) -> None:
         first["slope_exponents"],
         path("alibi_bias.png"),
         causal=alibi["causal"],
-        sequential=cfg["sequential_cmap"],
-        dpi=cfg["dpi"],
+        sequential=cfg.sequential_cmap,
+        dpi=cfg.dpi,
     )
     batch.add(
         alibi_penalty,
         a["distance"],
         {len(h["slopes"]): a[f"penalty_h{len(h['slopes'])}"] for h in alibi["heads"].values()},
         path("alibi_penalty.png"),
-        sequential=cfg["sequential_cmap"],
-        dpi=cfg["dpi"],
+        sequential=cfg.sequential_cmap,
+        dpi=cfg.dpi,
     )
 
 
@@ -277,7 +278,7 @@ def alibi_penalty(
     fig.save(figure, path, dpi)
 
 
-def queue_property_figures(layout, cfg: dict, path, batch) -> None:
+def queue_property_figures(layout, cfg: Any, path, batch) -> None:
     """Queue pe_properties.png and rope_scalings.png on `batch` (as queue_relative_figures)."""
     from pipeline.base.files import read_json
 
@@ -289,11 +290,11 @@ def queue_property_figures(layout, cfg: dict, path, batch) -> None:
         summary["families"],
         path("pe_properties.png"),
         positions=summary["positions"],
-        sequential=cfg["sequential_cmap"],
-        dpi=cfg["dpi"],
+        sequential=cfg.sequential_cmap,
+        dpi=cfg.dpi,
     )
     batch.add(
-        rope_scalings, s, summary["rope_scalings"], path("rope_scalings.png"), d_head=summary["d_head"], dpi=cfg["dpi"]
+        rope_scalings, s, summary["rope_scalings"], path("rope_scalings.png"), d_head=summary["d_head"], dpi=cfg.dpi
     )
 
 

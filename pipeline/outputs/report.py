@@ -9,6 +9,7 @@ claimed for `encoding=sinusoidal` only, never for a learned (random) table.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
@@ -19,6 +20,7 @@ import numpy as np
 
 from pipeline.base.files import png_data_uri
 from pipeline.core.metrics import METRIC_DOCS
+
 
 # Files beside this module that it reads; pipeline.dvcyaml lists them as code deps of the stages importing it.
 PACKAGE_DATA = ("templates/report.html.j2",)
@@ -116,24 +118,24 @@ def metric_doc(key: str) -> str:
     return METRIC_DOCS.get(key.rsplit("_", 1)[0], METRIC_DOCS.get(key, ""))
 
 
-def encoding_facts(cfg: dict, enc: dict) -> dict:
+def encoding_facts(cfg: Any, enc: dict) -> dict:
     """What the page says about the encoding: its kind, and for a learned table the typical row norm of its draw
     (U(-s, s): s sqrt(d/3); N(0, s^2): s sqrt(d), root mean square)."""
     d = enc["d_model"]
-    facts = {"sinusoidal": cfg["name"] == "sinusoidal", "cfg": cfg}
+    facts = {"sinusoidal": cfg.name == "sinusoidal", "cfg": cfg}
     if not facts["sinusoidal"]:
-        facts["typical_norm"] = cfg["scale"] * math.sqrt(d / 3 if cfg["init"] == "uniform" else d)
-        facts["typical_norm_formula"] = "scale · sqrt(d/3)" if cfg["init"] == "uniform" else "scale · sqrt(d)"
+        facts["typical_norm"] = cfg.scale * math.sqrt(d / 3 if cfg.init == "uniform" else d)
+        facts["typical_norm_formula"] = "scale · sqrt(d/3)" if cfg.init == "uniform" else "scale · sqrt(d)"
     return facts
 
 
-def shown_config(params: dict, meta: dict) -> str:
+def shown_config(params: Any, meta: dict) -> str:
     """The settings the page depends on, as JSON: the encoding, the semantic groups, the weight pairs and the ratio
     grid (the rest of the configuration is in params.yaml and in the MLflow run's params)."""
     ratios = meta["ratios"]
     shown = {
-        "encoding": params["encoding"],
-        "metrics": {"groups": params["metrics"]["groups"]},
+        "encoding": dataclasses.asdict(params.encoding),
+        "metrics": {"groups": params.metrics.groups},
         "sweep": {
             "pairs": [pair["title"] for pair in meta["pairs"]],
             "ratios": {"min": ratios[0], "max": ratios[-1], "points": len(ratios)},
@@ -194,7 +196,7 @@ def script_json(obj: Any, **kwargs: Any) -> str:
 
 
 def build_report(
-    params: dict,
+    params: Any,
     metrics: dict,
     meta: dict,
     arrays,
@@ -216,7 +218,7 @@ def build_report(
     from pipeline.outputs.figure_plan import short_text
 
     embedded = embedded_figures(layout, len(columns), [pair["label"] for pair in meta["pairs"]])
-    figure_set = params["figures"]["name"]
+    figure_set = params.figures.name
 
     def figure(name: str, alt: str) -> Markup:
         path = layout.figure(name)
@@ -237,7 +239,7 @@ def build_report(
             enc=metrics["encoding"],
             oov=metrics["embedding"]["oov_count"],
             glove=meta["glove"],
-            encoding=encoding_facts(params["encoding"], metrics["encoding"]),
+            encoding=encoding_facts(params.encoding, metrics["encoding"]),
             metrics=metrics,
             meta=meta,
             sentences=sentences,
@@ -247,7 +249,7 @@ def build_report(
             docs=METRIC_DOCS,
             figure=figure,
             tutorials=sorted(layout.figures_dir.glob("*/tutorial*.png"), key=lambda p: p.name),
-            data=explorer_data(meta, arrays, params["metrics"]["groups"], columns),
+            data=explorer_data(meta, arrays, params.metrics.groups, columns),
             config=shown_config(params, meta),
             last=len(meta["ratios"]) - 1,
             relative=relative,

@@ -1,7 +1,8 @@
 """What every stage entry point does around its work: read params.yaml, report user errors in one line.
 
-Stages trust params.yaml: the check_params stage, upstream of every other, has validated it (and
-checked it is fresh) before any of them runs. A user error, a full disk or an unwritable folder exits 2 with one
+params.yaml reaches a stage as the schema's dataclasses (`pipeline.config.schema.Config`, built by `validate`: a
+few ms, measured): the check_params stage, upstream of every other, has also checked it is fresh and that the files
+it names exist before any of them runs. A user error, a full disk or an unwritable folder exits 2 with one
 message on stderr, or in $PE_ERROR_FILE when that is set, so that `python -m pipeline.repro` prints it once, after
 DVC's own report. Bugs keep their traceback.
 
@@ -19,10 +20,13 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from pipeline.base.errors import PipelineError, environment_error
 from pipeline.base.paths import Layout
+
+if TYPE_CHECKING:
+    from pipeline.config.schema import Config
 
 log = logging.getLogger("pipeline")
 ERROR_FILE_ENV = "PE_ERROR_FILE"
@@ -78,14 +82,16 @@ def _print_help(name: str, run: Callable) -> None:
     )
 
 
-def stage_main(name: str, run: Callable[[dict, Layout, Path], object]) -> None:
-    """Run `run(params, layout, root)` for the checkout in the cwd; exit 2 with one message on a user error."""
+def stage_main(name: str, run: Callable[[Config, Layout, Path], object]) -> None:
+    """Run `run(cfg, layout, root)` for the checkout in the cwd (cfg: params.yaml validated, as a Config); exit 2
+    with one message on a user error."""
     from contextlib import nullcontext
 
     from pipeline.base.files import clean_stale_temporaries
     from pipeline.base.locks import workspace_holder, workspace_lock
     from pipeline.base.params_file import read_params_file
     from pipeline.base.paths import checkout_root, download_cache
+    from pipeline.config.schema import validate
 
     if any(a in ("-h", "--help") for a in sys.argv[1:]):
         _print_help(name, run)
@@ -99,7 +105,7 @@ def stage_main(name: str, run: Callable[[dict, Layout, Path], object]) -> None:
         with workspace_lock(root, f"dvc repro (stage {name})") if holder is None else nullcontext():
             layout = Layout(root)
             clean_stale_temporaries([*layout.work_dirs, download_cache(root)])  # a killed run's, if any
-            run(read_params_file(layout.params), layout, root)
+            run(validate(read_params_file(layout.params)), layout, root)
     except PipelineError as exc:
         hint = workspace_holder() is None and (name == "check_params" or os.environ.get("DVC_EXP_NAME"))
         hint = hint and "python -m pipeline.compose" not in str(exc)  # a stale params.yaml's message says it

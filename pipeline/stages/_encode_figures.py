@@ -36,8 +36,8 @@ def render(params: dict, layout: Layout, out: Path) -> list[str]:
     tutorials use torch and are drawn in this process while the workers draw the rest. Returns the PNG names."""
     from pipeline.config.figure_sets import drawn_kinds
 
-    cfg = params["figures"]
-    kinds = drawn_kinds(cfg["name"]) & KINDS
+    cfg = params.figures
+    kinds = drawn_kinds(cfg.name) & KINDS
     if not kinds:
         return []
     from pipeline.outputs import figures as fig
@@ -58,7 +58,7 @@ def render(params: dict, layout: Layout, out: Path) -> list[str]:
         queue_relative_figures(layout, cfg, path, batch)
     if "properties" in kinds:
         queue_property_figures(layout, cfg, path, batch)
-    for names in batch.run(cfg["workers"]):
+    for names in batch.run(cfg.workers):
         written += names or []
     return written
 
@@ -78,14 +78,14 @@ def render_encoding(params: dict, layout: Layout, path, batch) -> None:
     from pipeline.base.files import read_columns, read_json
     from pipeline.outputs import figures as fig
 
-    cfg = params["figures"]
-    dpi, max_size = cfg["dpi"], cfg["max_heatmap_size"]
-    colours = {"cmap": cfg["cmap"], "sequential": cfg["sequential_cmap"]}
+    cfg = params.figures
+    dpi, max_size = cfg.dpi, cfg.max_heatmap_size
+    colours = {"cmap": cfg.cmap, "sequential": cfg.sequential_cmap}
     encoded = read_json(layout.encode_summary)
     mats = read_json(layout.matrices_info)  # layout; dot/distance.npy hold block x block means
     d, kind = encoded["d_model"], encoded["kind"]
     text = fig.encoding_figure_text(
-        kind, mats["layout"], d, fig.encoding_tag(kind, d, encoded["max_len"], params["encoding"])
+        kind, mats["layout"], d, fig.encoding_tag(kind, d, encoded["max_len"], params.encoding)
     )
 
     # averaged here, so that a worker gets at most max_size x max_size values, whatever max_len is

@@ -8,24 +8,33 @@ so that a bad one stops the run before any computing.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 from pathlib import Path
 
 from pipeline.base.paths import Layout
 
+if TYPE_CHECKING:
+    from pipeline.config.schema import Config
 
-def run(params: dict, layout: Layout, root: Path) -> None:
+
+def run(params: Config, layout: Layout, root: Path) -> None:
+    from dataclasses import asdict
+
     from pipeline.base.files import write_json
-    from pipeline.config import check, check_fresh
+    from pipeline.base.params_file import read_params_file
+    from pipeline.config import check_fresh, check_runnable
     from pipeline.config.input_files import check_tracked
     from pipeline.registry import input_file_keys
 
-    check(params, root)
-    check_fresh(params, root)
-    check_tracked(params, root, layout.dvc_yaml, input_file_keys())
-    if params["tracking"]["enabled"]:
+    # params: params.yaml, validated by stage_main; freshness and dvc.yaml's deps are about the file itself
+    check_runnable(params, root)
+    written = read_params_file(layout.params)
+    check_fresh(written, root)
+    check_tracked(written, root, layout.dvc_yaml, input_file_keys())
+    if params.tracking.enabled:
         from pipeline.outputs.tracking import check_reachable
 
-        check_reachable(params["tracking"], root)
+        check_reachable(asdict(params.tracking), root)
     write_json(layout.params_check, {"params_yaml": "fresh and valid"})
 
 

@@ -27,53 +27,57 @@ the GloVe store, tokens.json.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 import logging
 from pathlib import Path
 
 from pipeline.base.paths import Layout
 
+if TYPE_CHECKING:
+    from pipeline.config.schema import Config, EncodingConfig, RelativeConfig
+
 log = logging.getLogger("pipeline")
 
 
-def run(params: dict, layout: Layout, root: Path) -> dict:
+def run(params: Config, layout: Layout, root: Path) -> dict:
     """The positional encoding and its diagnostics, then RoPE's and ALiBi's; returns the encoding's summary."""
     from pipeline.core.device import resolve_device
 
     from pipeline.stages._encode_figures import draw_encode_figures
 
-    device = resolve_device(params["encoding"]["device"])
+    device = resolve_device(params.encoding.device)
     summary = encode_positions(params, layout, device)
-    relative_diagnostics(params["relative"], layout, device)
-    family_properties(params["relative"], params["encoding"], params["glove"]["dim"], layout)
+    relative_diagnostics(params.relative, layout, device)
+    family_properties(params.relative, params.encoding, params.glove.dim, layout)
     draw_encode_figures(params, layout)
     return summary
 
 
-def encode_positions(params: dict, layout: Layout, device) -> dict:
+def encode_positions(params: Config, layout: Layout, device) -> dict:
     """data/encode/ and the two property plots; returns the numbers of encode.json."""
     from pipeline.base.files import read_json, write_columns, write_json, write_npy, write_npz
     from pipeline.core import encode
     from pipeline.inputs.glove_store import GloveStore, check_sentences_covered, embedding_matrix
 
-    cfg, glove = params["encoding"], params["glove"]
+    cfg, glove = params.encoding, params.glove
     store = GloveStore.open(layout.glove_dir)
-    d = encode.model_dim(cfg, glove["dim"], store.dim, layout.glove_dir)
+    d = encode.model_dim(cfg, glove.dim, store.dim, layout.glove_dir)
     tokens = read_json(layout.tokens)
     encode.check_max_len(cfg, len(tokens["padded"][0]))
 
     matrix, missing = embedding_matrix(tokens["word_index"], store)
-    check_sentences_covered(tokens["texts"], tokens["words"], missing, glove["name"])
+    check_sentences_covered(tokens["texts"], tokens["words"], missing, glove.name)
     if missing:
         log.warning("encode: %d word(s) not in GloVe get zero vectors: %s", len(missing), ", ".join(missing[:20]))
     pe, diag = encode.position_table(cfg, d, device)
-    summary = encode.summary(cfg, pe, diag, glove["name"], len(tokens["word_index"]), missing)
+    summary = encode.summary(cfg, pe, diag, glove.name, len(tokens["word_index"]), missing)
 
     write_npy(layout.pe_matrix, pe.cpu().numpy())
     write_npy(layout.embedding_matrix, matrix)
     matrices = encode.matrices(diag)
     write_npy(layout.dot_matrix, matrices["dot"])
     write_npy(layout.distance_matrix, matrices["distance"])
-    profiles = encode.profile_arrays(diag, cfg["max_len"])
+    profiles = encode.profile_arrays(diag, cfg.max_len)
     layout.profiles.unlink(missing_ok=True)  # a learned table has none
     if profiles is not None:
         write_npz(layout.profiles, profiles)
@@ -86,9 +90,9 @@ def encode_positions(params: dict, layout: Layout, device) -> dict:
     log.info(
         "encode: PE %dx%d (%s) on %s; max |norm - sqrt(d/2)| = %.2e; max spread over p of "
         "||PE(p)-PE(p+k)|| = %.2e; matrices %dx%d (blocks of %d); %d OOV",
-        cfg["max_len"],
+        cfg.max_len,
         d,
-        info["layout"] or cfg["name"],
+        info["layout"] or cfg.name,
         device,
         summary["norm_max_abs_dev"],
         summary["offset_distance_max_spread"],
@@ -100,13 +104,13 @@ def encode_positions(params: dict, layout: Layout, device) -> dict:
     return summary
 
 
-def relative_diagnostics(cfg: dict, layout: Layout, device) -> dict:
+def relative_diagnostics(cfg: RelativeConfig, layout: Layout, device) -> dict:
     """data/relative/ and reports/relative.json from the `relative` config; returns the numbers."""
     from pipeline.base.files import write_json, write_npz
     from pipeline.core.relative import alibi_diagnostics, rope_diagnostics
 
-    rope_arrays, rope_summary = rope_diagnostics(cfg["rope"], device)
-    alibi_arrays, alibi_summary = alibi_diagnostics(cfg["alibi"], device)
+    rope_arrays, rope_summary = rope_diagnostics(cfg.rope, device)
+    alibi_arrays, alibi_summary = alibi_diagnostics(cfg.alibi, device)
     layout.relative_dir.mkdir(parents=True, exist_ok=True)
     write_npz(layout.rope_arrays, rope_arrays)
     write_npz(layout.alibi_arrays, alibi_arrays)
@@ -127,7 +131,7 @@ def relative_diagnostics(cfg: dict, layout: Layout, device) -> dict:
     return summary
 
 
-def family_properties(rel: dict, encoding: dict, d_model: int, layout: Layout) -> dict:
+def family_properties(rel: RelativeConfig, encoding: EncodingConfig, d_model: int, layout: Layout) -> dict:
     """reports/properties.json (every family x the literature's properties, the RoPE scalings' summary) and
     data/families/scalings.npz (pipeline.core.relative); returns the JSON."""
     import torch
@@ -138,18 +142,18 @@ def family_properties(rel: dict, encoding: dict, d_model: int, layout: Layout) -
     from pipeline.core.random_tables import learned_position_table
     from pipeline.core.relative import distance_grid, family_proximities, properties_table, scaling_diagnostics
 
-    n, seed = rel["properties"]["positions"], rel["properties"]["seed"]
+    n, seed = rel.properties.positions, rel.properties.seed
     sinusoids = {
-        name: sinusoidal_encoding(n, d_model, encoding["base"], layout=name, dtype=torch.float64).numpy()
+        name: sinusoidal_encoding(n, d_model, encoding.base, layout=name, dtype=torch.float64).numpy()
         for name in ("interleaved", "concatenated")
     }
     learned = learned_position_table(n, d_model, seed, dtype=torch.float64).numpy()
-    biases = alibi.bias(alibi.slopes(rel["alibi"]["heads"][0]), n, causal=rel["alibi"]["causal"]).numpy()
+    biases = alibi.bias(alibi.slopes(rel.alibi.heads[0]), n, causal=rel.alibi.causal).numpy()
     table = properties_table(family_proximities(rel, sinusoids, learned, biases))
-    arrays, scalings = scaling_diagnostics(rel, distance_grid(rel["rope"]["max_distance"]))
+    arrays, scalings = scaling_diagnostics(rel, distance_grid(rel.rope.max_distance))
     layout.families_dir.mkdir(parents=True, exist_ok=True)
     write_npz(layout.scaling_arrays, arrays)
-    summary = {"positions": n, "d_model": d_model, "d_head": rel["rope"]["d_head"], "families": table}
+    summary = {"positions": n, "d_model": d_model, "d_head": rel.rope.d_head, "families": table}
     write_json(layout.properties_metrics, {**summary, "rope_scalings": scalings})
     log.info("properties: %d families x %d properties at N = %d positions", len(table), 5, n)
     return summary

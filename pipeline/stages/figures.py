@@ -10,22 +10,26 @@ data/sweep/, metrics.json, the ratio-sweep CSVs, the encode stage's figures, rep
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 import logging
 from pathlib import Path
 
 from pipeline.base.paths import Layout
 
+if TYPE_CHECKING:
+    from pipeline.config.schema import Config
+
 log = logging.getLogger("pipeline")
 
 
-def run(params: dict, layout: Layout, root: Path) -> list[str]:
+def run(params: Config, layout: Layout, root: Path) -> list[str]:
     """The figures, then the report page that shows them; returns the PNG names written."""
     names = draw_figures(params, layout)
     write_report(params, layout)
     return names
 
 
-def draw_figures(params: dict, layout: Layout) -> list[str]:
+def draw_figures(params: Config, layout: Layout) -> list[str]:
     """Render into a fresh folder swapped in at the end, so that no figure of an older config lingers."""
     from pipeline.base.files import replace_dir
 
@@ -35,7 +39,7 @@ def draw_figures(params: dict, layout: Layout) -> list[str]:
     return names
 
 
-def write_report(params: dict, layout: Layout) -> Path:
+def write_report(params: Config, layout: Layout) -> Path:
     """reports/report.html from the sweep's projections and metrics, the ratio sweeps, the figures and the RoPE and
     ALiBi numbers."""
     import numpy as np
@@ -45,7 +49,7 @@ def write_report(params: dict, layout: Layout) -> Path:
     from pipeline.outputs.report import build_report
 
     meta = read_json(layout.projections_meta)
-    shown = shown_sentences(len(meta["sentences"]), params["figures"]["max_sentences"])
+    shown = shown_sentences(len(meta["sentences"]), params.figures.max_sentences)
     columns = [read_columns(layout.ratio_sweep_csv(s)) for s in range(shown)]
     with np.load(layout.projections) as arrays:
         page = build_report(
@@ -63,14 +67,14 @@ def write_report(params: dict, layout: Layout) -> Path:
     return layout.report_html
 
 
-def render(params: dict, layout: Layout, out: Path) -> list[str]:
+def render(params: Config, layout: Layout, out: Path) -> list[str]:
     """Queue a job per figure of the configured set (figures.name; kinds: pipeline.config.figure_sets.FIGURE_SETS),
     the longest first, then draw them (figures.workers processes). Returns the PNG names written."""
     from pipeline.base.files import read_json
     from pipeline.config.figure_sets import drawn_kinds, shown_sentences
 
-    cfg = params["figures"]
-    kinds = drawn_kinds(cfg["name"])
+    cfg = params.figures
+    kinds = drawn_kinds(cfg.name)
     if not kinds:  # figures=none
         return []
     from pipeline.outputs import figures as fig
@@ -83,19 +87,19 @@ def render(params: dict, layout: Layout, out: Path) -> list[str]:
         return out / name
 
     meta = read_json(layout.projections_meta)
-    shown = shown_sentences(len(meta["sentences"]), cfg["max_sentences"])
+    shown = shown_sentences(len(meta["sentences"]), cfg.max_sentences)
     if kinds & {"panels", "ratio_sweep"}:
         render_comparisons(params, layout, meta, shown, kinds, path, batch)
     if "projection" in kinds:
         render_projections(params, meta, shown, layout, path, batch)
     if "crossover" in kinds and shown < len(meta["sentences"]):
-        render_summary(layout, meta, shown, path, batch, cfg["dpi"])
-    for names in batch.run(cfg["workers"]):
+        render_summary(layout, meta, shown, path, batch, cfg.dpi)
+    for names in batch.run(cfg.workers):
         written += names or []
     return written
 
 
-def render_projections(params: dict, meta: dict, shown: int, layout: Layout, path, batch) -> None:
+def render_projections(params: Config, meta: dict, shown: int, layout: Layout, path, batch) -> None:
     """The notebook's figures: one PCA projection per weight pair for each of the first `shown` sentences."""
     import numpy as np
 
@@ -120,12 +124,12 @@ def render_projections(params: dict, meta: dict, shown: int, layout: Layout, pat
                     path(f"projection_s{s}_{pair['label']}.png"),
                     title=title,
                     explained=ratio[j],
-                    dpi=params["figures"]["dpi"],
-                    cmap=params["figures"]["sequential_cmap"],
+                    dpi=params.figures.dpi,
+                    cmap=params.figures.sequential_cmap,
                 )
 
 
-def render_comparisons(params: dict, layout: Layout, meta: dict, shown: int, kinds: set[str], path, batch) -> None:
+def render_comparisons(params: Config, layout: Layout, meta: dict, shown: int, kinds: set[str], path, batch) -> None:
     """For each of the first `shown` sentences: every weight pair side by side on a shared PCA basis (kind panels),
     and the metrics against r (kind ratio_sweep)."""
     import numpy as np
@@ -135,12 +139,12 @@ def render_comparisons(params: dict, layout: Layout, meta: dict, shown: int, kin
     from pipeline.outputs import figures as fig
     from pipeline.config.figure_sets import PAIRS_MARKED
 
-    cfg, d = params["figures"], meta["d_model"]
+    cfg, d = params.figures, meta["d_model"]
     embeddings = np.load(layout.embedding_matrix).astype(np.float64)
     pe = np.load(layout.pe_matrix, mmap_mode="r")
     tokens = read_json(layout.tokens)
     metrics = read_json(layout.metrics)
-    marks = fig.ratio_marks(meta["pairs"] if cfg["name"] in PAIRS_MARKED else [], d)
+    marks = fig.ratio_marks(meta["pairs"] if cfg.name in PAIRS_MARKED else [], d)
     for s, sentence in enumerate(meta["sentences"][:shown]):
         quoted = fig.short_text(sentence["words"])
         if "panels" in kinds:
@@ -156,10 +160,10 @@ def render_comparisons(params: dict, layout: Layout, meta: dict, shown: int, kin
                 titles,
                 sentence["words"],
                 sentence["positions"],
-                params["metrics"]["groups"],
+                params.metrics.groups,
                 path(f"panels_s{s}.png"),
-                arrows=cfg["arrows"],
-                dpi=cfg["dpi"],
+                arrows=cfg.arrows,
+                dpi=cfg.dpi,
                 title=f"Sentence {s + 1}, d={d}: W1 * embedding + W2 * PE on one shared PCA basis\n{quoted}",
             )
         if "ratio_sweep" in kinds:
@@ -172,7 +176,7 @@ def render_comparisons(params: dict, layout: Layout, meta: dict, shown: int, kin
                 path(f"ratio_sweep_s{s}.png"),
                 r_star=metrics["crossover"][f"s{s}"]["r_star"],
                 marks=marks,
-                dpi=cfg["dpi"],
+                dpi=cfg.dpi,
                 title=f"Sentence {s + 1}, d={d}: when does position overtake meaning?\n{quoted}",
             )
 

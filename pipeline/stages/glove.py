@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 import logging
 from pathlib import Path
 
 from pipeline.base.paths import Layout, download_cache
 
+if TYPE_CHECKING:
+    from pipeline.config.schema import Config
+
 log = logging.getLogger("pipeline")
 
 
-def run(params: dict, layout: Layout, root: Path) -> dict:
-    from pipeline.config.schema import typed_group
+def run(params: Config, layout: Layout, root: Path) -> dict:
     from pipeline.inputs.glove_sources import acquire
 
-    cfg = typed_group("glove", params["glove"])
+    cfg = params.glove
     manifest = acquire(cfg, layout.glove_dir, root, cache_dir=download_cache(root))
     origin = manifest["origin"]
     where = origin.get("url") or origin.get("path") or getattr(cfg, cfg.source)  # the mirror used, the file read

@@ -17,10 +17,14 @@ files: the GloVe store, study.texts_file (under data/texts/).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 import logging
 from pathlib import Path
 
 from pipeline.base.paths import Layout
+
+if TYPE_CHECKING:
+    from pipeline.config.schema import Config
 
 log = logging.getLogger("pipeline")
 # Sentences measured together: enough to batch the bisections (about 30 steps each), few enough that progress
@@ -53,7 +57,7 @@ def find_stores(dims: list[int], layout: Layout, root: Path) -> tuple[dict, dict
     return stores, missing, sorted(found)
 
 
-def run(params: dict, layout: Layout, root: Path) -> dict:
+def run(params: Config, layout: Layout, root: Path) -> dict:
     import numpy as np
 
     from pipeline.base.errors import PipelineError
@@ -67,40 +71,40 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
     from pipeline.inputs.tokens import tokenize
     from pipeline.outputs.study_figures import crossover_study
 
-    cfg, enc = params["study"], params["encoding"]
-    stores, missing, available = find_stores(list(cfg["dims"]), layout, root)
-    ratios = ratio_grid(params["sweep"]["ratios"])
-    neighbours = params["metrics"]["neighbours"]
+    cfg, enc = params.study, params.encoding
+    stores, missing, available = find_stores(list(cfg.dims), layout, root)
+    ratios = ratio_grid(params.sweep.ratios)
+    neighbours = params.metrics.neighbours
     first = stores[min(stores)]
-    vocabulary = study_lib.study_vocabulary(first.words, cfg["vocabulary"])
+    vocabulary = study_lib.study_vocabulary(first.words, cfg.vocabulary)
     # a small store (a test's or a custom one) cannot fill the longest sentences: those lengths are skipped, and said
-    lengths = [n for n in cfg["lengths"] if n <= len(vocabulary)]
-    skipped = [n for n in cfg["lengths"] if n > len(vocabulary)]
+    lengths = [n for n in cfg.lengths if n <= len(vocabulary)]
+    skipped = [n for n in cfg.lengths if n > len(vocabulary)]
     if skipped:
         log.warning(
             "study: lengths %s skipped: the %d-d store has %d alphabetic words (study.vocabulary = %d)",
             skipped,
             first.dim,
             len(vocabulary),
-            cfg["vocabulary"],
+            cfg.vocabulary,
         )
-    sentences = study_lib.random_sentences(vocabulary, cfg["sentences"], lengths, cfg["seed"])
+    sentences = study_lib.random_sentences(vocabulary, cfg.sentences, lengths, cfg.seed)
     file_words, file_positions, texts = [], [], []
-    if cfg["texts_file"] is not None:
-        if not (root / cfg["texts_file"]).is_file():
+    if cfg.texts_file is not None:
+        if not (root / cfg.texts_file).is_file():
             raise PipelineError(
-                f"study.texts_file = {cfg['texts_file']!r}: no such file under {root}. Fix: name a "
+                f"study.texts_file = {cfg.texts_file!r}: no such file under {root}. Fix: name a "
                 "file under data/texts/, or set study.texts_file=null."
             )
-        texts = read_sentences(cfg["texts_file"], root)
-        tokens = tokenize(texts, params["tokenizer"])
+        texts = read_sentences(cfg.texts_file, root)
+        tokens = tokenize(texts, params.tokenizer)
         file_words, file_positions = tokens["words"], tokens["positions"]
     longest = max([*lengths, 1] + [max(p) + 1 for p in file_positions if p])
 
     rows = []
     for d, store in sorted(stores.items()):
         pe = (
-            sinusoidal_encoding(longest, d, enc["base"], layout=enc["layout"], dtype=resolve_dtype(enc["dtype"]))
+            sinusoidal_encoding(longest, d, enc.base, layout=enc.layout, dtype=resolve_dtype(enc.dtype))
             .double()
             .numpy()
         )
@@ -143,7 +147,7 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
         },
         "missing_dims": {f"d{d}": why for d, why in sorted(missing.items())},
         "skipped_lengths": skipped,
-        "texts_file": {"file": cfg["texts_file"], "sentences": texts},
+        "texts_file": {"file": cfg.texts_file, "sentences": texts},
         "neighbours": neighbours,
     }
 
@@ -161,7 +165,7 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
                 "sqrt_d_semantic": [r["sqrt_d_semantic"] for r in rows],
             },
         )
-        crossover_study(rows, summary["dims"], folder / layout.study_figure.name, dpi=params["figures"]["dpi"])
+        crossover_study(rows, summary["dims"], folder / layout.study_figure.name, dpi=params.figures.dpi)
 
     replace_dir(layout.study_dir, build)
     for key, stats in summary["dims"].items():

@@ -11,15 +11,19 @@ Reads params: sweep, metrics, encoding.device; files: tokens.json, data/encode/ 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 import logging
 from pathlib import Path
 
 from pipeline.base.paths import Layout
 
+if TYPE_CHECKING:
+    from pipeline.config.schema import Config
+
 log = logging.getLogger("pipeline")
 
 
-def run(params: dict, layout: Layout, root: Path) -> dict:
+def run(params: Config, layout: Layout, root: Path) -> dict:
     import numpy as np
 
     from pipeline.base.files import read_json, replace_dir, write_columns, write_json, write_npz
@@ -36,9 +40,9 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
         embeddings,
         pe,
         encoded["d_model"],
-        params["sweep"],
-        params["metrics"],
-        resolve_device(params["encoding"]["device"]),
+        params.sweep,
+        params.metrics,
+        resolve_device(params.encoding.device),
     )
     metrics = sweep_lib.metrics(result, summary_metrics(encoded))
 

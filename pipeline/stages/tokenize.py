@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 import logging
 from pathlib import Path
 
 from pipeline.base.paths import Layout
 
+if TYPE_CHECKING:
+    from pipeline.config.schema import Config
+
 log = logging.getLogger("pipeline")
 
 
-def run(params: dict, layout: Layout, root: Path) -> dict:
+def run(params: Config, layout: Layout, root: Path) -> dict:
     from pipeline.base.files import write_json
     from pipeline.inputs.texts import load_texts
     from pipeline.inputs.tokens import tokenize
 
-    tokens = tokenize(load_texts(params["texts"], root), params["tokenizer"])
+    tokens = tokenize(load_texts(params.texts, root), params.tokenizer)
     write_json(layout.tokens, tokens)
     log.info(
         "tokenize: %d sentences, %d distinct words, padded to %d",

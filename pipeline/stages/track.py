@@ -10,10 +10,14 @@ The run's start is the pipeline's, not this stage's (`pipeline_start`), so its d
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 import logging
 from pathlib import Path
 
 from pipeline.base.paths import Layout
+
+if TYPE_CHECKING:
+    from pipeline.config.schema import Config
 
 log = logging.getLogger("pipeline")
 
@@ -49,15 +53,16 @@ def pipeline_start(layout: Layout, now: float) -> float:
     return min(times, default=now)
 
 
-def run(params: dict, layout: Layout, root: Path) -> dict:
+def run(params: Config, layout: Layout, root: Path) -> dict:
     import time
+    from dataclasses import asdict
 
     from pipeline.base.files import read_json, write_json
     from pipeline.outputs.tracking import check_reachable, log_result, runs_page, without_credentials
     from pipeline.registry import logged_outputs
 
-    tracking = params["tracking"]
-    if not tracking["enabled"]:
+    tracking = asdict(params.tracking)  # MLflow takes the config as the dicts params.yaml holds
+    if not params.tracking.enabled:
         record = {"enabled": False}
     else:
         check_reachable(tracking, root)
@@ -67,7 +72,7 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
         record = {
             "enabled": True,
             **log_result(
-                params,
+                asdict(params),
                 layout,
                 root,
                 artifacts=logged_outputs(),
@@ -81,7 +86,7 @@ def run(params: dict, layout: Layout, root: Path) -> dict:
         # the URI as logged is redacted (no password); the link has no user info; the local one is `mlflow ui`'s
         log.info("mlflow: run %s in %s; browse: %s", record["run_id"], uri, runs_page(server, record["experiment_id"]))
     write_json(layout.mlflow_last_run, record)
-    write_json(layout.mlflow_run, {"logged": tracking["enabled"], "experiment": tracking["experiment"]})
+    write_json(layout.mlflow_run, {"logged": params.tracking.enabled, "experiment": params.tracking.experiment})
     return record
 
 

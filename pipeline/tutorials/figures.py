@@ -13,9 +13,13 @@ Entry point: `render_tutorial_figures(params, out_dir)`.
 
 from __future__ import annotations
 
+from typing import Any
+
+
 from pathlib import Path
 
 import numpy as np
+
 
 PAD_LABEL = "<pad>"
 
@@ -23,7 +27,7 @@ PAD_LABEL = "<pad>"
 # ---------------------------------------------------------------- data
 
 
-def signature_embeddings(cfg: dict) -> dict:
+def signature_embeddings(cfg: Any) -> dict:
     """Tutorial 001's setup: vectorize the phrases, run both position-embedding layers.
 
     Returns vocabulary (list), ids (n, L) int64, words (n lists of L labels), random and fixed
@@ -34,30 +38,28 @@ def signature_embeddings(cfg: dict) -> dict:
     from pipeline.tutorials.position_modules import FixedPositionEmbedding, PositionEmbedding
     from pipeline.tutorials.text_vectorization import TextVectorization
 
-    sig = cfg["signature"]
-    vectorizer = TextVectorization(max_tokens=sig["vocab_size"], output_sequence_length=sig["sequence_length"])
-    vectorizer.adapt(sig["phrases"])
-    ids = vectorizer(sig["phrases"])
+    sig = cfg.signature
+    vectorizer = TextVectorization(max_tokens=sig.vocab_size, output_sequence_length=sig.sequence_length)
+    vectorizer.adapt(sig.phrases)
+    ids = vectorizer(sig.phrases)
     vocabulary = vectorizer.get_vocabulary()
     inputs = torch.as_tensor(ids)
     random_layer = PositionEmbedding(
-        sig["sequence_length"],
-        sig["vocab_size"],
-        sig["output_dim"],
-        seed=cfg["seed"],
-        init=sig["init"],
-        scale=sig["scale"],
+        sig.sequence_length,
+        sig.vocab_size,
+        sig.output_dim,
+        seed=cfg.seed,
+        init=sig.init,
+        scale=sig.scale,
     )
-    fixed_layer = FixedPositionEmbedding(
-        sig["sequence_length"], sig["vocab_size"], sig["output_dim"], base=float(sig["base"])
-    )
+    fixed_layer = FixedPositionEmbedding(sig.sequence_length, sig.vocab_size, sig.output_dim, base=float(sig.base))
     with torch.no_grad():
         random, fixed = random_layer(inputs).numpy(), fixed_layer(inputs).numpy()
     words = [[vocabulary[t] if t else PAD_LABEL for t in row] for row in ids]
     return {"vocabulary": vocabulary, "ids": ids, "words": words, "random": random, "fixed": fixed}
 
 
-def mask_inputs(params: dict, root: Path | None = None, tokens: dict | None = None) -> dict:
+def mask_inputs(params: Any, root: Path | None = None, tokens: dict | None = None) -> dict:
     """Padded ids (n, maxlen), padding mask (n, maxlen, True = padding) and per-position words.
 
     `tokens`: the tokenize stage's output (data/tokens/tokens.json); None tokenizes the configured
@@ -68,7 +70,7 @@ def mask_inputs(params: dict, root: Path | None = None, tokens: dict | None = No
         from pipeline.inputs.tokens import tokenize
         from pipeline.inputs.texts import load_texts
 
-        tokens = tokenize(load_texts(params["texts"], root or checkout_root()), params["tokenizer"])
+        tokens = tokenize(load_texts(params.texts, root or checkout_root()), params.tokenizer)
     padded = np.asarray(tokens["padded"], dtype=np.int64)
     keep = np.asarray(tokens["mask"], dtype=bool)
     index_word = {int(i): w for w, i in tokens["word_index"].items()}
@@ -171,17 +173,17 @@ def _look_ahead_figure(data: dict, length: int, path: Path, dpi: int) -> None:
     save(fig, path, dpi)
 
 
-def _pe_columns_figure(cfg: dict, path: Path, dpi: int) -> None:
+def _pe_columns_figure(cfg: Any, path: Path, dpi: int) -> None:
     import matplotlib.pyplot as plt
 
     from pipeline.core.encoding import sinusoidal_encoding
     from pipeline.outputs.figures import integer_ticks, save
 
-    dim, steps = cfg["encoding_dim"], cfg["num_steps"]
+    dim, steps = cfg.encoding_dim, cfg.num_steps
     pe = sinusoidal_encoding(steps, dim).numpy()
     fig, ax = plt.subplots(figsize=(10, 4), layout="constrained")
     integer_ticks(ax.xaxis)
-    for c in cfg["columns"]:
+    for c in cfg.columns:
         kind = "sin" if c % 2 == 0 else "cos"
         ax.plot(np.arange(steps), pe[:, c], marker=".", markersize=3, label=f"Col {c} ({kind}, i={c // 2})")
     ax.set(
@@ -224,7 +226,7 @@ def _random_embedding_figure(example: dict, path: Path, dpi: int, cmaps: dict) -
 
 
 def render_tutorial_figures(
-    params: dict, out_dir: Path, *, root: Path | None = None, tokens: dict | None = None
+    params: Any, out_dir: Path, *, root: Path | None = None, tokens: dict | None = None
 ) -> list[str]:
     """Render every tutorial figure into out_dir; returns the PNG names written.
 
@@ -234,10 +236,10 @@ def render_tutorial_figures(
     from pipeline.core.encoding import sinusoidal_encoding
     from pipeline.tutorials.position_modules import random_embedding_with_pe
 
-    cfg = params["tutorials"]  # validated by pipeline.config's schema
-    figures = params["figures"]
-    dpi, max_size = figures["dpi"], figures["max_heatmap_size"]
-    cmaps = {"diverging": figures["cmap"], "sequential": figures["sequential_cmap"]}
+    cfg = params.tutorials  # validated by pipeline.config's schema
+    figures = params.figures
+    dpi, max_size = figures.dpi, figures.max_heatmap_size
+    cmaps = {"diverging": figures.cmap, "sequential": figures.sequential_cmap}
     out_dir = Path(out_dir)
     written: list[str] = []
 
@@ -245,14 +247,14 @@ def render_tutorial_figures(
         written.append(name)
         return out_dir / name
 
-    sig = cfg["signature"]
+    sig = cfg.signature
     data = signature_embeddings(cfg)
-    shape = f"sequence length {sig['sequence_length']}, output dim {sig['output_dim']}, vocabulary {sig['vocab_size']}"
+    shape = f"sequence length {sig.sequence_length}, output dim {sig.output_dim}, vocabulary {sig.vocab_size}"
     _signature_figure(
         data["random"],
         data["words"],
-        sig["titles"],
-        f"Random Embedding (trainable tables, {sig['init']} init, scale {sig['scale']:g}, seed {cfg['seed']}; {shape})",
+        sig.titles,
+        f"Random Embedding (trainable tables, {sig.init} init, scale {sig.scale:g}, seed {cfg.seed}; {shape})",
         path("tutorial001_random_embedding.png"),
         dpi,
         cmaps,
@@ -260,28 +262,28 @@ def render_tutorial_figures(
     _signature_figure(
         data["fixed"],
         data["words"],
-        sig["titles"],
+        sig.titles,
         f"Fixed Weight Embedding from Attention is All You Need (sinusoidal tables; {shape})",
         path("tutorial001_fixed_embedding.png"),
         dpi,
         cmaps,
     )
 
-    rnd = cfg["random_embedding"]
-    example = random_embedding_with_pe(rnd["sentence"], rnd["embed_dim"], seed=cfg["seed"])
+    rnd = cfg.random_embedding
+    example = random_embedding_with_pe(rnd.sentence, rnd.embed_dim, seed=cfg.seed)
     _random_embedding_figure(example, path("tutorial002_embedding_plus_pe.png"), dpi, cmaps)
 
     masks = mask_inputs(params, root, tokens)
-    length = min(cfg["masks"]["display_len"], masks["padded"].shape[1])
-    _padding_figure(masks, length, figures["max_sentences"], path("tutorial004_padding_mask.png"), dpi)
+    length = min(cfg.masks.display_len, masks["padded"].shape[1])
+    _padding_figure(masks, length, figures.max_sentences, path("tutorial004_padding_mask.png"), dpi)
     _look_ahead_figure(masks, length, path("tutorial004_look_ahead_mask.png"), dpi)
 
-    _pe_columns_figure(cfg["pe_columns"], path("tutorial004_pe_columns.png"), dpi)
-    heat = cfg["pe_heatmap"]
+    _pe_columns_figure(cfg.pe_columns, path("tutorial004_pe_columns.png"), dpi)
+    heat = cfg.pe_heatmap
     fig.heatmap(
-        sinusoidal_encoding(heat["positions"], heat["dim"]).numpy(),
+        sinusoidal_encoding(heat.positions, heat.dim).numpy(),
         path("tutorial004_pe_heatmap.png"),
-        title=f"{heat['positions']} positional encodings of dimension {heat['dim']} (base 10000)\n"
+        title=f"{heat.positions} positional encodings of dimension {heat.dim} (base 10000)\n"
         "the higher the column, the slower it changes with position",
         xlabel="encoding dimension i (even: sin, odd: cos)",
         ylabel="position",

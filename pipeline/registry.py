@@ -47,9 +47,11 @@ ALL_PARAMS = (
 )
 
 
-# The figure settings a stage that draws figures reads (the figures stage reads the whole group).
+# The figure settings the encode stage's figures read (the figures stage reads the whole group; max_sentences: the
+# tutorials' padding-mask figure shows that many sentences)
 FIGURE_KEYS = tuple(
-    f"figures.{key}" for key in ("name", "dpi", "max_heatmap_size", "cmap", "sequential_cmap", "workers")
+    f"figures.{key}"
+    for key in ("name", "dpi", "max_heatmap_size", "cmap", "sequential_cmap", "workers", "max_sentences")
 )
 
 

@@ -72,7 +72,7 @@ def test_figures_stage_writes_every_figure(tmp_path, small_store):
         "panels_s1.png",
         "ratio_sweep_s0.png",
     } <= set(names)
-    assert all(layout.figure(n).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for n in names)
+    assert all(next(layout.figures_dir.glob(f"*/{n}")).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for n in names)
 
 
 def test_all_oov_sentence_is_refused(tmp_path, small_store):

@@ -282,11 +282,6 @@ class Layout:
         """The projections, panels, ratio sweeps and crossover summary (stage figures)."""
         return self.figures_dir / "sweep"
 
-    def figure(self, name: str) -> Path:
-        """Where the figure `name` (e.g. pe_heatmap.png) is, in whichever stage's folder drew it (the encode stage's
-        when none has it)."""
-        return next(self.figures_dir.glob(f"*/{name}"), self.encode_figures_dir / name)
-
     @property
     def report_html(self) -> Path:
         return self.reports / "report.html"

@@ -59,6 +59,15 @@ RELATIVE_FIGURES = ("rope_relative_scores.png", "rope_decay.png", "alibi_bias.pn
 IMAGE_BUDGET = 4_200_000
 
 
+def figure_path(layout, name: str) -> Path:
+    """Where the figure `name` (e.g. pe_heatmap.png) is: in the encode stage's folder or the figures stage's (names
+    are unique across them); the latter when neither has it."""
+    for folder in (layout.encode_figures_dir, layout.sweep_figures_dir):
+        if (folder / name).exists():
+            return folder / name
+    return layout.sweep_figures_dir / name
+
+
 def embedded_figures(layout, shown: int, pair_labels: Sequence[str], budget: int = IMAGE_BUDGET) -> set[str]:
     """The figures the page embeds: in order of importance (encoding and summary, tutorials, per shown sentence its
     panels and ratio sweep, then the notebook's single projections) while their data URIs fit in `budget`."""
@@ -71,14 +80,14 @@ def embedded_figures(layout, shown: int, pair_labels: Sequence[str], budget: int
         "pe_dot_product.png",
         "pe_distance.png",
         "crossover_all_sentences.png",
-        *sorted(p.name for p in layout.figures_dir.glob("*/tutorial*.png")),
+        *sorted(p.name for p in layout.encode_figures_dir.glob("tutorial*.png")),
         *per_sentence,
         *RELATIVE_FIGURES,
         *projections,
     ]
     chosen, used = set(), 0
     for name in order:
-        path = layout.figure(name)
+        path = figure_path(layout, name)
         size = 4 * -(-path.stat().st_size // 3) if path.exists() else 0
         if size and used + size <= budget:
             chosen.add(name)
@@ -221,7 +230,7 @@ def build_report(
     figure_set = params.figures.name
 
     def figure(name: str, alt: str) -> Markup:
-        path = layout.figure(name)
+        path = figure_path(layout, name)
         if not path.exists():  # not in this run's figure set (figures.name)
             return Markup("<p><i>{}: {} not drawn (figures={})</i></p>").format(alt, name, figure_set)
         if name not in embedded:
@@ -248,7 +257,7 @@ def build_report(
             metric_doc=metric_doc,
             docs=METRIC_DOCS,
             figure=figure,
-            tutorials=sorted(layout.figures_dir.glob("*/tutorial*.png"), key=lambda p: p.name),
+            tutorials=sorted(layout.encode_figures_dir.glob("tutorial*.png")),
             data=explorer_data(meta, arrays, params.metrics.groups, columns),
             config=shown_config(params, meta),
             last=len(meta["ratios"]) - 1,

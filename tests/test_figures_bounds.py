@@ -21,6 +21,7 @@ from conftest import REPO, SEED_WORDS, params_for, run_stages, typed
 # sweep, 7 tutorials.
 ENCODING = ["pe_heatmap", "pe_dot_product", "pe_distance", "pe_norms", "pe_offset_distance"]
 RELATIVE = ["rope_relative_scores", "rope_decay", "alibi_bias", "alibi_penalty"]  # RoPE and ALiBi (issue 14)
+PROPERTIES = ["pe_properties", "rope_scalings"]  # the families side by side (issue 24)
 TUTORIALS = [
     "tutorial001_random_embedding",
     "tutorial001_fixed_embedding",
@@ -36,7 +37,7 @@ PAIRS = ["w1_1-w2_0", "w1_1-w2_1", "w1_1-w2_10", "w1_10-w2_1", "w1_sqrt_d-w2_1"]
 def expected_figures(sentences: int) -> set[str]:
     per_sentence = {f"{kind}_s{s}" for s in range(sentences) for kind in ("panels", "ratio_sweep")}
     projections = {f"projection_s{s}_{pair}" for s in range(sentences) for pair in PAIRS}
-    return set(ENCODING) | set(RELATIVE) | set(TUTORIALS) | per_sentence | projections
+    return set(ENCODING) | set(RELATIVE) | set(PROPERTIES) | set(TUTORIALS) | per_sentence | projections
 
 
 # Axis labels of integer quantities (positions, offsets, dimensions): their ticks must be whole numbers.

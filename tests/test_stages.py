@@ -60,8 +60,8 @@ def test_sweep_matches_sklearn_pca(tmp_path, small_store):
 def test_figures_stage_writes_every_figure(tmp_path, small_store):
     layout = run_stages(params_for(), tmp_path, small_store, upto="figures")
     names = sorted(p.name for p in layout.figures_dir.glob("*/*.png"))
-    # PE figures, RoPE and ALiBi, 5 pairs x 2 sentences, panels + ratio curves, tutorials
-    assert len(names) == 5 + 4 + 2 * 5 + 2 * 2 + 7
+    # PE figures, RoPE and ALiBi, the families' 2, 5 pairs x 2 sentences, panels + ratio curves, tutorials
+    assert len(names) == 5 + 4 + 2 + 2 * 5 + 2 * 2 + 7
     assert {
         "pe_heatmap.png",
         "pe_dot_product.png",

@@ -5,7 +5,7 @@ Then reports/report.html, one self-contained page with the narrative, figures, n
 
 Reads params: figures, metrics.groups, encoding (base, or the learned table's seed, init, scale, for the titles),
 and through the tutorials' figures tutorials, tokenizer, texts; files: tokens.json, data/encode/, data/sweep/,
-metrics.json, the plot CSVs, data/relative/, reports/relative.json.
+metrics.json, reports/sentences.csv, the plot CSVs, data/relative/, reports/relative.json.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def write_report(params: dict, layout: Layout) -> Path:
 
     meta = read_json(layout.projections_meta)
     shown = shown_sentences(len(meta["sentences"]), params["figures"]["max_sentences"])
-    columns = [read_columns(layout.ratio_sweep_csv(s)) for s in range(shown)]
+    columns = sentence_columns(read_columns(layout.ratio_sweep_csv), shown)
     with np.load(layout.projections) as arrays:
         page = build_report(
             params,
@@ -60,6 +60,11 @@ def write_report(params: dict, layout: Layout) -> Path:
     write_text(layout.report_html, page)
     log.info("report: %s (%d kB)", layout.report_html, len(page) // 1024)
     return layout.report_html
+
+
+def sentence_columns(table: dict, count: int) -> list[dict]:
+    """reports/plots/ratio_sweep.csv (long format, read_columns) -> per sentence 0..count-1 its columns."""
+    return [{name: values[table["sentence"] == s] for name, values in table.items()} for s in range(count)]
 
 
 def render(params: dict, layout: Layout, out: Path) -> list[str]:
@@ -234,6 +239,7 @@ def render_comparisons(params: dict, layout: Layout, meta: dict, shown: int, kin
     pe = np.load(layout.pe_matrix, mmap_mode="r")
     tokens = read_json(layout.tokens)
     metrics = read_json(layout.metrics)
+    ratio_sweeps = sentence_columns(read_columns(layout.ratio_sweep_csv), shown)
     marks = fig.ratio_marks(meta["pairs"] if cfg["name"] in PAIRS_MARKED else [], d)
     for s, sentence in enumerate(meta["sentences"][:shown]):
         quoted = fig.short_text(sentence["words"])
@@ -257,7 +263,7 @@ def render_comparisons(params: dict, layout: Layout, meta: dict, shown: int, kin
                 title=f"Sentence {s + 1}, d={d}: W1 * embedding + W2 * PE on one shared PCA basis\n{quoted}",
             )
         if "ratio_sweep" in kinds:
-            column = read_columns(layout.ratio_sweep_csv(s))
+            column = ratio_sweeps[s]
             curves = {label: column[name] for label, name in fig.RATIO_CURVES.items()}
             batch.add(
                 fig.ratio_curves,
@@ -273,11 +279,12 @@ def render_comparisons(params: dict, layout: Layout, meta: dict, shown: int, kin
 
 def render_summary(layout: Layout, meta: dict, shown: int, path, batch, dpi: int) -> None:
     """More sentences than figures.max_sentences: the crossover r* of every sentence in one histogram."""
-    from pipeline.base.files import read_json
+    import math
+
+    from pipeline.base.files import read_columns
     from pipeline.outputs import figures as fig
 
-    crossover = read_json(layout.metrics)["crossover"]
-    r_star = [crossover[f"s{s}"]["r_star"] for s in range(len(meta["sentences"]))]
+    r_star = [None if math.isnan(r) else float(r) for r in read_columns(layout.sentence_metrics, ["r_star"])["r_star"]]
     batch.add(fig.crossover_summary, r_star, path("crossover_all_sentences.png"), shown=shown, dpi=dpi)
 
 

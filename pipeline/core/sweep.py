@@ -317,7 +317,7 @@ def sentence_table(metrics: dict) -> dict[str, list]:
     for s in range(len(metrics["crossover"])):
         key = f"s{s}"
         c = metrics["crossover"][key]
-        switches = " ".join(f"{p['r']!r}:{p['to']}" for p in c["switch_points"].values())
+        switches = " ".join(f"{p['r']:.12g}:{p['to']}" for p in c["switch_points"].values())
         row = {"sentence": s, "r_star": c["r_star"], "log10_r_star": c["log10_r_star"], "neighbours": c["neighbours"]}
         row["switch_points"] = switches
         row.update({f"scaling.{k}": v for k, v in metrics["transformer_scaling"][key].items()})

@@ -108,6 +108,7 @@ def test_a_sentence_left_without_words_names_num_words(tmp_path, small_store):
 # ---------------------------------------------------------------- thousands of sentences
 
 
+@pytest.mark.slow  # the sweep of 3,000 sentences: about a minute on a quiet core (the bisection of each r*)
 def test_three_thousand_sentences_stay_small_in_git_logs_and_mlflow(tmp_path, small_store, pipeline_log):
     """A 3,000-sentence texts file of the store's GloVe words: every sentence's numbers in the DVC-cached tables,
     the git-tracked outputs the same few small files as for two sentences, short log lines, and an MLflow run of a
@@ -124,9 +125,9 @@ def test_three_thousand_sentences_stay_small_in_git_logs_and_mlflow(tmp_path, sm
     count, rng = 3000, random.Random(23)
     lines = [" ".join(rng.sample(SEED_WORDS, rng.randint(3, 5))) for _ in range(count)]
     overrides = ("tokenizer.num_words=1000", "sweep.w1=1", "sweep.w2=1", "sweep.ratios.points=5", "figures=none")
-    layout = tokenize_file(tmp_path, small_store, lines, *overrides)
+    (tmp_path / "texts.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     params = params_for("texts=file", "texts.file=texts.txt", *overrides)
-    run_stages(params, tmp_path, small_store, upto="figures")
+    layout = run_stages(params, tmp_path, small_store, upto="figures")
 
     in_git = [getattr(layout, out.layout) for stage in STAGES for out in stage.outputs if not out.cache]
     sizes = {path.name: path.stat().st_size for path in in_git if path.is_file()}

@@ -98,9 +98,9 @@ class Stage:
 
 
 def _sweep_plot(y: list[str], title: str) -> dict[str, Any]:
-    # A folder as plot id: DVC draws one plot per file in it (one CSV per sentence), so any number of sentences
-    # works; DVC takes one definition per folder.
-    return {"source": "ratio_sweep_dir", "template": "linear", "title": title, "x": "log10_r", "y": y}
+    # One long-format file (a sentence column) of the sentences with figures: a scatter, since a line would join one
+    # sentence's last ratio to the next one's first
+    return {"source": "ratio_sweep_csv", "template": "scatter", "title": title, "x": "log10_r", "y": y}
 
 
 def logged_outputs(stages: tuple[Stage, ...] | None = None) -> tuple[tuple[str, str], ...]:
@@ -181,19 +181,21 @@ _COMPUTE: tuple[Stage, ...] = (
     Stage(
         "sweep",
         "W1 * embedding + W2 * PE for every weight pair, 2-D PCA, metrics (data/sweep/, metrics.json)",
-        params=("sweep", "metrics", "encoding.device"),
+        params=("sweep", "metrics", "encoding.device", "figures.max_sentences"),
         inputs=("tokens_dir", "encode_dir"),
-        # the headline is the DVC metric (a narrow `dvc exp show`); metrics.json, every metric, is a plain output
+        # the headline is the DVC metric (a narrow `dvc exp show`); metrics.json, the summary, is a plain output;
+        # in git only what stays small for any number of sentences, every sentence's numbers DVC-cached
         outputs=(
             Output("sweep_dir"),
             Output("metrics", cache=False, log=""),
-            Output("headline_metrics", cache=False, metric=True),
-            Output("ratio_sweep_dir", cache=False, log="plots/ratio_sweep"),
+            Output("headline_metrics", cache=False, metric=True, log=""),
+            Output("sentence_metrics", log=""),
+            Output("ratio_sweep_csv", cache=False, log="plots"),
         ),
         plots=(
             _sweep_plot(
                 ["knn_semantic_hd", "knn_positional_hd", "trustworthiness_2d", "positional_rank_corr_hd"],
-                "Meaning vs position against r = W2/W1 (one plot per sentence)",
+                "Meaning vs position against r = W2/W1 (the sentences with figures)",
             ),
         ),
     ),
@@ -227,7 +229,8 @@ _COMPUTE: tuple[Stage, ...] = (
             "encode_dir",
             "sweep_dir",
             "metrics",
-            "ratio_sweep_dir",
+            "ratio_sweep_csv",
+            "sentence_metrics",
             "encode_figures_dir",
             "relative_metrics",
             "properties_metrics",

@@ -146,8 +146,9 @@ def test_tokenize_encode_sweep_give_the_same_bytes_with_one_and_two_threads(tmp_
     one, two = output_files(tmp_path / "threads1"), output_files(tmp_path / "threads2")
     for name in (
         "reports/metrics.json",
-        "reports/plots/ratio_sweep/s0.csv",
-        "reports/plots/ratio_sweep/s1.csv",
+        "reports/plots/ratio_sweep.csv",
+        "reports/sentences.csv",
+        "data/sweep/ratio_sweep.csv",
         "data/sweep/projections.npz",
         "data/sweep/projections.json",
         "data/encode/encode.json",

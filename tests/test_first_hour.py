@@ -103,3 +103,42 @@ def test_a_sentence_left_without_words_names_num_words(tmp_path, small_store):
     message = str(info.value)
     assert message.startswith("sentence 2 ('dog wolf red') has 0 token(s)")
     assert "raise tokenizer.num_words (tokenizer.num_words=8 keeps all 7 words" in message
+
+
+# ---------------------------------------------------------------- thousands of sentences
+
+
+@pytest.mark.slow  # the sweep of 3,000 sentences: about a minute on a quiet core (the bisection of each r*)
+def test_three_thousand_sentences_stay_small_in_git_logs_and_mlflow(tmp_path, small_store, pipeline_log):
+    """A 3,000-sentence texts file of the store's GloVe words: every sentence's numbers in the DVC-cached tables,
+    the git-tracked outputs the same few small files as for two sentences, short log lines, and an MLflow run of a
+    few files and a bounded number of metrics (README: "Thousands of sentences")."""
+    import random
+
+    from mlflow.tracking import MlflowClient
+
+    from conftest import SEED_WORDS
+    from pipeline.base.files import read_columns
+    from pipeline.outputs.tracking import log_result
+    from pipeline.registry import STAGES, logged_outputs
+
+    count, rng = 3000, random.Random(23)
+    lines = [" ".join(rng.sample(SEED_WORDS, rng.randint(3, 5))) for _ in range(count)]
+    overrides = ("tokenizer.num_words=1000", "sweep.w1=1", "sweep.w2=1", "sweep.ratios.points=5", "figures=none")
+    (tmp_path / "texts.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    params = params_for("texts=file", "texts.file=texts.txt", *overrides)
+    layout = run_stages(params, tmp_path, small_store, upto="figures")
+
+    in_git = [getattr(layout, out.layout) for stage in STAGES for out in stage.outputs if not out.cache]
+    sizes = {path.name: path.stat().st_size for path in in_git if path.is_file()}
+    assert "metrics.json" in sizes and all(size < 100_000 for size in sizes.values()), sizes
+    assert read_columns(layout.sentence_metrics, ["sentence"])["sentence"].tolist() == list(range(count))
+    assert len(read_columns(layout.all_ratio_sweeps_csv, ["sentence"])["sentence"]) == 5 * count
+    assert max(len(record.getMessage()) for record in pipeline_log.records) < 300
+
+    record = log_result(params, layout, tmp_path, artifacts=logged_outputs())
+    client = MlflowClient()
+    run = client.get_run(record["run_id"])
+    assert len(run.data.metrics) < 1000 and "sentences.r_star_median" in run.data.metrics
+    logged = [f.path for f in client.list_artifacts(run.info.run_id)]
+    assert "sentences.csv" in logged and len(logged) < 10

@@ -156,24 +156,38 @@ def test_learned_encoding_runs_the_whole_sweep(tmp_path, small_store):
     assert learned["encoding"]["norm_max_abs_dev"] > 0.1  # a random table has no constant norm
 
 
-def test_any_number_of_sentences_one_ratio_sweep_csv_each_and_none_stale(tmp_path, small_store):
-    """Three sentences: three CSVs (r, log10_r and the metrics, unprefixed) and three ratio-sweep figures; then two
-    sentences in the same place: the third CSV is gone."""
+def test_more_sentences_than_figures_one_long_table_and_a_summary(tmp_path, small_store):
+    """Three sentences, figures for two: the plot file and metrics.json hold the two (long format: a sentence
+    column) and summarise the three; every sentence's metrics and curves are in the DVC-cached tables; the
+    crossover figure shows all three. The seed's two sentences in the same place: no summary is left."""
     from pipeline.base.files import read_columns, read_json
 
-    three = params_for("texts.sentences=[king queen man,dog wolf red,green yellow football basketball]")
+    three = params_for(
+        "texts.sentences=[king queen man,dog wolf red,green yellow football basketball]", "figures.max_sentences=2"
+    )
     layout = run_stages(three, tmp_path, small_store, upto="figures")
-    assert sorted(p.name for p in layout.ratio_sweep_dir.iterdir()) == ["s0.csv", "s1.csv", "s2.csv"]
-    metrics = read_json(layout.metrics)
-    for s in range(3):
-        table = read_columns(layout.ratio_sweep_csv(s))
-        assert list(table)[:2] == ["r", "log10_r"] and len(table["r"]) == three["sweep"]["ratios"]["points"]
-        assert set(table) - {"r", "log10_r"} == set(metrics["sweep"][f"s{s}"]["w1_1-w2_1"])
-        np.testing.assert_allclose(table["log10_r"], np.log10(table["r"]), atol=1e-10)
-    assert {"ratio_sweep_s2.png", "panels_s2.png"} <= {p.name for p in layout.sweep_figures_dir.iterdir()}
+    metrics, points = read_json(layout.metrics), three["sweep"]["ratios"]["points"]
+    assert list(metrics["crossover"]) == ["s0", "s1"] and metrics["sentences"]["count"] == 3
+    headline = read_json(layout.headline_metrics)
+    assert "r_star.s2" not in headline and headline["sentences"] == 3 and "r_star.median" in headline
+    shown, every = read_columns(layout.ratio_sweep_csv), read_columns(layout.all_ratio_sweeps_csv)
+    assert list(shown)[:3] == ["sentence", "r", "log10_r"] and set(shown) == set(every)
+    assert set(shown) - {"sentence", "r", "log10_r"} == set(metrics["sweep"]["s0"]["w1_1-w2_1"])
+    assert shown["sentence"].tolist() == [0] * points + [1] * points
+    assert every["sentence"].tolist() == [0] * points + [1] * points + [2] * points
+    np.testing.assert_array_equal(every["knn_semantic_hd"][: 2 * points], shown["knn_semantic_hd"])
+    np.testing.assert_allclose(shown["log10_r"], np.log10(shown["r"]), atol=1e-10)
+    table = read_columns(layout.sentence_metrics, ["sentence", "r_star", "w1_1-w2_1.pca_disparity"])
+    assert table["sentence"].tolist() == [0, 1, 2]
+    assert table["w1_1-w2_1.pca_disparity"][1] == metrics["sweep"]["s1"]["w1_1-w2_1"]["pca_disparity"]
+    r_star = [metrics["crossover"][s]["r_star"] for s in ("s0", "s1")]
+    np.testing.assert_array_equal(table["r_star"][:2], [np.nan if r is None else r for r in r_star])
+    figures = {p.name for p in layout.sweep_figures_dir.iterdir()}
+    assert {"ratio_sweep_s1.png", "crossover_all_sentences.png"} <= figures and "panels_s2.png" not in figures
 
     run_stages(params_for(), tmp_path, small_store)
-    assert sorted(p.name for p in layout.ratio_sweep_dir.iterdir()) == ["s0.csv", "s1.csv"]
+    assert "sentences" not in read_json(layout.metrics) and "sentences" not in read_json(layout.headline_metrics)
+    assert read_columns(layout.sentence_metrics, ["sentence"])["sentence"].tolist() == [0, 1]
 
 
 def test_sweep_writes_projections_at_fixed_precision(tmp_path, small_store):

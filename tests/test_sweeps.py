@@ -192,7 +192,7 @@ def fake_result(base: Path, figures: int) -> None:
 
     layout = Layout(base)
     layout.sweep_figures_dir.mkdir(parents=True)
-    layout.ratio_sweep_dir.mkdir(parents=True)
+    layout.plots_dir.mkdir(parents=True)
     metrics = {
         "encoding": {"norm_max_abs_dev": 1e-8, "probe": {"p1": 2.0}},
         "sweep": {f"s{i}": {"d": i / 10} for i in range(20)},
@@ -200,7 +200,7 @@ def fake_result(base: Path, figures: int) -> None:
     layout.metrics.write_text(json.dumps(metrics))
     for i in range(figures):
         (layout.sweep_figures_dir / f"figure_{i}.png").write_bytes(os.urandom(2048))
-    for csv in (layout.pe_norms_csv, layout.offset_distance_csv, layout.ratio_sweep_csv(0)):
+    for csv in (layout.pe_norms_csv, layout.offset_distance_csv, layout.ratio_sweep_csv, layout.sentence_metrics):
         csv.write_text("x,y\n0,1\n1,2\n")
 
 
@@ -234,7 +234,13 @@ def test_four_writers_on_a_fresh_sqlite_store_lose_nothing(tmp_path, private_mlf
         assert len(r.data.metrics) == 22 and r.data.params["sweep.w2"] == r.info.run_name[-1]
         assert artifact_files(client, r.info.run_id) == sorted(
             [f"figures/figure_{i}.png" for i in range(6)]
-            + ["metrics.json", "plots/offset_distance.csv", "plots/pe_norms.csv", "plots/ratio_sweep/s0.csv"]
+            + [
+                "metrics.json",
+                "plots/offset_distance.csv",
+                "plots/pe_norms.csv",
+                "plots/ratio_sweep.csv",
+                "sentences.csv",
+            ]
         )
     # artifacts sit beside the private store, not in the project's mlartifacts/
     assert len(list((tmp_path / "mlartifacts").glob("*/artifacts/figures/*.png"))) == 24

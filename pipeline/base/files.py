@@ -20,7 +20,7 @@ import tempfile
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -250,19 +250,23 @@ def publish(
 
 def write_columns(path: Path, columns: dict[str, Any]) -> None:
     """Equal-length columns (lists or 1-D arrays) as a CSV with a header row; floats at fixed precision
-    (see the module docstring), ints as ints, None as 'None'."""
+    (see the module docstring), ints as ints, None as 'None', strings as they are (without commas)."""
     header = list(columns)
     rows = zip(*(_rounded_tree(list(columns[name])) for name in header))
-    write_text(path, ",".join(header) + "\n" + "".join(",".join(repr(v) for v in row) + "\n" for row in rows))
+    cell = lambda v: v if isinstance(v, str) else repr(v)  # noqa: E731
+    write_text(path, ",".join(header) + "\n" + "".join(",".join(map(cell, row)) + "\n" for row in rows))
 
 
-def read_columns(path: Path) -> dict[str, np.ndarray]:
-    """A numeric CSV with a header row as {column: (rows,) float64}; empty or 'None' cells are NaN."""
+def read_columns(path: Path, names: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+    """A numeric CSV with a header row (or its columns `names` only) as {column: (rows,) float64}; empty or 'None'
+    cells are NaN."""
     with open(path, encoding="utf-8") as handle:
         header = handle.readline().strip().split(",")
-        rows = [[float(v) if v not in ("", "None") else np.nan for v in line.strip().split(",")] for line in handle]
-    table = np.array(rows, dtype=np.float64).reshape(len(rows), len(header))
-    return {name: table[:, i] for i, name in enumerate(header)}
+        picked = [header.index(name) for name in names] if names else range(len(header))
+        rows = [line.strip().split(",") for line in handle]
+    rows = [[float(row[i]) if row[i] not in ("", "None") else np.nan for i in picked] for row in rows]
+    table = np.array(rows, dtype=np.float64).reshape(len(rows), len(picked))
+    return {header[i]: table[:, j] for j, i in enumerate(picked)}
 
 
 def png_data_uri(path: Path) -> str:

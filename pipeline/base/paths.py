@@ -204,6 +204,11 @@ class Layout:
     def projections_meta(self) -> Path:
         return self.sweep_dir / "projections.json"
 
+    @property
+    def all_ratio_sweeps_csv(self) -> Path:
+        """Every sentence's metrics against r = W2/W1, long format (reports/plots/ratio_sweep.csv: the first ones)."""
+        return self.sweep_dir / "ratio_sweep.csv"
+
     # ---- reports/ (small, in git, except the figures folder, which DVC caches so that checkouts are exact)
     @property
     def reports(self) -> Path:
@@ -211,11 +216,13 @@ class Layout:
 
     @property
     def metrics(self) -> Path:
+        """The summary of the metrics (encoding, embedding, the first figures.max_sentences sentences, the rest
+        summarised): small in git for any number of sentences; every sentence's in sentence_metrics."""
         return self.reports / "metrics.json"
 
     @property
     def headline_metrics(self) -> Path:
-        """The few metrics DVC shows (`dvc exp show`, `dvc metrics show/diff`); metrics.json holds them all."""
+        """The few metrics DVC shows (`dvc exp show`, `dvc metrics show/diff`); metrics.json holds more."""
         return self.reports / "headline.json"
 
     @property
@@ -241,12 +248,16 @@ class Layout:
         return self.plots_dir / "offset_distance.csv"
 
     @property
-    def ratio_sweep_dir(self) -> Path:
-        """One CSV per sentence (s0.csv, s1.csv, ...): the metrics against r = W2/W1."""
-        return self.plots_dir / "ratio_sweep"
+    def ratio_sweep_csv(self) -> Path:
+        """The metrics against r = W2/W1 of the sentences with figures (figures.max_sentences), long format with a
+        sentence column: DVC's plot of them (every sentence's: all_ratio_sweeps_csv)."""
+        return self.plots_dir / "ratio_sweep.csv"
 
-    def ratio_sweep_csv(self, sentence: int) -> Path:
-        return self.ratio_sweep_dir / f"s{sentence}.csv"
+    @property
+    def sentence_metrics(self) -> Path:
+        """Every sentence's metrics, one row each (DVC-cached: any number of sentences; metrics.json lists the
+        first figures.max_sentences and summarises the rest)."""
+        return self.reports / "sentences.csv"
 
     @property
     def study_dir(self) -> Path:

@@ -22,6 +22,7 @@ import numpy as np
 
 from pipeline.base.files import round_significant
 from pipeline.base.progress import Progress
+from pipeline.base.trees import flatten
 from pipeline.core.metrics import (
     Reference,
     batch_metrics,
@@ -255,13 +256,21 @@ HEADLINE = {
     "pe_norm_dev": "encoding.norm_max_abs_dev",  # property 1: max |norm - sqrt(d/2)|
     "pe_offset_spread": "encoding.offset_distance_max_spread",  # property 2: distance depends on offset only
     "oov_count": "embedding.oov_count",
+    # only when the texts hold more sentences than metrics.json lists one by one (its `sentences` block)
+    "sentences": "sentences.count",
+    "r_star.median": "sentences.r_star_median",
+    "r_star.beyond_grid": "sentences.r_star_beyond_grid",
+    "sqrt_d_semantic.share": "sentences.sqrt_d_semantic_share",
 }
+# metrics.json's groups that hold one entry per sentence (s{i}); transformer_scaling also holds r
+PER_SENTENCE = ("sweep", "crossover", "transformer_scaling")
 
 
 def headline(metrics: dict) -> dict:
     """reports/headline.json, the DVC metric of the pipeline (what `dvc exp show` and `dvc metrics show/diff`
-    print): the few numbers of `metrics` (metrics.json, the full table) in HEADLINE, under short names so
-    that the table stays narrow. Flat: {"r_star.s0": ..., ..., "oov_count": ...}."""
+    print): the few numbers of `metrics` (metrics.json, the summary) in HEADLINE, under short names so
+    that the table stays narrow. Flat: {"r_star.s0": ..., ..., "oov_count": ...}; a name whose source
+    metrics.json lacks is left out."""
 
     def value(path: str):
         node = metrics
@@ -272,9 +281,56 @@ def headline(metrics: dict) -> dict:
     sentences = sorted(metrics["crossover"], key=lambda s: int(s[1:]))
     flat = {}
     for name, path in HEADLINE.items():
+        if path.split(".")[0] not in metrics:
+            continue
         for s in sentences if "{s}" in name else [None]:
             flat[name.format(s=s)] = value(path.format(s=s))
     return flat
+
+
+def summary(metrics: dict, listed: int) -> dict:
+    """reports/metrics.json (in git, so small for any number of sentences): `metrics` (the full tree) with the
+    per-sentence entries of the first `listed` sentences only (those with figures: figures.max_sentences); when
+    the texts hold more, a `sentences` block summarises all of them: count, listed, r* median / min / max and
+    how many lie beyond the grid, and the share of sentences where meaning still wins at W1 = sqrt(d), W2 = 1.
+    Every sentence's metrics are in reports/sentences.csv (sentence_table)."""
+    keep = {f"s{s}" for s in range(listed)}
+    out = {
+        group: {k: v for k, v in node.items() if k in keep or not k.startswith("s")} if group in PER_SENTENCE else node
+        for group, node in metrics.items()
+    }
+    count = len(metrics["crossover"])
+    if count <= listed:
+        return out
+    r_stars = sorted(c["r_star"] for c in metrics["crossover"].values() if c["r_star"] is not None)
+    semantic = [v["semantic_dominates"] for k, v in metrics["transformer_scaling"].items() if k != "r"]
+    out["sentences"] = {
+        "count": count,
+        "listed": listed,
+        "r_star_median": float(np.median(r_stars)) if r_stars else None,
+        "r_star_min": r_stars[0] if r_stars else None,
+        "r_star_max": r_stars[-1] if r_stars else None,
+        "r_star_beyond_grid": count - len(r_stars),
+        "sqrt_d_semantic_share": sum(semantic) / len(semantic),
+    }
+    return out
+
+
+def sentence_table(metrics: dict) -> dict[str, list]:
+    """reports/sentences.csv, one row per sentence of the full metrics tree: sentence, its crossover (r_star,
+    log10_r_star, neighbours, switch_points as `r:side` pairs), its metrics at the Transformer's scaling
+    (scaling.<metric>) and every weight pair's metrics (<pair>.<metric>); as columns for write_columns."""
+    rows = []
+    for s in range(len(metrics["crossover"])):
+        key = f"s{s}"
+        c = metrics["crossover"][key]
+        switches = " ".join(f"{p['r']:.12g}:{p['to']}" for p in c["switch_points"].values())
+        row = {"sentence": s, "r_star": c["r_star"], "log10_r_star": c["log10_r_star"], "neighbours": c["neighbours"]}
+        row["switch_points"] = switches
+        row.update({f"scaling.{k}": v for k, v in metrics["transformer_scaling"][key].items()})
+        row.update(flatten(metrics["sweep"][key]))
+        rows.append(row)
+    return {name: [row[name] for row in rows] for name in rows[0]} if rows else {}
 
 
 def projection_arrays(sweep: Sweep) -> dict[str, np.ndarray]:
@@ -315,10 +371,19 @@ def projection_meta(sweep: Sweep, tokens: dict, encoded: dict) -> dict:
     }
 
 
-def ratio_columns(sweep: Sweep, sentence: int) -> dict[str, list[float]]:
-    """One sentence's metrics against the ratio grid: r, log10_r, then every metric (reports/plots/ratio_sweep/)."""
-    columns = {"r": sweep.ratios.tolist(), "log10_r": np.log10(sweep.ratios).tolist()}
-    columns.update({key: values.tolist() for key, values in sweep.sentences[sentence].curves.items()})
+def ratio_columns(sweep: Sweep, sentences: int | None = None) -> dict[str, list]:
+    """The metrics against the ratio grid of the first `sentences` sentences (default: all) in long format, one row
+    per sentence and ratio: sentence, r, log10_r, then every metric (reports/plots/ratio_sweep.csv, and every
+    sentence's in data/sweep/ratio_sweep.csv)."""
+    chosen = sweep.sentences[:sentences]
+    m = len(sweep.ratios)
+    columns: dict[str, list] = {
+        "sentence": [s for s in range(len(chosen)) for _ in range(m)],
+        "r": sweep.ratios.tolist() * len(chosen),
+        "log10_r": np.log10(sweep.ratios).tolist() * len(chosen),
+    }
+    for key in chosen[0].curves if chosen else ():
+        columns[key] = np.concatenate([sentence.curves[key] for sentence in chosen]).tolist()
     return columns
 
 

@@ -642,7 +642,7 @@ def encoding_figure_text(kind: str, pe_layout: str | None, d: int, tag: str) -> 
     }
 
 
-RATIO_CURVES = {  # label in the ratio-sweep figure -> column of reports/plots/ratio_sweep/s{i}.csv
+RATIO_CURVES = {  # label in the ratio-sweep figure -> column of reports/plots/ratio_sweep.csv
     "k-NN overlap with word embeddings (d-dim)": "knn_semantic_hd",
     "k-NN overlap with positional encodings (d-dim)": "knn_positional_hd",
     "trustworthiness of the 2-D picture": "trustworthiness_2d",

@@ -100,7 +100,7 @@ def explorer_data(
 ) -> dict:
     """What the slider needs: per shown sentence the aligned frames, words, positions, group colours and metrics.
 
-    columns: per shown sentence its ratio-sweep table (reports/plots/ratio_sweep/s{i}.csv as {column: (m,)})."""
+    columns: per shown sentence its ratio-sweep table (reports/plots/ratio_sweep.csv's rows of it, as {column: (m,)})."""
     from pipeline.outputs.figure_plan import group_colours, short_text
 
     sentences = []

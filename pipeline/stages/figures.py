@@ -5,7 +5,8 @@ the weights re-draws only these. Then reports/report.html, one self-contained pa
 the numbers and the explorer (pipeline.outputs.report): the page shows the figures, so it is rebuilt whenever they are.
 
 Reads params: figures, metrics.groups, encoding (for the report's text); files: tokens.json, data/encode/,
-data/sweep/, metrics.json, the ratio-sweep CSVs, the encode stage's figures, reports/relative.json.
+data/sweep/, metrics.json, reports/sentences.csv, reports/plots/ratio_sweep.csv, the encode stage's figures,
+reports/relative.json.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def write_report(params: Config, layout: Layout) -> Path:
 
     meta = read_json(layout.projections_meta)
     shown = shown_sentences(len(meta["sentences"]), params.figures.max_sentences)
-    columns = [read_columns(layout.ratio_sweep_csv(s)) for s in range(shown)]
+    columns = sentence_columns(read_columns(layout.ratio_sweep_csv), shown)
     with np.load(layout.projections) as arrays:
         page = build_report(
             params,
@@ -65,6 +66,11 @@ def write_report(params: Config, layout: Layout) -> Path:
     write_text(layout.report_html, page)
     log.info("report: %s (%d kB)", layout.report_html, len(page) // 1024)
     return layout.report_html
+
+
+def sentence_columns(table: dict, count: int) -> list[dict]:
+    """reports/plots/ratio_sweep.csv (long format, read_columns) -> per sentence 0..count-1 its columns."""
+    return [{name: values[table["sentence"] == s] for name, values in table.items()} for s in range(count)]
 
 
 def render(params: Config, layout: Layout, out: Path) -> list[str]:
@@ -144,6 +150,7 @@ def render_comparisons(params: Config, layout: Layout, meta: dict, shown: int, k
     pe = np.load(layout.pe_matrix, mmap_mode="r")
     tokens = read_json(layout.tokens)
     metrics = read_json(layout.metrics)
+    ratio_sweeps = sentence_columns(read_columns(layout.ratio_sweep_csv), shown)
     marks = fig.ratio_marks(meta["pairs"] if cfg.name in PAIRS_MARKED else [], d)
     for s, sentence in enumerate(meta["sentences"][:shown]):
         quoted = fig.short_text(sentence["words"])
@@ -167,7 +174,7 @@ def render_comparisons(params: Config, layout: Layout, meta: dict, shown: int, k
                 title=f"Sentence {s + 1}, d={d}: W1 * embedding + W2 * PE on one shared PCA basis\n{quoted}",
             )
         if "ratio_sweep" in kinds:
-            column = read_columns(layout.ratio_sweep_csv(s))
+            column = ratio_sweeps[s]
             curves = {label: column[name] for label, name in fig.RATIO_CURVES.items()}
             batch.add(
                 fig.ratio_curves,
@@ -183,11 +190,12 @@ def render_comparisons(params: Config, layout: Layout, meta: dict, shown: int, k
 
 def render_summary(layout: Layout, meta: dict, shown: int, path, batch, dpi: int) -> None:
     """More sentences than figures.max_sentences: the crossover r* of every sentence in one histogram."""
-    from pipeline.base.files import read_json
+    import math
+
+    from pipeline.base.files import read_columns
     from pipeline.outputs import figures as fig
 
-    crossover = read_json(layout.metrics)["crossover"]
-    r_star = [crossover[f"s{s}"]["r_star"] for s in range(len(meta["sentences"]))]
+    r_star = [None if math.isnan(r) else float(r) for r in read_columns(layout.sentence_metrics, ["r_star"])["r_star"]]
     batch.add(fig.crossover_summary, r_star, path("crossover_all_sentences.png"), shown=shown, dpi=dpi)
 
 

@@ -1,12 +1,14 @@
 """Stage sweep: W1 * word_embedding + W2 * positional_encoding for every weight pair and sentence, projected
 to 2-D with PCA (pipeline.core.sweep).
 
-Writes data/sweep/projections.npz + projections.json, reports/metrics.json (every metric), reports/headline.json
-(the few DVC shows: pipeline.core.sweep.headline), and reports/plots/ratio_sweep/
-(one CSV per sentence: the metrics against r = W2/W1; the folder is replaced, so no sentence of an older
-config lingers).
+Writes data/sweep/ (projections.npz + projections.json, and ratio_sweep.csv: every sentence's metrics against
+r = W2/W1, long format), reports/sentences.csv (every sentence's metrics, one row each; DVC-cached), and in git,
+small for any number of sentences: reports/metrics.json (the summary: the first figures.max_sentences sentences,
+the rest summarised), reports/headline.json (the few DVC shows: pipeline.core.sweep.headline) and
+reports/plots/ratio_sweep.csv (the metrics against r of the sentences with figures, a sentence column).
 
-Reads params: sweep, metrics, encoding.device; files: tokens.json, data/encode/ (encode.json, embeddings, PE).
+Reads params: sweep, metrics, encoding.device, figures.max_sentences; files: tokens.json, data/encode/ (encode.json,
+embeddings, PE).
 """
 
 from __future__ import annotations
@@ -26,11 +28,12 @@ log = logging.getLogger("pipeline")
 def run(params: Config, layout: Layout, root: Path) -> dict:
     import numpy as np
 
-    from pipeline.base.files import read_json, replace_dir, write_columns, write_json, write_npz
+    from pipeline.base.files import read_json, write_columns, write_json, write_npz
     from pipeline.core import sweep as sweep_lib
     from pipeline.core.device import resolve_device
     from pipeline.core.encode import summary_metrics
 
+    listed = params.figures.max_sentences
     tokens = read_json(layout.tokens)
     encoded = read_json(layout.encode_summary)
     embeddings = np.load(layout.embedding_matrix)
@@ -45,26 +48,36 @@ def run(params: Config, layout: Layout, root: Path) -> dict:
         resolve_device(params.encoding.device),
     )
     metrics = sweep_lib.metrics(result, summary_metrics(encoded))
+    summary = sweep_lib.summary(metrics, listed)
 
     write_npz(layout.projections, sweep_lib.projection_arrays(result))
     write_json(layout.projections_meta, sweep_lib.projection_meta(result, tokens, encoded))
-    write_json(layout.metrics, metrics)
-    write_json(layout.headline_metrics, sweep_lib.headline(metrics))
-
-    def write_ratio_sweep(folder: Path) -> None:
-        # written into the temporary folder that replaces layout.ratio_sweep_dir: named as Layout names them
-        for s in range(len(result.sentences)):
-            write_columns(folder / layout.ratio_sweep_csv(s).name, sweep_lib.ratio_columns(result, s))
-
-    replace_dir(layout.ratio_sweep_dir, write_ratio_sweep)
+    write_columns(layout.all_ratio_sweeps_csv, sweep_lib.ratio_columns(result))
+    write_columns(layout.sentence_metrics, sweep_lib.sentence_table(metrics))
+    write_json(layout.metrics, summary)
+    write_json(layout.headline_metrics, sweep_lib.headline(summary))
+    write_columns(layout.ratio_sweep_csv, sweep_lib.ratio_columns(result, listed))
     log.info(
-        "sweep: %d weight pairs + %d ratios x %d sentences; r* = %s",
+        "sweep: %d weight pairs + %d ratios x %d sentences; %s",
         len(result.pairs),
         len(result.ratios),
         len(result.sentences),
-        ", ".join(f"{c['r_star']:.3g}" if c["r_star"] else "beyond grid" for c in metrics["crossover"].values()),
+        crossover_line(summary),
     )
-    return metrics
+    return summary
+
+
+def crossover_line(summary: dict) -> str:
+    """r* of each sentence, or of the listed ones and the summary of all (a log line stays short)."""
+    listed = ", ".join(f"{c['r_star']:.3g}" if c["r_star"] else "beyond grid" for c in summary["crossover"].values())
+    if "sentences" not in summary:
+        return f"r* = {listed}"
+    many = summary["sentences"]
+    median = "none on the grid" if many["r_star_median"] is None else f"median {many['r_star_median']:.3g}"
+    return (
+        f"r* of the first {many['listed']}: {listed}; of all {many['count']}: {median}, "
+        f"{many['r_star_beyond_grid']} beyond the grid (reports/sentences.csv)"
+    )
 
 
 if __name__ == "__main__":

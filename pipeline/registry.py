@@ -90,7 +90,9 @@ class Stage:
 def _sweep_plot(y: list[str], title: str) -> dict[str, Any]:
     # A folder as plot id: DVC draws one plot per file in it (one CSV per sentence), so any number of sentences
     # works; DVC takes one definition per folder.
-    return {"source": "ratio_sweep_dir", "template": "linear", "title": title, "x": "log10_r", "y": y}
+    # .dvc/plots/by_metric.json: DVC's line template with one colour per metric (DVC's own tells the metrics
+    # of one revision apart by dash only), the revision by dash
+    return {"source": "ratio_sweep_dir", "template": "by_metric", "title": title, "x": "log10_r", "y": y}
 
 
 def logged_outputs(stages: tuple[Stage, ...] | None = None) -> tuple[tuple[str, str], ...]:
@@ -149,8 +151,9 @@ _COMPUTE: tuple[Stage, ...] = (
                 log="plots",
                 plot={
                     "x": "position",
-                    "y": "norm",
-                    "title": "||PE(pos)|| per position (sinusoidal: constant sqrt(d/2))",
+                    "y": "norm_dev_1e-9",
+                    "y_label": "||PE(pos)|| - sqrt(d/2), in 1e-9 (float rounding)",
+                    "title": "||PE(pos)|| - sqrt(d/2) per position (sinusoidal: 0 up to float rounding)",
                 },
             ),
             Output(

@@ -59,7 +59,7 @@ def runs_view() -> str:
     from pipeline.core.sweep import HEADLINE
 
     metrics = [HEADLINE["r_star.{s}"].format(s=f"s{i}") for i in range(VIEW_SENTENCES)]
-    metrics += [HEADLINE["pe_norm_dev"], HEADLINE["pe_offset_spread"]]
+    metrics += [HEADLINE["pe_norm_dev_1e-9"], HEADLINE["pe_offset_spread_1e-9"]]
     columns = ["attributes.`Dataset`", *(f"metrics.`{name}`" for name in metrics)]
     return json.dumps({"selectedColumns": columns})
 

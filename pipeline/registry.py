@@ -98,9 +98,10 @@ class Stage:
 
 
 def _sweep_plot(y: list[str], title: str) -> dict[str, Any]:
-    # One long-format file (a sentence column) of the sentences with figures: a scatter, since a line would join one
-    # sentence's last ratio to the next one's first
-    return {"source": "ratio_sweep_csv", "template": "scatter", "title": title, "x": "log10_r", "y": y}
+    # One long-format file (a sentence column) of the sentences with figures. .dvc/plots/by_metric.json: DVC's line
+    # template with one colour per metric (DVC's own tells the metrics of one revision apart by dash only), the
+    # revision by dash, one line per sentence (its `detail`: no line joins one sentence's last ratio to the next's)
+    return {"source": "ratio_sweep_csv", "template": "by_metric", "title": title, "x": "log10_r", "y": y}
 
 
 def logged_outputs(stages: tuple[Stage, ...] | None = None) -> tuple[tuple[str, str], ...]:
@@ -162,8 +163,9 @@ _COMPUTE: tuple[Stage, ...] = (
                 log="plots",
                 plot={
                     "x": "position",
-                    "y": "norm",
-                    "title": "||PE(pos)|| per position (sinusoidal: constant sqrt(d/2))",
+                    "y": "norm_dev_1e-9",
+                    "y_label": "||PE(pos)|| - sqrt(d/2), in 1e-9 (float rounding)",
+                    "title": "||PE(pos)|| - sqrt(d/2) per position (sinusoidal: 0 up to float rounding)",
                 },
             ),
             Output(

@@ -620,8 +620,8 @@ def test_experiments_view_columns():
     keep, drop = map(re.compile, columns())
     for shown in ("Experiment", "Created", "r_star.s0", "r_star.s12", "sqrt_d_semantic.s1"):
         assert keep.match(shown), shown  # protected: survives --only-changed and --drop
-    assert not keep.match("r_star.s0x") and not keep.match("pe_norm_dev")
-    for if_changed in ("pe_norm_dev", "oov_count", "sweep.w2", "texts.name", "encoding.d_model"):
+    assert not keep.match("r_star.s0x") and not keep.match("pe_norm_dev_1e-9")
+    for if_changed in ("pe_norm_dev_1e-9", "oov_count", "sweep.w2", "texts.name", "encoding.d_model"):
         assert not keep.match(if_changed) and not drop.match(if_changed), if_changed
     for hidden in ("encoding.base", "sweep.w2x", "tutorials.seed", "pipeline/core/sweep.py", "params.yaml", "conf"):
         assert not keep.match(hidden) and drop.match(hidden), hidden

@@ -45,3 +45,22 @@ def test_dvc_plots_page_has_no_remote_script_and_draws_offline(checkout, tmp_pat
 
 def test_dvc_plots_output_folder_is_ignored_by_git(checkout):
     assert subprocess.run(["git", "check-ignore", "-q", "dvc_plots/index.html"], cwd=checkout).returncode == 0
+
+
+def test_dvc_plots_colour_each_metric_and_fit_wide_figures(tmp_path):
+    """Issue 23: the metrics of a sentence are told apart by colour (the by_metric template), the norm plot draws the
+    deviation from sqrt(d/2) in the unit its axis states, and images are scaled to the page width."""
+    import json
+
+    from conftest import REPO
+
+    out = tmp_path / "plots"
+    targets = ["reports/plots/ratio_sweep", "reports/plots/pe_norms.csv", "reports/figures/alibi_bias.png"]
+    run(["dvc", "plots", "show", "-o", str(out), *targets], REPO)
+    page = (out / "index.html").read_text(encoding="utf-8")
+    assert '"color": {"field": "field", "type": "nominal", "title": "metric"}' in page
+    assert '"y": {"field": "norm_dev_1e-9"' in page and "in 1e-9" in page
+    assert re.search(r"img\s*{\s*max-width: 100%;", page)
+    header = (REPO / "reports/plots/pe_norms.csv").read_text().splitlines()[0]
+    assert header == "position,norm,sqrt_d_over_2,norm_dev_1e-9"
+    assert json.loads((REPO / "reports/headline.json").read_text())["pe_norm_dev_1e-9"] > 1  # not 0.0 at 5 decimals

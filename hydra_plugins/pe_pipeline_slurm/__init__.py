@@ -41,7 +41,15 @@ class SlurmLauncher(submitit_launcher.SlurmLauncher):
     """hydra-submitit-launcher's SlurmLauncher (same config); waits on its jobs with squeue, not sacct."""
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
-        jobs = self._submit(job_overrides, initial_job_idx)
+        import sys
+
+        from pipeline.base.errors import PipelineError
+
+        try:
+            jobs = self._submit(job_overrides, initial_job_idx)
+        except PipelineError as exc:  # Hydra would print any Exception with its traceback; SystemExit passes it
+            print(f"error: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
         wait_for_results(jobs)
         return [job.results()[0] for job in jobs]
 
@@ -49,6 +57,7 @@ class SlurmLauncher(submitit_launcher.SlurmLauncher):
         """The jobs of the batch as one SLURM array, submitted as hydra-submitit-launcher submits them."""
         import submitit
 
+        check_slurm()
         params = dict(self.params)
         init = {"folder": params.pop("submitit_folder")}
         if "max_num_timeout" in params:
@@ -65,7 +74,39 @@ class SlurmLauncher(submitit_launcher.SlurmLauncher):
         for idx, overrides in enumerate(job_overrides, start=initial_job_idx):
             log.info("\t#%d : %s", idx, " ".join(filter_overrides(overrides)))
             args.append((list(overrides), "hydra.sweep.dir", idx, f"job_id_for_{idx}", Singleton.get_state()))
-        return executor.map_array(self, *zip(*args))
+        return submit_array(executor, self, args)
+
+
+FIX = (
+    "run the sweep on a SLURM login node, or locally with hydra/launcher=basic (one job after another) or "
+    "hydra/launcher=parallel"
+)
+
+
+def check_slurm() -> None:
+    """SLURM's commands are here (submitit's executor needs `srun`, submitting needs `sbatch`), else one message."""
+    import shutil
+
+    from pipeline.base.errors import PipelineError
+
+    missing = [command for command in ("srun", "sbatch") if shutil.which(command) is None]
+    if missing:
+        names = " and ".join(f"`{command}`" for command in missing)
+        raise PipelineError(f"hydra/launcher=slurm: {names} not on PATH (SLURM is not installed here): {FIX}")
+
+
+def submit_array(executor: Any, function: Any, args: list) -> list:
+    """executor.map_array, with a SLURM that refuses the jobs (no controller, a wrong partition) as one message
+    naming the fix (submitit's traceback only quotes sbatch's stderr)."""
+    from submitit.core.utils import FailedJobError
+
+    from pipeline.base.errors import PipelineError
+
+    try:
+        return executor.map_array(function, *zip(*args))
+    except FailedJobError as exc:
+        reason = " ".join(str(exc).split())
+        raise PipelineError(f"hydra/launcher=slurm: SLURM did not take the jobs ({reason}): {FIX}") from None
 
 
 def wait_for_results(jobs: Sequence[Any]) -> None:

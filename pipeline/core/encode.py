@@ -169,14 +169,18 @@ def matrices_info(cfg: Any, diag: pe_lib.Diagnostics) -> dict:
 
 
 def property_columns(diag: pe_lib.Diagnostics, expected: float) -> tuple[dict[str, list], dict[str, list]]:
-    """The property plots' data: (position, norm, sqrt_d_over_2) every ceil(n / MAX_PLOT_ROWS)-th position, and
-    (k, min_over_p, max_over_p, closed_form) for k = 1..K."""
+    """The property plots' data: (position, norm, sqrt_d_over_2, norm_dev_1e-9) every ceil(n / MAX_PLOT_ROWS)-th
+    position, and (k, min_over_p, max_over_p, closed_form) for k = 1..K. norm_dev_1e-9 is norm - sqrt(d/2) in
+    units of 1e-9 (what `dvc plots` draws: an axis of the deviation, not of 5 +- float noise), from the norm as
+    written (12 significant digits), so it is the same on every machine."""
     norms = diag.norms.cpu().numpy()
     stride = -(-len(norms) // MAX_PLOT_ROWS)
     shown = list(range(0, len(norms), stride))
+    written = [float(round_significant(float(norms[p]))) for p in shown]
+    deviation = [round((norm - expected) / 1e-9, 3) for norm in written]
     lo, hi, closed = (t.cpu().numpy() for t in (diag.offset_lo, diag.offset_hi, diag.offset_closed))
     return (
-        {"position": shown, "norm": [float(norms[p]) for p in shown], "sqrt_d_over_2": [expected] * len(shown)},
+        {"position": shown, "norm": written, "sqrt_d_over_2": [expected] * len(shown), "norm_dev_1e-9": deviation},
         {
             "k": list(range(1, len(lo) + 1)),
             "min_over_p": lo.tolist(),

@@ -253,8 +253,8 @@ def metrics(sweep: Sweep, encoded_metrics: dict) -> dict:
 HEADLINE = {
     "r_star.{s}": "crossover.{s}.r_star",  # W2/W1 where position overtakes meaning
     "sqrt_d_semantic.{s}": "transformer_scaling.{s}.semantic_dominates",  # 1: meaning still wins at W1=sqrt(d), W2=1
-    "pe_norm_dev": "encoding.norm_max_abs_dev",  # property 1: max |norm - sqrt(d/2)|
-    "pe_offset_spread": "encoding.offset_distance_max_spread",  # property 2: distance depends on offset only
+    "pe_norm_dev_1e-9": "encoding.norm_max_abs_dev",  # property 1: max |norm - sqrt(d/2)|
+    "pe_offset_spread_1e-9": "encoding.offset_distance_max_spread",  # property 2: distance depends on offset only
     "oov_count": "embedding.oov_count",
     # only when the texts hold more sentences than metrics.json lists one by one (its `sentences` block)
     "sentences": "sentences.count",
@@ -264,13 +264,16 @@ HEADLINE = {
 }
 # metrics.json's groups that hold one entry per sentence (s{i}); transformer_scaling also holds r
 PER_SENTENCE = ("sweep", "crossover", "transformer_scaling")
+# the unit a headline value is written in (its name says it): DVC prints 5 decimals, so 4.837e-08 would show 0.0
+UNITS = {"pe_norm_dev_1e-9": 1e-9, "pe_offset_spread_1e-9": 1e-9}
 
 
 def headline(metrics: dict) -> dict:
     """reports/headline.json, the DVC metric of the pipeline (what `dvc exp show` and `dvc metrics show/diff`
     print): the few numbers of `metrics` (metrics.json, the summary) in HEADLINE, under short names so
-    that the table stays narrow. Flat: {"r_star.s0": ..., ..., "oov_count": ...}; a name whose source
-    metrics.json lacks is left out."""
+    that the table stays narrow; a tiny value in the unit its name ends with (UNITS: pe_norm_dev_1e-9 48.37 is
+    4.837e-08). Flat: {"r_star.s0": ..., ..., "oov_count": ...}; a name whose source metrics.json lacks is left
+    out."""
 
     def value(path: str):
         node = metrics
@@ -285,6 +288,8 @@ def headline(metrics: dict) -> dict:
             continue
         for s in sentences if "{s}" in name else [None]:
             flat[name.format(s=s)] = value(path.format(s=s))
+    for name, unit in UNITS.items():
+        flat[name] = float(round_significant(flat[name] / unit))
     return flat
 
 

@@ -12,7 +12,7 @@ does not cover several processes creating a fresh store, or the same experiment,
 schema migrations collide), so that part runs under a machine-wide lock (pipeline.base.locks).
 
 Tidy runs: the experiment is tagged as classic ML (`mlflow.experimentKind`) and the printed links open its runs
-table (`runs_page`), not the GenAI overview; runs are named by what tells them apart (`default_run_name`); each
+table with the r* columns (`runs_page`, `runs_view`), not the GenAI overview; runs are named by what tells them apart (`default_run_name`); each
 artifact is stored once (the report is logged with its figures referenced, not embedded: `linked_report`); the
 GloVe store and the texts are logged as MLflow datasets (digests only, no copy of the data).
 """
@@ -46,11 +46,29 @@ log = logging.getLogger("pipeline")
 # set (for the UIs that honour it), and the links this project prints carry workflowType (`runs_page`).
 EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
 EXPERIMENT_KIND = "custom_model_development"
+# The runs table's columns: the UI's "share view" (an experiment tag mlflow.sharedViewState.<key> holding the
+# view as JSON, opened by the URL's viewStateShareKey=<key>); the printed link opens this view.
+RUNS_VIEW = "pe-headline"
+RUNS_VIEW_TAG = f"mlflow.sharedViewState.{RUNS_VIEW}"
+VIEW_SENTENCES = 8  # r* columns for the first sentences (the UI leaves out those a run does not have)
+
+
+def runs_view() -> str:
+    """The runs table view (JSON): the datasets, r* of the first sentences and the encoding's two property
+    checks, as MLflow metric names (metrics.json's paths, `pipeline.core.sweep.HEADLINE`)."""
+    from pipeline.core.sweep import HEADLINE
+
+    metrics = [HEADLINE["r_star.{s}"].format(s=f"s{i}") for i in range(VIEW_SENTENCES)]
+    metrics += [HEADLINE["pe_norm_dev_1e-9"], HEADLINE["pe_offset_spread_1e-9"]]
+    columns = ["attributes.`Dataset`", *(f"metrics.`{name}`" for name in metrics)]
+    return json.dumps({"selectedColumns": columns})
 
 
 def runs_page(server: str, experiment_id: str) -> str:
-    """The URL of the experiment's runs table in the MLflow UI at `server` (any MLflow 3 UI)."""
-    return f"{server.rstrip('/')}/#/experiments/{experiment_id}/runs?workflowType=machine_learning"
+    """The URL of the experiment's runs table, in model-training mode with the r* columns (`runs_view`), in the
+    MLflow UI at `server`."""
+    query = f"workflowType=machine_learning&viewStateShareKey={RUNS_VIEW}"
+    return f"{server.rstrip('/')}/#/experiments/{experiment_id}/runs?{query}"
 
 
 def without_credentials(uri: str) -> str:
@@ -133,13 +151,14 @@ def _open_experiment(uri: str, name: str, root: Path | None) -> tuple[Any, str]:
         client = MlflowClient(uri)  # opens the store, creating a fresh one's tables
         experiment = client.get_experiment_by_name(name)
         if experiment is None:
-            experiment_id = client.create_experiment(
-                name, artifact_location=artifact_location(uri, root), tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND}
-            )
+            tags = {EXPERIMENT_KIND_TAG: EXPERIMENT_KIND, RUNS_VIEW_TAG: runs_view()}
+            experiment_id = client.create_experiment(name, artifact_location=artifact_location(uri, root), tags=tags)
         else:
             experiment_id = experiment.experiment_id
-            if EXPERIMENT_KIND_TAG not in experiment.tags:  # made before the tag was set (or by someone else)
-                client.set_experiment_tag(experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
+            # made before the tags were set (or by someone else), or with another version of the view
+            for key, value in {EXPERIMENT_KIND_TAG: EXPERIMENT_KIND, RUNS_VIEW_TAG: runs_view()}.items():
+                if experiment.tags.get(key) != value:
+                    client.set_experiment_tag(experiment_id, key, value)
     close_abandoned_runs(client, uri, root)
     return client, experiment_id
 

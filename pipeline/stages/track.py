@@ -82,9 +82,14 @@ def run(params: Config, layout: Layout, root: Path) -> dict:
             ),
         }
         uri = record["tracking_uri"]
-        server = without_credentials(uri) if uri.startswith(("http://", "https://")) else "http://127.0.0.1:5000"
-        # the URI as logged is redacted (no password); the link has no user info; the local one is `mlflow ui`'s
-        log.info("mlflow: run %s in %s; browse: %s", record["run_id"], uri, runs_page(server, record["experiment_id"]))
+        # the URI as logged is redacted (no password); the link has no user info; a local store has no server
+        # (and so no port) yet: the server command prints the link with its port
+        browse = (
+            runs_page(without_credentials(uri), record["experiment_id"])
+            if uri.startswith(("http://", "https://"))
+            else "python -m pipeline.server (it prints the link to the runs)"
+        )
+        log.info("mlflow: run %s in %s; browse: %s", record["run_id"], uri, browse)
     write_json(layout.mlflow_last_run, record)
     write_json(layout.mlflow_run, {"logged": params.tracking.enabled, "experiment": params.tracking.experiment})
     return record

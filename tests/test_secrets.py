@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import sys
-import uuid
 import zipfile
 from pathlib import Path
 
@@ -20,9 +19,10 @@ from pipeline import config
 from pipeline.base.errors import PipelineError
 from pipeline.base.secrets import has_credentials, redact, redact_password
 
-# drawn per run, so that no file (this one included, copied into the project) holds them beforehand
-SECRET = f"s3cretPW-{uuid.uuid4().hex[:12]}"
-PROXY_SECRET = f"pr0xyPW-{uuid.uuid4().hex[:12]}"
+# computed, so that no file (this one included, copied into the project) holds them beforehand; the same in every
+# pytest-xdist worker (they are in the tests' ids, which the workers must agree on)
+SECRET = "s3cretPW-" + hashlib.sha256(b"pe-test-secret").hexdigest()[:12]
+PROXY_SECRET = "pr0xyPW-" + hashlib.sha256(b"pe-test-proxy-secret").hexdigest()[:12]
 
 
 @pytest.mark.parametrize(

@@ -103,14 +103,14 @@ def test_dvc_run_starts_when_the_pipeline_did(tmp_path):
         layout.glove_manifest: now - 50,
         layout.tokens: now - 40,
         layout.sweep_figures_dir / "a.png": now - 10,
-        layout.report_html: now - 3600,
+        layout.pe_norms_csv: now - 3600,  # a git-tracked output: its time is the clone's
         layout.metrics: now - 20,
     }
     for path, mtime in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("x")
         os.utime(path, (mtime, mtime))
-    assert pipeline_start(layout, now) == pytest.approx(now - 50)  # first run: the report's clone time ignored
+    assert pipeline_start(layout, now) == pytest.approx(now - 50)  # first run: the git file's clone time ignored
     write_json(layout.mlflow_last_run, {"enabled": True, "end_time": int((now - 45) * 1000)})
     assert pipeline_start(layout, now) == pytest.approx(now - 40)  # glove is from the previous repro
     write_json(layout.mlflow_last_run, {"enabled": True, "end_time": int((now - 5) * 1000)})

@@ -35,7 +35,8 @@ CONF_DIR = str(checkout_root() / "conf")
 
 
 def shared_glove_store(glove: GloveConfig, root: Path) -> Path:
-    """Build (once) and return the GloVe store for this glove config under data/cache/stores/."""
+    """Build (once) and return the GloVe store for this glove config under data/cache/stores/ (hard links to
+    data/glove when the DVC run built that from the same config: `project_store`)."""
     from dataclasses import asdict
 
     from pipeline.base.paths import download_cache
@@ -50,8 +51,37 @@ def shared_glove_store(glove: GloveConfig, root: Path) -> Path:
         # parallel jobs of one sweep: one builds the store, the others wait for it (a download can take long)
         with machine_lock(f"glove-store:{store}", f"the GloVe store {store} to be built", timeout=3 * 3600):
             if not (store / "manifest.json").exists():
-                acquire(glove, store, root, cache_dir=cache)
+                built = project_store(glove, root)
+                if built is not None:  # the DVC run's store of this config: linked, one copy on disk
+                    from pipeline.base.files import link, replace_dir
+
+                    replace_dir(store, lambda tmp: [link(f, tmp / f.name) for f in built.iterdir() if f.is_file()])
+                else:
+                    acquire(glove, store, root, cache_dir=cache)
     return store
+
+
+def project_store(glove: GloveConfig, root: Path) -> Path | None:
+    """data/glove when the DVC pipeline built it from this very glove config and it is up to date (dvc.lock's
+    glove params equal `glove`, `dvc status glove` reports nothing changed); None otherwise (or when DVC is busy)."""
+    import subprocess
+    import sys
+    from dataclasses import asdict
+
+    import yaml
+
+    from pipeline.base.paths import Layout
+
+    layout = Layout(root)
+    if not (layout.glove_dir / "manifest.json").exists() or not layout.dvc_lock.exists():
+        return None
+    locked = yaml.safe_load(layout.dvc_lock.read_text()).get("stages", {}).get("glove", {})
+    if locked.get("params", {}).get("params.yaml", {}).get("glove") != asdict(glove):
+        return None
+    status = subprocess.run(
+        [sys.executable, "-m", "dvc", "status", "--json", "glove"], cwd=root, capture_output=True, text=True
+    )
+    return layout.glove_dir if status.returncode == 0 and json.loads(status.stdout or "null") == {} else None
 
 
 def run_job(

@@ -59,8 +59,8 @@ FIGURE_KEYS = tuple(
 class Output:
     """One stage output: a Layout attribute, and how DVC treats it.
 
-    cache=True: DVC caches it (data/, the figures folder), so that `dvc checkout` / `dvc exp apply`
-    restore it exactly. cache=False: small files kept in git (metrics, plot data, the report).
+    cache=True: DVC caches it (data/, the figures, the report page), so that `dvc checkout` / `dvc exp apply`
+    restore it exactly. cache=False: small files kept in git (metrics, plot data).
     log: the MLflow artifact folder a run logs it under ("" for the run's root; a folder's files keep their
     names); None: not logged. An HTML page is logged with the PNGs logged beside it referenced, not embedded.
     """
@@ -237,7 +237,7 @@ _COMPUTE: tuple[Stage, ...] = (
             "relative_metrics",
             "properties_metrics",
         ),
-        outputs=(Output("sweep_figures_dir", log="figures"), Output("report_html", cache=False, log="")),
+        outputs=(Output("sweep_figures_dir", log="figures"), Output("report_html", log="")),
         plots=({"source": "encode_figures_dir"}, {"source": "sweep_figures_dir"}),
     ),
 )

@@ -103,14 +103,14 @@ def test_dvc_run_starts_when_the_pipeline_did(tmp_path):
         layout.glove_manifest: now - 50,
         layout.tokens: now - 40,
         layout.sweep_figures_dir / "a.png": now - 10,
-        layout.report_html: now - 3600,
+        layout.pe_norms_csv: now - 3600,  # a git-tracked output: its time is the clone's
         layout.metrics: now - 20,
     }
     for path, mtime in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("x")
         os.utime(path, (mtime, mtime))
-    assert pipeline_start(layout, now) == pytest.approx(now - 50)  # first run: the report's clone time ignored
+    assert pipeline_start(layout, now) == pytest.approx(now - 50)  # first run: the git file's clone time ignored
     write_json(layout.mlflow_last_run, {"enabled": True, "end_time": int((now - 45) * 1000)})
     assert pipeline_start(layout, now) == pytest.approx(now - 40)  # glove is from the previous repro
     write_json(layout.mlflow_last_run, {"enabled": True, "end_time": int((now - 5) * 1000)})
@@ -297,3 +297,29 @@ def test_two_jobs_logging_one_new_dataset_at_once_both_link_it(private_mlflow_st
     assert [[(d.dataset.name, d.dataset.digest) for d in inputs] for inputs in linked] == [
         [("glove 6B-50d", "5cee3016e3af")]
     ] * 2
+
+
+def test_large_files_are_logged_compressed(private_mlflow_store, tmp_path):
+    """The MLflow budget: a file above COMPRESS_ABOVE (the per-sentence table, the tokens of thousands of sentences)
+    is logged as <name>.gz that unpacks to the same bytes, and the same file twice gives the same bytes; a small
+    file is logged as it is."""
+    import gzip
+
+    from mlflow.tracking import MlflowClient
+
+    from pipeline.outputs.tracking import COMPRESS_ABOVE, _log_file
+
+    client = MlflowClient(private_mlflow_store)
+    run_id = client.create_run(client.create_experiment("budget")).info.run_id
+    rows = "".join(f"s{i},{i * 0.001:.6f},{i % 7}\n" for i in range(COMPRESS_ABOVE // 12))
+    big, small = tmp_path / "sentences.csv", tmp_path / "metrics.json"
+    big.write_text("sentence,r_star,neighbours\n" + rows)
+    small.write_text('{"r_star": 1.5}')
+    for folder in ("a", "b"):
+        _log_file(client, run_id, big, folder)
+    _log_file(client, run_id, small, None)
+    assert artifact_files(client, run_id) == {"a/sentences.csv.gz", "b/sentences.csv.gz", "metrics.json"}
+    packed = [Path(client.download_artifacts(run_id, f"{f}/sentences.csv.gz", str(tmp_path / f))) for f in "ab"]
+    assert packed[0].read_bytes() == packed[1].read_bytes()  # no time or name in the gzip header
+    assert gzip.decompress(packed[0].read_bytes()) == big.read_bytes()
+    assert packed[0].stat().st_size < big.stat().st_size / 3

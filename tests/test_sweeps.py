@@ -326,7 +326,7 @@ def check_sweep(checkout: Path, sweep_dir: Path, uri: str, finished: list[str], 
             run.data.tags["shared_inputs"] == f"{shared[0].rsplit('/', 1)[0]}/ of the parent run {parent.info.run_id}"
         )
         logged = artifact_files(client, run.info.run_id, "figures")
-        assert logged == sorted(f"figures/{p.name}" for p in (out / "reports" / "figures").glob("*.png"))
+        assert logged == sorted(f"figures/{p.name}" for p in (out / "reports" / "figures").rglob("*.png"))
         assert len(logged) > 5
     assert not list((checkout / "reports").glob("mlflow*run.json"))  # the DVC workspace is left alone
     return summary, parent
@@ -373,7 +373,8 @@ def test_joblib_four_parallel_jobs_lose_nothing(checkout, private_mlflow_store):
     # the encoding's (the weights do not change them) once, each point's panels (they do) once per point
     entries = [entry for entry in (checkout / "multirun_test" / ".stage_cache" / "figures").iterdir()]
     kept = sorted(png.name for entry in entries for png in entry.glob("*.png"))
-    assert kept.count("pe_heatmap.png") == kept.count("rope_decay.png") == 1 and kept.count("panels_s0.png") == 4
+    # (the encode stage's figures come with its outputs from the stage cache: computed once, not in this folder)
+    assert kept.count("panels_s0.png") == 4 and "pe_heatmap.png" not in kept
     heatmaps = {
         (d / "reports/figures/encode/pe_heatmap.png").read_bytes() for d in (checkout / "multirun_test").glob("[0-9]")
     }

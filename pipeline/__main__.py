@@ -160,7 +160,7 @@ def app(cfg: DictConfig) -> None:
     from pipeline.base.errors import PipelineError
     from pipeline.base.files import read_json
     from pipeline.base.paths import Layout
-    from pipeline.outputs.multirun import read_sweep, summary_metrics, write_job
+    from pipeline.outputs.multirun import read_sweep, write_job
     from pipeline.stage_cache import CACHE_DIR
 
     hydra_cfg = HydraConfig.get()
@@ -171,6 +171,8 @@ def app(cfg: DictConfig) -> None:
         from pipeline.base import worker_pool
 
         worker_pool.keep()  # the jobs of this process share one warm pool of figure workers
+        if OmegaConf.select(hydra_cfg, "launcher.n_jobs", default=1) not in (0, 1):
+            cfg.figures.workers = 1  # jobs in parallel (joblib) already share the cores: README, "Sweeps"
     overrides = list(hydra_cfg.overrides.task)
     parent = sweep["parent_run_id"] if sweep else None
     job = {
@@ -213,7 +215,7 @@ def app(cfg: DictConfig) -> None:
             **job,
             "status": "finished",
             "run_id": record.get("run_id"),
-            "metrics": summary_metrics(read_json(Layout(out).metrics)),
+            "metrics": read_json(Layout(out).headline_metrics),
         },
     )
     return None

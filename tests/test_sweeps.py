@@ -56,49 +56,84 @@ def numeric_leaves(tree) -> int:
 # ---------------------------------------------------------------- summary and launcher configs (fast)
 
 
-def test_summary_names_best_worst_and_failed_jobs():
-    from pipeline.outputs.multirun import summarize, summary_lines
+def record(num, status, metrics=None, error=None, overrides=None):
+    """A job_result.json as a job writes it: its overrides, and the headline (reports/headline.json) when finished."""
+    return {
+        "num": num,
+        "overrides": overrides or [f"sweep.w2={num}", "figures=summary"],
+        "dir": f"/sweep/{num}",
+        "status": status,
+        "metrics": metrics or {},
+        **({"error": error} if error else {}),
+    }
 
-    def record(num, status, metrics=None, error=None):
-        return {
-            "num": num,
-            "overrides": [f"sweep.w2={num}"],
-            "dir": f"/sweep/{num}",
-            "status": status,
-            "metrics": metrics or {},
-            **({"error": error} if error else {}),
-        }
 
+def test_summary_is_a_per_job_table_of_what_varies(tmp_path):
+    """Columns: the overrides and headline metrics that differ between the finished jobs; the metrics equal in
+    every job said once; failed jobs and why; the table as a CSV."""
+    import csv
+
+    from pipeline.outputs.multirun import summarize, summary_lines, write_table
+
+    headline = {"r_star.s0": 1.3, "pe_norm_dev_1e-9": 48.37, "oov_count": 0}
     summary = summarize(
         [
-            record(0, "finished", {"sweep.pca_disparity_max": 0.4, "embedding.oov_count": 0.0}),
+            record(0, "finished", {**headline, "r_star.s0": 1.3}),
             record(1, "failed", error="config key sweep.w2 = 'abc' is invalid"),
-            record(2, "finished", {"sweep.pca_disparity_max": 0.1, "embedding.oov_count": 2.0}),
+            record(2, "finished", {**headline, "r_star.s0": 2.5}),
             record(3, "running"),  # the process died before it could say
         ]
     )
     assert (summary["jobs"], summary["finished"]) == (4, 2)
     assert [(f["job"], f["error"][:10]) for f in summary["failed"]] == [(1, "config key"), (3, "the job en")]
     assert "/sweep/3" in summary["failed"][1]["error"]
-    disparity = summary["metrics"]["sweep.pca_disparity_max"]
-    assert (disparity["best"]["job"], disparity["best"]["value"]) == (2, 0.1)
-    assert (disparity["worst"]["job"], disparity["worst"]["value"]) == (0, 0.4)
-    assert summary["metrics"]["embedding.oov_count"]["best"]["job"] == 0
-    text = "\n".join(summary_lines(summary))
-    assert "4 jobs, 2 finished, 2 failed" in text and "FAILED #1 sweep.w2=1: config key" in text
+    assert summary["columns"] == ["job", "sweep.w2", "r_star.s0"]
+    assert summary["rows"] == [
+        {"job": 0, "sweep.w2": "0", "r_star.s0": 1.3},
+        {"job": 2, "sweep.w2": "2", "r_star.s0": 2.5},
+    ]
+    assert summary["same"] == {"pe_norm_dev_1e-9": 48.37, "oov_count": 0}
+    lines = summary_lines(summary)
+    assert lines[:3] == [
+        "sweep: 4 jobs, 2 finished, 2 failed",
+        "  FAILED #1 sweep.w2=1 figures=summary: config key sweep.w2 = 'abc' is invalid",
+        f"  FAILED #3 sweep.w2=3 figures=summary: {summary['failed'][1]['error']}",
+    ]
+    assert lines[3:] == [
+        "  job  sweep.w2  r_star.s0",
+        "    0         0        1.3",
+        "    2         2        2.5",
+        "  same in every job: pe_norm_dev_1e-9 48.37, oov_count 0",
+    ]
+    write_table(tmp_path / "t.csv", summary)
+    assert list(csv.reader((tmp_path / "t.csv").open())) == [
+        ["job", "sweep.w2", "r_star.s0"],
+        ["0", "0", "1.3"],
+        ["2", "2", "2.5"],
+    ]
 
 
-def test_summary_metrics_of_a_real_result():
-    from pipeline.base.trees import flatten
-    from pipeline.outputs.multirun import summary_metrics
+def test_many_jobs_print_a_capped_narrow_table_and_keep_every_row():
+    """500 jobs over 2 keys with 40 varying metrics: every row in the summary, the printed lines under 200
+    characters, the first rows shown and a line saying where the rest (rows and columns) is."""
+    from pipeline.outputs.multirun import SHOWN_ROWS, summarize, summary_lines
 
-    metrics = json.loads((REPO / "reports" / "metrics.json").read_text())
-    disparities = [v for k, v in flatten(metrics).items() if k.startswith("sweep.") and k.endswith(".pca_disparity")]
-    got = summary_metrics(metrics)
-    assert len(disparities) >= 4
-    assert got["sweep.pca_disparity_max"] == max(disparities)
-    assert got["sweep.pca_disparity_mean"] == pytest.approx(sum(disparities) / len(disparities))
-    assert got["encoding.norm_max_abs_dev"] == metrics["encoding"]["norm_max_abs_dev"]
+    jobs = [
+        record(
+            n,
+            "finished",
+            {**{f"r_star.s{s}": n + s / 7 for s in range(40)}, "oov_count": 0},
+            overrides=[f"sweep.w2={n}", f"texts.file=texts_{n % 3}.txt"],
+        )
+        for n in range(500)
+    ]
+    summary = summarize(jobs)
+    assert len(summary["rows"]) == 500 and len(summary["columns"]) == 43 and summary["same"] == {"oov_count": 0}
+    lines = summary_lines(summary, "/sweep/sweep_summary.csv")
+    assert max(map(len, lines)) < 200
+    assert lines[1].split()[:4] == ["job", "sweep.w2", "texts.file", "r_star.s0"]
+    assert len(lines) == 1 + 1 + SHOWN_ROWS + 1 + 1
+    assert lines[-2].startswith("  (480 more jobs and ") and "more columns in /sweep/sweep_summary.csv)" in lines[-2]
 
 
 @pytest.mark.parametrize(
@@ -259,12 +294,12 @@ def check_sweep(checkout: Path, sweep_dir: Path, uri: str, finished: list[str], 
     parent = parents[0]
     assert parent.info.status == ("FAILED" if failed else "FINISHED")
     assert parent.data.metrics["jobs"] == summary["jobs"] and parent.data.metrics["jobs_failed"] == len(failed)
-    assert (
-        "best.sweep.pca_disparity_max" in parent.data.metrics and "worst.sweep.pca_disparity_max" in parent.data.metrics
-    )
+    assert parent.data.tags["mlflow.note.content"].startswith(f"sweep: {summary['jobs']} jobs")
     parent_files = artifact_files(client, parent.info.run_id)
     shared = [f for f in parent_files if f.startswith("inputs/")]
-    assert [f for f in parent_files if f not in shared] == ["sweep_summary.json"]
+    assert [f for f in parent_files if f not in shared] == ["sweep_summary.csv", "sweep_summary.json"]
+    records = [json.loads(p.read_text()) for p in sweep_dir.glob("*/job_result.json")]
+    assert [row["job"] for row in summary["rows"]] == sorted(r["num"] for r in records if r["status"] == "finished")
     if finished:  # the inputs every point shares, logged once, on the parent (the points differ in sweep.w2 only)
         assert sorted(f.rsplit("/", 1)[1] for f in shared) == ["encode.json", "manifest.json", "tokens.json"]
         # and computed once: one tokenize and one encode output in the sweep's stage cache
@@ -291,7 +326,7 @@ def check_sweep(checkout: Path, sweep_dir: Path, uri: str, finished: list[str], 
             run.data.tags["shared_inputs"] == f"{shared[0].rsplit('/', 1)[0]}/ of the parent run {parent.info.run_id}"
         )
         logged = artifact_files(client, run.info.run_id, "figures")
-        assert logged == sorted(f"figures/{p.name}" for p in (out / "reports" / "figures").glob("*.png"))
+        assert logged == sorted(f"figures/{p.name}" for p in (out / "reports" / "figures").rglob("*.png"))
         assert len(logged) > 5
     assert not list((checkout / "reports").glob("mlflow*run.json"))  # the DVC workspace is left alone
     return summary, parent
@@ -329,13 +364,17 @@ def test_joblib_four_parallel_jobs_lose_nothing(checkout, private_mlflow_store):
         finished=[job(f"sweep.w2={w}") for w in (1, 2, 3, 4)],
         failed=[],
     )
-    worst = summary["metrics"]["sweep.pca_disparity_max"]["worst"]
-    assert worst["overrides"] == ["sweep.w2=4", "figures.dpi=40"]  # the largest PE weight moves the picture most
+    # the table: one row per job, the swept key its only column (sweep.w2 moves no headline number)
+    assert summary["columns"] == ["job", "sweep.w2"] and "r_star.s0" in summary["same"]
+    assert [(row["job"], row["sweep.w2"]) for row in summary["rows"]] == [(0, "1"), (1, "2"), (2, "3"), (3, "4")]
+    # jobs in parallel share the cores: one figure worker each (README, "Sweeps")
+    assert "  workers: 1\n" in (checkout / "multirun_test" / "0" / "params.yaml").read_text()
     # figures drawn from the same data are kept once for the sweep, whichever of the four processes drew them first:
     # the encoding's (the weights do not change them) once, each point's panels (they do) once per point
     entries = [entry for entry in (checkout / "multirun_test" / ".stage_cache" / "figures").iterdir()]
     kept = sorted(png.name for entry in entries for png in entry.glob("*.png"))
-    assert kept.count("pe_heatmap.png") == kept.count("rope_decay.png") == 1 and kept.count("panels_s0.png") == 4
+    # (the encode stage's figures come with its outputs from the stage cache: computed once, not in this folder)
+    assert kept.count("panels_s0.png") == 4 and "pe_heatmap.png" not in kept
     heatmaps = {
         (d / "reports/figures/encode/pe_heatmap.png").read_bytes() for d in (checkout / "multirun_test").glob("[0-9]")
     }

@@ -6,51 +6,29 @@ Files in the sweep dir (hydra.sweep.dir), whatever the launcher (basic, joblib, 
     <job>/job_result.json   by each job: status "running", then "finished" (with its MLflow run id and
                             summary metrics) or "failed" (with the error); a job that still says
                             "running" at the end died without a word (killed, out of memory)
-    sweep_summary.json      at the end: job count, failed jobs and why, best/worst per summary metric
+    sweep_summary.json      at the end: job count, failed jobs and why, and a per-job table of the headline
+                            (reports/headline.json): columns the overrides and headline metrics that vary
+                            between the finished jobs; the metrics equal in every job listed once ("same")
+    sweep_summary.csv       the same table as a CSV
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import json
-import math
+import textwrap
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
-from pipeline.base.trees import flatten
-
 SWEEP_FILE = "sweep.json"
 JOB_FILE = "job_result.json"
 SUMMARY_FILE = "sweep_summary.json"
-
-# What a sweep is compared on. Lower is better for each: numerical errors of the encoding, words
-# missing from GloVe, and how far adding the encoding moves the 2-D picture away from the pure word
-# embedding (Procrustes disparity, max and mean over sentences and weight pairs).
-SUMMARY_METRICS = (
-    "encoding.norm_max_abs_dev",
-    "encoding.offset_distance_max_spread",
-    "embedding.oov_count",
-    "sweep.pca_disparity_max",
-    "sweep.pca_disparity_mean",
-)
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def summary_metrics(metrics: dict) -> dict[str, float]:
-    """reports/metrics.json of one job -> {summary metric: value} (metrics it lacks are left out)."""
-    flat = flatten(metrics)
-    out = {key: float(flat[key]) for key in SUMMARY_METRICS if _number(flat.get(key))}
-    disparities = [
-        float(v) for k, v in flat.items() if k.startswith("sweep.") and k.endswith(".pca_disparity") and _number(v)
-    ]
-    if disparities:
-        out["sweep.pca_disparity_max"] = max(disparities)
-        out["sweep.pca_disparity_mean"] = sum(disparities) / len(disparities)
-    return out
+TABLE_FILE = "sweep_summary.csv"
+WIDTH = 199  # printed lines stay narrower than this
+SHOWN_ROWS = 20  # jobs printed; every job is in the JSON and CSV files
 
 
 def _write(path: Path, obj: Any) -> None:
@@ -94,8 +72,25 @@ def collect_jobs(sweep_dir: Path, sweep_id: str) -> list[dict]:
     return sorted(jobs, key=lambda job: job["num"])
 
 
+def _overrides(job: dict) -> dict[str, str]:
+    """A job's overrides as {key: value} ("sweep.w2=4" -> {"sweep.w2": "4"}; "~key" -> {"~key": ""})."""
+    return dict(item.split("=", 1) if "=" in item else (item, "") for item in job["overrides"])
+
+
+def _varying(rows: list[dict]) -> tuple[list[str], dict]:
+    """(the keys whose value differs between rows or is missing in some, in first-seen order; {key: value} of the
+    others)."""
+    keys = list(dict.fromkeys(key for row in rows for key in row))
+    varying = [key for key in keys if len({json.dumps(row.get(key)) for row in rows}) > 1]
+    return varying, {key: rows[0][key] for key in keys if key not in varying}
+
+
 def summarize(jobs: list[dict]) -> dict:
-    """Job records -> {"jobs", "finished", "failed": [{job, overrides, error, dir}], "metrics": {key: best/worst}}."""
+    """Job records -> {"jobs", "finished", "failed": [{job, overrides, error, dir}], "columns", "rows", "same"}.
+
+    rows: one per finished job, {"job": num, <override key>: value, <headline metric>: value} with the columns
+    (after "job") the override keys and headline metrics that vary between the finished jobs; same: the headline
+    metrics equal in every finished job, {metric: value}."""
     finished = [job for job in jobs if job["status"] == "finished"]
     failed = []
     for job in jobs:
@@ -103,30 +98,77 @@ def summarize(jobs: list[dict]) -> dict:
             continue
         error = job.get("error") or f"the job ended without a result (killed?): see its log in {job['dir']}"
         failed.append({"job": job["num"], "overrides": job["overrides"], "error": error, "dir": job["dir"]})
-    metrics = {}
-    for key in SUMMARY_METRICS:
-        scored = [(job["metrics"][key], job) for job in finished if key in job.get("metrics", {})]
-        if not scored:
-            continue
-        best = min(scored, key=lambda item: item[0])
-        worst = max(scored, key=lambda item: item[0])
-        metrics[key] = {
-            "better": "lower",
-            "best": {"value": best[0], "job": best[1]["num"], "overrides": best[1]["overrides"]},
-            "worst": {"value": worst[0], "job": worst[1]["num"], "overrides": worst[1]["overrides"]},
+    overrides, _ = _varying([_overrides(job) for job in finished])
+    metrics, same = _varying([job.get("metrics", {}) for job in finished]) if finished else ([], {})
+    rows = [
+        {
+            "job": job["num"],
+            **{key: _overrides(job).get(key) for key in overrides},
+            **{key: job.get("metrics", {}).get(key) for key in metrics},
         }
-    return {"jobs": len(jobs), "finished": len(finished), "failed": failed, "metrics": metrics}
+        for job in finished
+    ]
+    return {
+        "jobs": len(jobs),
+        "finished": len(finished),
+        "failed": failed,
+        "columns": ["job", *overrides, *metrics],
+        "rows": rows,
+        "same": same,
+    }
 
 
-def summary_lines(summary: dict) -> list[str]:
-    """The summary as text, one line each: counts, then each failed job, then best/worst per metric."""
+def write_table(path: Path, summary: dict) -> None:
+    """The summary's per-job table as a CSV (a missing value is an empty cell)."""
+    from pipeline.base.files import write_text
+
+    lines = io.StringIO()
+    writer = csv.writer(lines, lineterminator="\n")
+    writer.writerow(summary["columns"])
+    writer.writerows([["" if row.get(c) is None else row[c] for c in summary["columns"]] for row in summary["rows"]])
+    write_text(Path(path), lines.getvalue())
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
+def table_lines(summary: dict, where: str = TABLE_FILE) -> list[str]:
+    """The per-job table as fixed-width text: the columns that fit in WIDTH characters and the first SHOWN_ROWS
+    jobs, then a line naming `where` the rest is."""
+    cells = [[_cell(row.get(c)) for c in summary["columns"]] for row in summary["rows"]]
+    widths = [max([len(c), *(len(row[i]) for row in cells)]) for i, c in enumerate(summary["columns"])]
+    shown, width = 0, 0
+    while shown < len(widths) and width + widths[shown] + 2 <= WIDTH:
+        width += widths[shown] + 2
+        shown += 1
+
+    def line(values: list[str]) -> str:
+        return "  " + "  ".join(v.rjust(w) for v, w in zip(values[:shown], widths)).rstrip()
+
+    lines = [line(summary["columns"]), *(line(row) for row in cells[:SHOWN_ROWS])]
+    rest = []
+    if len(cells) > SHOWN_ROWS:
+        rest.append(f"{len(cells) - SHOWN_ROWS} more jobs")
+    if shown < len(widths):
+        rest.append(f"{len(widths) - shown} more columns")
+    if rest:
+        lines.append(f"  ({' and '.join(rest)} in {where})")
+    return lines
+
+
+def summary_lines(summary: dict, where: str = TABLE_FILE) -> list[str]:
+    """The summary as text: counts, each failed job, the per-job table, and the metrics that do not vary."""
     lines = [f"sweep: {summary['jobs']} jobs, {summary['finished']} finished, {len(summary['failed'])} failed"]
     for fail in summary["failed"]:
         lines.append(f"  FAILED {job_label({'num': fail['job'], 'overrides': fail['overrides']})}: {fail['error']}")
-    for key, stat in summary["metrics"].items():
-        best, worst = stat["best"], stat["worst"]
-        lines.append(
-            f"  {key} ({stat['better']} is better): best {best['value']:.6g} (#{best['job']}), "
-            f"worst {worst['value']:.6g} (#{worst['job']})"
+    if summary["rows"]:
+        lines.extend(table_lines(summary, where))
+    if summary["same"]:
+        same = ", ".join(f"{key} {_cell(value)}" for key, value in summary["same"].items())
+        lines.extend(
+            textwrap.wrap(f"same in every job: {same}", WIDTH - 2, initial_indent="  ", subsequent_indent="    ")
         )
     return lines

@@ -490,7 +490,10 @@ def _log_artifacts(client, run_id: str, layout: "Layout", artifacts: tuple[tuple
         if path.is_dir()
         for png in sorted(path.glob("*.png"))
     }
-    for path, folder in logged:
+    from pipeline.base.progress import Progress
+
+    progress = Progress("track: artifacts", len(logged) + len(inputs))
+    for done, (path, folder) in enumerate(logged, 1):
         if path.is_dir():
             client.log_artifacts(run_id, str(path), folder)
         elif path.suffix == ".html":
@@ -500,8 +503,10 @@ def _log_artifacts(client, run_id: str, layout: "Layout", artifacts: tuple[tuple
                 client.log_artifact(run_id, str(page), folder)
         else:
             _log_file(client, run_id, path, folder)
-    for path in inputs:
+        progress.update(done)
+    for done, path in enumerate(inputs, len(logged) + 1):
         _log_file(client, run_id, path, "inputs")
+        progress.update(done)
 
 
 # ---------------------------------------------------------------- a store that cannot be used, runs left RUNNING
@@ -707,8 +712,9 @@ class MultirunParentRun(Callback):
     Start: checks the tracking server answers (else exit 2 before any job), opens the parent run
     (tagged with the sweep's overrides) and writes <sweep dir>/sweep.json; jobs log as its children
     (pipeline/__main__.py) and write <job dir>/job_result.json. End: summarizes the job records
-    (pipeline.outputs.multirun) into sweep_summary.json, the log, and the parent run (metrics jobs,
-    jobs_finished, jobs_failed, best.<metric>, worst.<metric>; tags naming the failed jobs and why),
+    (pipeline.outputs.multirun) into sweep_summary.json and sweep_summary.csv (a per-job table of the headline),
+    the log, and the parent run (metrics jobs, jobs_finished, jobs_failed; the two files; the table as its
+    description; a tag naming the failed jobs and why),
     closes the parent FAILED if any job failed, and then exits 1 so the sweep's status says so.
     Runs in the launching process for every launcher; jobs may run elsewhere (joblib, submitit).
     """
@@ -755,7 +761,15 @@ class MultirunParentRun(Callback):
 
     def on_multirun_end(self, config, **kwargs) -> None:
         from pipeline.base.files import write_json
-        from pipeline.outputs.multirun import SUMMARY_FILE, collect_jobs, read_sweep, summarize, summary_lines
+        from pipeline.outputs.multirun import (
+            SUMMARY_FILE,
+            TABLE_FILE,
+            collect_jobs,
+            read_sweep,
+            summarize,
+            summary_lines,
+            write_table,
+        )
 
         sweep_dir = Path(config.hydra.sweep.dir).resolve()
         sweep = read_sweep(sweep_dir)
@@ -763,7 +777,8 @@ class MultirunParentRun(Callback):
             return
         summary = summarize(collect_jobs(sweep_dir, sweep["sweep_id"]))
         write_json(sweep_dir / SUMMARY_FILE, summary)
-        for line in summary_lines(summary):
+        write_table(sweep_dir / TABLE_FILE, summary)
+        for line in summary_lines(summary, str(sweep_dir / TABLE_FILE)):
             (log.error if line.lstrip().startswith("FAILED") else log.info)("%s", line)
         failed = bool(summary["failed"]) or summary["jobs"] == 0
         if summary["jobs"] == 0:
@@ -775,7 +790,7 @@ class MultirunParentRun(Callback):
             try:
                 with _server_errors(uri, "the sweep's summary", parent):
                     status = "FAILED" if failed else "FINISHED"
-                    _log_summary(uri, parent, summary, sweep_dir / SUMMARY_FILE, status)
+                    _log_summary(uri, parent, summary, [sweep_dir / SUMMARY_FILE, sweep_dir / TABLE_FILE], status)
             except PipelineError as exc:  # the server stopped answering: the next run ends the parent FAILED
                 log.error("%s", exc)
                 failed = True
@@ -802,7 +817,7 @@ class MultirunParentRun(Callback):
             pending.unlink(missing_ok=True)
 
 
-def _log_summary(uri: str, parent: str, summary: dict, summary_file: Path, status: str) -> None:
+def _log_summary(uri: str, parent: str, summary: dict, files: list[Path], status: str) -> None:
     from mlflow.entities import Metric, RunTag
     from mlflow.tracking import MlflowClient
 
@@ -812,19 +827,16 @@ def _log_summary(uri: str, parent: str, summary: dict, summary_file: Path, statu
     now = int(time.time() * 1000)
     metrics = {"jobs": summary["jobs"], "jobs_finished": summary["finished"], "jobs_failed": len(summary["failed"])}
     tags = {}
-    for key, stat in summary["metrics"].items():
-        for side in ("best", "worst"):
-            metrics[f"{side}.{key}"] = stat[side]["value"]
-            tags[f"{side}.{key}"] = job_label({"num": stat[side]["job"], "overrides": stat[side]["overrides"]})
     if summary["failed"]:
         tags["failed_jobs"] = "\n".join(
             f"{job_label({'num': f['job'], 'overrides': f['overrides']})}: {f['error']}" for f in summary["failed"]
         )[:5000]
-    tags["mlflow.note.content"] = "\n".join(summary_lines(summary))[:5000]  # shown as the run's description
+    tags["mlflow.note.content"] = "\n".join(summary_lines(summary, files[-1].name))[:5000]  # the run's description
     client.log_batch(
         parent,
         metrics=[Metric(k, float(v), now, 0) for k, v in metrics.items()],
         tags=[RunTag(k, v) for k, v in tags.items()],
     )
-    client.log_artifact(parent, str(summary_file))
+    for path in files:
+        client.log_artifact(parent, str(path))
     client.set_terminated(parent, status)

@@ -58,7 +58,7 @@ def render(params: dict, layout: Layout, out: Path) -> list[str]:
         queue_relative_figures(layout, cfg, path, batch)
     if "properties" in kinds:
         queue_property_figures(layout, cfg, path, batch)
-    for names in batch.run(cfg.workers):
+    for names in batch.run(cfg.workers, "encode: figures"):
         written += names or []
     return written
 

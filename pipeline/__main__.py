@@ -109,9 +109,8 @@ def run_job(
     from pipeline.stage_cache import run_stages
 
     cfg = check(params, root, composed)  # the one validation of this job; the stages read cfg
-    tracking = params["tracking"]  # MLflow takes the config as the dict params.yaml holds
     if cfg.tracking.enabled:
-        check_reachable(tracking, root)
+        check_reachable(cfg.tracking.uri, root)
     layout = Layout(out, glove=shared_glove_store(cfg.glove, root), shared=cache)
     write_text(layout.params, dump_params(params))
     run_stages(job_stages(), cfg, layout, root)
@@ -136,10 +135,11 @@ def record_failed_run(params: dict | None, parent_run_id: str | None, overrides:
     """Best effort: the failed job as a FAILED child run, so the MLflow UI shows it beside the others."""
     from pipeline.outputs.tracking import check_reachable, log_failed_run
 
-    if not params or not params.get("tracking", {}).get("enabled"):
+    tracking = (params or {}).get("tracking", {})  # a dict: the job may have failed on an invalid config
+    if not tracking.get("enabled"):
         return
     try:
-        check_reachable(params["tracking"])  # a dead server: say so now, not after MLflow's minutes of retries
+        check_reachable(tracking.get("uri"))  # a dead server: say so now, not after MLflow's minutes of retries
         log_failed_run(
             params,
             checkout_root(),

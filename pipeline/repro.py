@@ -263,14 +263,13 @@ def _rollback(journal, work_dirs: list[Path]) -> None:
 
 def _check_tracking_server(root: Path) -> None:
     """A dead MLflow server is reported now, not after the computing (the track stage comes last)."""
-    from pipeline.base.params_file import read_params_file
-    from pipeline.base.paths import Layout
+    from pipeline.config import read_params, validate
 
-    tracking = read_params_file(Layout(root).params)["tracking"]
-    if tracking["enabled"]:
+    tracking = validate(read_params(root)).tracking  # just composed and checked: valid
+    if tracking.enabled:
         from pipeline.outputs.tracking import check_reachable
 
-        check_reachable(tracking, root)
+        check_reachable(tracking.uri, root)
 
 
 if __name__ == "__main__":

@@ -592,7 +592,7 @@ def test_stale_params_are_refused_naming_the_file_and_key(tmp_path):
     root = _project(tmp_path)
     _age(root / "params.yaml", 100)
     sweep = root / "conf" / "sweep" / "seed.yaml"
-    sweep.write_text(sweep.read_text().replace("w2: [1, 10, 1, 1]", "w2: [1, 10, 1, 5]"))
+    sweep.write_text(sweep.read_text() + "w2: [1, 10, 1, 5]\n")  # over the schema's default
     with pytest.raises(PipelineError) as err:
         config.load(root)
     message = str(err.value)

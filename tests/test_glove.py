@@ -966,21 +966,6 @@ def test_endless_line_is_refused_before_memory_runs_out(tmp_path, monkeypatch):
 # ----------------------------------------------------------------- options and kinds of source
 
 
-def test_option_files_hold_only_what_makes_them_that_option():
-    """conf/glove/<option>.yaml sets only keys whose value differs from the schema's default (the download settings
-    and every other source's key come from the schema); a `???` there must be the schema's own, since merging `???`
-    onto a default keeps the default."""
-    from omegaconf import OmegaConf
-
-    defaults = OmegaConf.to_container(OmegaConf.structured(GloveConfig))
-    for path in sorted(CONF.glob("*.yaml")):
-        option = yaml.safe_load(path.read_text())
-        restated = sorted(k for k, v in option.items() if v == defaults[k] and v != "???")
-        assert not restated, f"{path.name} restates the schema's defaults of {restated}: leave them out"
-        void = sorted(k for k, v in option.items() if v == "???" and defaults[k] != "???")
-        assert not void, f"{path.name}: `???` does not unset the default of {void}: leave them out"
-
-
 def test_a_source_of_an_existing_kind_is_one_small_option_file(tmp_path):
     """A newcomer's conf/glove/mine.yaml of four keys composes (the rest from the schema), passes the checks, and the
     glove stage builds the store from it."""

@@ -102,11 +102,11 @@ def test_damaged_sqlite_store_is_refused_before_any_computing(checkout, tmp_path
     from pipeline.outputs.tracking import check_reachable
 
     stores = damaged_stores(tmp_path / "stores")
-    check_reachable({"uri": f"sqlite:///{stores['healthy']}"})
-    check_reachable({"uri": f"sqlite:///{tmp_path / 'new' / 'mlflow.db'}"})  # created by the first run
+    check_reachable(f"sqlite:///{stores['healthy']}")
+    check_reachable(f"sqlite:///{tmp_path / 'new' / 'mlflow.db'}")  # created by the first run
     for kind in ("truncated", "garbage", "corrupted page"):
         with pytest.raises(PipelineError, match="is damaged") as refused:
-            check_reachable({"uri": f"sqlite:///{stores[kind]}"})
+            check_reachable(f"sqlite:///{stores[kind]}")
         assert f"mv {stores[kind]} {stores[kind]}.broken" in str(refused.value), kind
     out = run([PY, "-m", "pipeline.repro"], checkout, check=False, MLFLOW_TRACKING_URI=f"sqlite:///{stores['garbage']}")
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr

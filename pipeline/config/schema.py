@@ -234,11 +234,13 @@ class GloveConfig(_Checked):
 class TextsConfig(_Checked):
     KEY = "texts"
     name: str = MISSING
+    # the texts: a list of sentences, or (null) the sentences of `file`; an option sets one of them
     sentences: Optional[List[str]] = checked(
         Rule("a non-empty list of sentences (each with a word)", lambda v: len(v) > 0 and all(map(_has_text, v))),
         null=True,
+        default=None,
     )
-    file: Optional[str] = checked(NON_EMPTY, null=True)
+    file: Optional[str] = checked(NON_EMPTY, null=True, default=None)  # one sentence per line (under data/texts/)
     named_positions: Optional[Dict[str, int]] = checked(  # word -> 1-based position (texts=brown_ball)
         Rule("a mapping of words to 1-based positions (integers >= 1)", lambda v: all(p >= 1 for p in v.values())),
         null=True,
@@ -260,19 +262,22 @@ class TextsConfig(_Checked):
 
 @dataclass
 class TokenizerConfig(_Checked):
+    """Keras's Tokenizer + pad_sequences; the defaults are the notebook's calls."""
+
     KEY = "tokenizer"
     name: str = MISSING
-    num_words: Optional[int] = checked(at_least(1), null=True)
-    oov_token: Optional[str] = checked(NON_EMPTY, null=True)
-    filters: str = MISSING
-    lower: bool = MISSING
-    split: str = checked(Rule("a non-empty string", lambda v: v != ""))
-    maxlen: Optional[int] = checked(
-        Rule("an integer >= 2 (a 2-D projection needs 2 tokens per sentence)", lambda v: v >= 2), null=True
+    # texts_to_sequences keeps only word indices < num_words (null: all)
+    num_words: Optional[int] = checked(at_least(1), null=True, default=64)
+    oov_token: Optional[str] = checked(NON_EMPTY, null=True, default=None)  # null: unknown words dropped, as in Keras
+    filters: str = '!"#$%&()*+,-./:;<=>?@[\\]^_`{|}~\t\n'
+    lower: bool = True
+    split: str = checked(Rule("a non-empty string", lambda v: v != ""), default=" ")
+    maxlen: Optional[int] = checked(  # padded length (null: the longest sentence)
+        Rule("an integer >= 2 (a 2-D projection needs 2 tokens per sentence)", lambda v: v >= 2), null=True, default=100
     )
-    padding: str = checked(one_of(PAD_SIDES))
-    truncating: str = checked(one_of(PAD_SIDES))
-    value: int = MISSING
+    padding: str = checked(one_of(PAD_SIDES), default="post")
+    truncating: str = checked(one_of(PAD_SIDES), default="pre")  # which end of a too-long sentence is cut (warned)
+    value: int = 0  # padding id
 
 
 def _device(name: str) -> bool:
@@ -288,22 +293,30 @@ class EncodingConfig(_Checked):
     name: str = checked(
         Rule(f"one of {', '.join(ENCODINGS)} (the encodings the encode stage computes)", lambda v: v in ENCODINGS)
     )
-    d_model: Optional[int] = checked(at_least(1), null=True)
-    max_len: int = checked(at_least(1))
-    base: float = checked(above(1))
+    d_model: Optional[int] = checked(at_least(1), null=True, default=None)  # null: glove.dim; set only to assert it
+    max_len: int = checked(at_least(1), default=100)  # positions encoded (the notebook's MAX_SEQUENCE_LENGTH)
+    base: float = checked(above(1), default=10000.0)  # the sinusoid's base (unused by a learned table)
+    # interleaved (paper, notebook: sin in even, cos in odd columns) | concatenated ([sin | cos], tensor2tensor, fairseq)
     layout: str = checked(
-        Rule("interleaved (the paper's sin/cos columns) or concatenated ([sin | cos])", lambda v: v in LAYOUTS)
+        Rule("interleaved (the paper's sin/cos columns) or concatenated ([sin | cos])", lambda v: v in LAYOUTS),
+        default="interleaved",
     )
-    device: str = checked(Rule("auto, cpu, cuda, cuda:N or mps", _device))
-    dtype: str = checked(one_of(DTYPES))
-    max_matrix_size: int = checked(Rule("an integer >= 8 (the side of dot.npy / distance.npy)", lambda v: v >= 8))
-    max_offset: int = checked(at_least(1))
-    norm_positions: List[int] = checked(Rule("a list of positions (integers >= 0)", lambda v: min(v, default=0) >= 0))
-    distance_pairs: List[List[int]] = checked(
+    device: str = checked(Rule("auto, cpu, cuda, cuda:N or mps", _device), default="auto")  # auto: cuda, mps, cpu
+    dtype: str = checked(one_of(DTYPES), default="float32")
+    max_matrix_size: int = checked(  # side of data/encode/dot.npy, distance.npy: above it, exact block means
+        Rule("an integer >= 8 (the side of dot.npy / distance.npy)", lambda v: v >= 8), default=512
+    )
+    max_offset: int = checked(at_least(1), default=20)  # K: ||PE(p) - PE(p+k)|| checked for every p and k in 1..K
+    norm_positions: List[int] = checked(  # positions whose norm is reported (the notebook's pos = 34)
+        Rule("a list of positions (integers >= 0)", lambda v: min(v, default=0) >= 0), factory=lambda: [34]
+    )
+    distance_pairs: List[List[int]] = checked(  # (p, q) pairs whose distance is reported (the notebook's 70, 72)
         Rule(
             "a list of pairs [p, q] of positions (integers >= 0)", lambda v: all(len(p) == 2 and min(p) >= 0 for p in v)
-        )
+        ),
+        factory=lambda: [[70, 72]],
     )
+    # encoding=learned only (LEARNED_ONLY): the torch.Generator seed, uniform U(-scale, scale) | normal N(0, scale^2)
     seed: Optional[int] = checked(at_least(0), null=True, default=None)
     init: Optional[str] = checked(one_of(INITS), null=True, default=None)
     scale: Optional[float] = checked(above(0), null=True, default=None)
@@ -336,10 +349,12 @@ WEIGHTS = Rule(f"a finite number, '{SQRT_D}', or a non-empty list of those (e.g.
 
 @dataclass
 class RatiosConfig(_Checked):
+    """The dense sweep of r = W2 / W1 on a log grid (metrics depend only on r when W1 > 0)."""
+
     KEY = "sweep.ratios"
-    min: float = checked(above(0))
-    max: float = checked(above(0))
-    points: int = checked(between(2, 10000))
+    min: float = checked(above(0), default=0.01)
+    max: float = checked(above(0), default=100.0)
+    points: int = checked(between(2, 10000), default=41)  # 10 per decade
 
     def check(self) -> None:
         self.require(self.max > self.min, "max", f"a number > sweep.ratios.min = {self.min:g}")
@@ -347,12 +362,15 @@ class RatiosConfig(_Checked):
 
 @dataclass
 class SweepConfig(_Checked):
+    """Weight pairs of W1 * word_embedding + W2 * positional_encoding, each projected to 2-D with PCA (and (1, 0),
+    the pure word embeddings, always). Defaults: the notebook's (1, 1), (1, 10), (10, 1), (sqrt(d), 1)."""
+
     KEY = "sweep"
     name: str = MISSING
-    w1: Any = checked(WEIGHTS)
-    w2: Any = checked(WEIGHTS)
-    n_components: int = checked(Rule("2 (the projections are 2-D)", lambda v: v == 2))
-    ratios: RatiosConfig = MISSING
+    w1: Any = checked(WEIGHTS, factory=lambda: [1, 1, 10, SQRT_D])
+    w2: Any = checked(WEIGHTS, factory=lambda: [1, 10, 1, 1])
+    n_components: int = checked(Rule("2 (the projections are 2-D)", lambda v: v == 2), default=2)
+    ratios: RatiosConfig = field(default_factory=RatiosConfig)
 
     def check(self) -> None:
         lengths = [len(w) if isinstance(w, list) else 1 for w in (self.w1, self.w2)]
@@ -368,9 +386,18 @@ class SweepConfig(_Checked):
 class MetricsConfig(_Checked):
     KEY = "metrics"
     name: str = MISSING
-    neighbours: int = checked(at_least(1))
-    groups: List[List[str]] = checked(
-        Rule("a list of groups, each a non-empty list of words", lambda v: all(g and all(map(_has_text, g)) for g in v))
+    neighbours: int = checked(at_least(1), default=3)  # k of k-NN and trustworthiness (lowered for short sentences)
+    groups: List[List[str]] = checked(  # semantic groups whose within-group distances are compared to all pairs
+        Rule(
+            "a list of groups, each a non-empty list of words", lambda v: all(g and all(map(_has_text, g)) for g in v)
+        ),
+        factory=lambda: [
+            ["king", "queen"],
+            ["man", "woman"],
+            ["dog", "wolf"],
+            ["football", "basketball"],
+            ["red", "green", "yellow"],
+        ],
     )
 
 
@@ -383,27 +410,37 @@ class FiguresConfig(_Checked):
             lambda v: v in FIGURE_SET_NAMES,
         )
     )
-    dpi: int = checked(at_least(30))
-    max_heatmap_size: int = checked(at_least(8))
-    cmap: str = checked(NON_EMPTY)
-    sequential_cmap: str = checked(NON_EMPTY)
-    workers: int = checked(at_least(1))
-    arrows: bool = MISSING
-    max_sentences: int = checked(between(1, 100))
+    dpi: int = checked(at_least(30), default=110)
+    max_heatmap_size: int = checked(at_least(8), default=512)  # larger matrices are block-averaged down to it
+    cmap: str = checked(NON_EMPTY, default="RdBu")  # diverging: only for data centred at 0
+    sequential_cmap: str = checked(NON_EMPTY, default="viridis")  # every other colour scale
+    workers: int = checked(at_least(1), default=2)  # processes drawing figures (1: all in the stage's process)
+    arrows: bool = True  # panel figures: arrows along sentence order
+    max_sentences: int = checked(between(1, 100), default=8)  # per-sentence figures for the first N; the rest summed up
 
 
 @dataclass
 class SignatureConfig(_Checked):
+    """001: "Random Embedding" vs "Fixed Weight Embedding from Attention is All You Need"."""
+
     KEY = "tutorials.signature"
-    sequence_length: int = checked(at_least(1))
-    vocab_size: int = checked(Rule("an integer >= 3 (it counts '' and '[UNK]')", lambda v: v >= 3))
-    output_dim: int = checked(at_least(1))
-    init: str = checked(one_of(INITS))
-    scale: float = checked(above(0))
-    base: float = checked(above(1))
-    titles: List[str] = MISSING
+    sequence_length: int = checked(at_least(1), default=20)  # TextVectorization output_sequence_length
+    vocab_size: int = checked(  # TextVectorization max_tokens = embedding rows
+        Rule("an integer >= 3 (it counts '' and '[UNK]')", lambda v: v >= 3), default=200
+    )
+    output_dim: int = checked(at_least(1), default=50)
+    init: str = checked(one_of(INITS), default="uniform")  # random layer: uniform(-scale, scale) | normal(0, scale^2)
+    scale: float = checked(above(0), default=0.05)
+    base: float = checked(above(1), default=10000.0)  # fixed layer: sinusoid base n
+    titles: List[str] = field(default_factory=lambda: ["Tech Phrase", "Wise Phrase"])
     phrases: List[str] = checked(
-        Rule("a non-empty list of non-empty phrases", lambda v: len(v) > 0 and all(map(_has_text, v)))
+        Rule("a non-empty list of non-empty phrases", lambda v: len(v) > 0 and all(map(_has_text, v))),
+        factory=lambda: [
+            "to understand machine learning algorithms you need to understand concepts such as gradient of a function "
+            "Hessians of a matrix and optimization etc",
+            "patrick henry said give me liberty or give me death when he addressed the second virginia convention in "
+            "march",
+        ],
     )
 
     def check(self) -> None:
@@ -414,16 +451,16 @@ class SignatureConfig(_Checked):
 
 @dataclass
 class MasksConfig(_Checked):
-    KEY = "tutorials.masks"
-    display_len: int = checked(at_least(1))
+    KEY = "tutorials.masks"  # 004: padding and look-ahead masks of the configured texts
+    display_len: int = checked(at_least(1), default=16)  # positions shown (of tokenizer.maxlen)
 
 
 @dataclass
 class PeColumnsConfig(_Checked):
-    KEY = "tutorials.pe_columns"
-    encoding_dim: int = checked(at_least(1))
-    num_steps: int = checked(at_least(1))
-    columns: List[int] = MISSING
+    KEY = "tutorials.pe_columns"  # 004: d2l plot of PE columns over positions
+    encoding_dim: int = checked(at_least(1), default=32)
+    num_steps: int = checked(at_least(1), default=60)
+    columns: List[int] = field(default_factory=lambda: [6, 7, 8, 9])
 
     def check(self) -> None:
         self.require(
@@ -435,37 +472,40 @@ class PeColumnsConfig(_Checked):
 
 @dataclass
 class PeHeatmapConfig(_Checked):
-    KEY = "tutorials.pe_heatmap"
-    positions: int = checked(at_least(1))
-    dim: int = checked(at_least(1))
+    KEY = "tutorials.pe_heatmap"  # 004: "50 128-dimension positional encodings"
+    positions: int = checked(at_least(1), default=50)
+    dim: int = checked(at_least(1), default=128)
 
 
 @dataclass
 class RandomEmbeddingConfig(_Checked):
-    KEY = "tutorials.random_embedding"
-    sentence: str = checked(Rule("a non-empty sentence", _has_text))
-    embed_dim: int = checked(at_least(1))
+    KEY = "tutorials.random_embedding"  # 002: np.random.rand embedding + sinusoidal PE
+    sentence: str = checked(
+        Rule("a non-empty sentence", _has_text), default="Transformers revolutionized the field of NLP"
+    )
+    embed_dim: int = checked(at_least(1), default=512)
 
 
 @dataclass
 class TutorialsConfig(_Checked):
     KEY = "tutorials"
     name: str = MISSING
-    seed: int = checked(at_least(0))
-    signature: SignatureConfig = MISSING
-    masks: MasksConfig = MISSING
-    pe_columns: PeColumnsConfig = MISSING
-    pe_heatmap: PeHeatmapConfig = MISSING
-    random_embedding: RandomEmbeddingConfig = MISSING
+    seed: int = checked(at_least(0), default=0)  # seeds every random table (torch.Generator; numpy for 002)
+    signature: SignatureConfig = field(default_factory=SignatureConfig)
+    masks: MasksConfig = field(default_factory=MasksConfig)
+    pe_columns: PeColumnsConfig = field(default_factory=PeColumnsConfig)
+    pe_heatmap: PeHeatmapConfig = field(default_factory=PeHeatmapConfig)
+    random_embedding: RandomEmbeddingConfig = field(default_factory=RandomEmbeddingConfig)
 
 
 @dataclass
 class TrackingConfig(_Checked):
     KEY = "tracking"
     name: str = MISSING
-    enabled: bool = MISSING
-    uri: Optional[str] = checked(NON_EMPTY, null=True)
-    experiment: str = checked(NON_EMPTY)
+    enabled: bool = True
+    # null: $MLFLOW_TRACKING_URI if set, else sqlite:///<project root>/mlflow.db (artifacts in mlartifacts/)
+    uri: Optional[str] = checked(NON_EMPTY, null=True, default=None)
+    experiment: str = checked(NON_EMPTY, default="positional-encoding")
 
     def check(self) -> None:
         refuse_credentials("tracking.uri", self.uri, TRACKING_FIX)
@@ -475,18 +515,20 @@ class TrackingConfig(_Checked):
 class StudyConfig(_Checked):
     KEY = "study"
     name: str = MISSING
-    sentences: int = checked(at_least(0))
-    lengths: List[int] = checked(
+    sentences: int = checked(at_least(0), default=100)  # random sentences per length (0: only the texts file)
+    lengths: List[int] = checked(  # words per sentence
         Rule(
             "a non-empty list of sentence lengths, integers in [3, 1000]",
             lambda v: len(v) > 0 and all(3 <= n <= 1000 for n in v),
-        )
+        ),
+        factory=lambda: [5, 11, 20, 40],
     )
-    seed: int = checked(at_least(0))
-    vocabulary: int = checked(at_least(3))
-    texts_file: Optional[str] = checked(NON_EMPTY, null=True)
-    dims: List[int] = checked(
-        Rule("a non-empty list of GloVe dimensions (integers >= 2)", lambda v: len(v) > 0 and min(v) >= 2)
+    seed: int = checked(at_least(0), default=0)  # the draw for length L depends on (seed, L) only: the same for every d
+    vocabulary: int = checked(at_least(3), default=20000)  # the most frequent purely alphabetic GloVe words
+    texts_file: Optional[str] = checked(NON_EMPTY, null=True, default="data/texts/example.txt")  # these too; null: none
+    dims: List[int] = checked(  # studied where a GloVe 6B store of that dimension is present
+        Rule("a non-empty list of GloVe dimensions (integers >= 2)", lambda v: len(v) > 0 and min(v) >= 2),
+        factory=lambda: [50, 100, 200, 300],
     )
 
     def check(self) -> None:
@@ -499,20 +541,25 @@ class StudyConfig(_Checked):
 
 @dataclass
 class RopeConfig(_Checked):
+    """Rotary position embeddings (Su et al., RoFormer)."""
+
     KEY = "relative.rope"
-    d_head: int = checked(
-        Rule("an even integer >= 4 (RoPE rotates pairs; NTK scaling needs d > 2)", lambda v: v >= 4 and v % 2 == 0)
+    d_head: int = checked(  # head dimension d (LLaMA: 128)
+        Rule("an even integer >= 4 (RoPE rotates pairs; NTK scaling needs d > 2)", lambda v: v >= 4 and v % 2 == 0),
+        default=128,
     )
-    base: float = checked(above(1))
-    larger_base: float = checked(above(1))
-    scale: float = checked(not_below(1))
+    base: float = checked(above(1), default=10000.0)  # theta_i = base^(-2i/d), the sinusoid's frequencies
+    larger_base: float = checked(above(1), default=500000.0)  # the "larger base" curve (LLaMA 3)
+    # s, a context s times longer: NTK-aware base * s^(d/(d-2)); position interpolation m / s
+    scale: float = checked(not_below(1), default=4.0)
     layout: str = checked(
-        Rule("interleaved (RoFormer's pairs) or half_split (GPT-NeoX/LLaMA rotate_half)", lambda v: v in ROPE_LAYOUTS)
+        Rule("interleaved (RoFormer's pairs) or half_split (GPT-NeoX/LLaMA rotate_half)", lambda v: v in ROPE_LAYOUTS),
+        default="half_split",
     )
-    positions: int = checked(between(2, 2048))
-    max_distance: int = checked(between(1, 100_000))
-    report_distances: List[int] = MISSING
-    seed: int = checked(at_least(0))
+    positions: int = checked(between(2, 2048), default=256)  # N x N scores checked for depending on m - n only
+    max_distance: int = checked(between(1, 100_000), default=8192)  # the decay bound over distances 0..max_distance
+    report_distances: List[int] = field(default_factory=lambda: [1, 100, 1000])  # in reports/relative.json
+    seed: int = checked(at_least(0), default=0)  # the random q and k of the relative-only check
 
     def check(self) -> None:
         self.require(self.larger_base > self.base, "larger_base", f"a number > relative.rope.base = {self.base:g}")
@@ -525,13 +572,14 @@ class RopeConfig(_Checked):
 
 @dataclass
 class AlibiConfig(_Checked):
-    KEY = "relative.alibi"
-    heads: List[int] = checked(
-        Rule("a non-empty list of head counts in [1, 256]", lambda v: len(v) > 0 and all(1 <= h <= 256 for h in v))
+    KEY = "relative.alibi"  # attention with linear biases (Press et al.)
+    heads: List[int] = checked(  # head counts (non-powers of two take every other slope of the next power's)
+        Rule("a non-empty list of head counts in [1, 256]", lambda v: len(v) > 0 and all(1 <= h <= 256 for h in v)),
+        factory=lambda: [8, 12],
     )
-    length: int = checked(between(2, 512))
-    max_distance: int = checked(between(1, 100_000))
-    causal: bool = MISSING
+    length: int = checked(between(2, 512), default=32)  # L of the (heads, L, L) bias matrices
+    max_distance: int = checked(between(1, 100_000), default=128)  # the penalty -m k over distances 0..max_distance
+    causal: bool = True  # true: -m (i - j) for keys j <= i, future keys masked; false: -m |i - j|
 
 
 @dataclass
@@ -577,8 +625,8 @@ class PropertiesConfig(_Checked):
 class RelativeConfig(_Checked):
     KEY = "relative"
     name: str = MISSING
-    rope: RopeConfig = MISSING
-    alibi: AlibiConfig = MISSING
+    rope: RopeConfig = field(default_factory=RopeConfig)
+    alibi: AlibiConfig = field(default_factory=AlibiConfig)
     scaling: RopeScalingConfig = field(default_factory=RopeScalingConfig)
     properties: PropertiesConfig = field(default_factory=PropertiesConfig)
 
@@ -680,11 +728,51 @@ def _typed(params: dict) -> Any:
     try:
         return OmegaConf.merge(OmegaConf.structured(Config), params)
     except OmegaConfBaseException as exc:
-        key = getattr(exc, "full_key", None) or "?"
+        key = getattr(exc, "full_key", None)
+        if not key:  # e.g. a mapping given for sweep.w1, whose default is a list: OmegaConf names no key
+            key = _unmergeable(params) or "?"
+            rule = _rule_of(key)
+            if rule is not None:
+                raise invalid(key, _get_item(params, key), rule.want) from None
         reason = str(getattr(exc, "msg", exc)).splitlines()[0]
         raise PipelineError(
             f"config key {key} has the wrong type ({reason}). Fix it in conf/ or override it, e.g. `{key}=...`."
         ) from None
+
+
+def _unmergeable(tree: dict, schema: type = Config, prefix: str = "") -> str | None:
+    """The dotted key whose value OmegaConf cannot merge onto its schema field (OmegaConf names none when a
+    mapping meets a field whose default is a list)."""
+    types = _field_types(schema)
+    for key, value in tree.items():
+        if is_dataclass(types.get(key)) and isinstance(value, dict):
+            found = _unmergeable(value, types[key], f"{prefix}{key}.")
+            if found:
+                return found
+            continue
+        try:
+            OmegaConf.merge(OmegaConf.structured(schema), {key: value})
+        except OmegaConfBaseException:
+            return f"{prefix}{key}"
+    return None
+
+
+def _rule_of(key: str) -> Rule | None:
+    """The rule of a dotted key's field, if it is a field with one."""
+    *groups, name = key.split(".")
+    schema: Any = Config
+    for part in groups:
+        schema = _field_types(schema).get(part)
+        if not is_dataclass(schema):
+            return None
+    found = [item for item in fields(schema) if item.name == name]
+    return found[0].metadata.get("rule") if found else None
+
+
+def _get_item(tree: dict, dotted: str) -> Any:
+    for part in dotted.split("."):
+        tree = tree[part]
+    return tree
 
 
 def _first_difference(was: Any, now: Any, key: str) -> tuple[str, Any, Any] | None:

@@ -81,8 +81,9 @@ def without_credentials(uri: str) -> str:
     return re.sub(r"^([a-z][a-z0-9+.-]*://)[^/@]*@", r"\1", uri, flags=re.IGNORECASE)
 
 
-def tracking_uri(cfg: dict, root: Path | None = None) -> str:
-    uri = cfg.get("uri") or os.environ.get("MLFLOW_TRACKING_URI")
+def tracking_uri(configured: str | None, root: Path | None = None) -> str:
+    """The store's URI: `configured` (tracking.uri), else $MLFLOW_TRACKING_URI, else the project's SQLite store."""
+    uri = configured or os.environ.get("MLFLOW_TRACKING_URI")
     if uri:
         if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
             # a relative sqlite path would follow the cwd: anchor it at the project root
@@ -128,11 +129,12 @@ def redact(text: str) -> str:
     return redact_password(text)
 
 
-def _client(cfg: dict, root: Path | None):
-    """(client, experiment id, uri); creates the store and the experiment on first use, once per machine, and
-    keeps both for the rest of the process (a sweep's jobs in one process share them)."""
-    uri = tracking_uri(cfg, root)
-    key = (uri, cfg["experiment"])
+def _client(configured: str | None, experiment: str, root: Path | None):
+    """(client, experiment id, uri) of tracking.uri `configured` (see `tracking_uri`); creates the store and the
+    experiment on first use, once per machine, and keeps both for the rest of the process (a sweep's jobs in one
+    process share them)."""
+    uri = tracking_uri(configured, root)
+    key = (uri, experiment)
     if key not in _CLIENTS:
         if uri.startswith(("http://", "https://")):
             for name, value in HTTP_DEFAULTS.items():
@@ -140,7 +142,7 @@ def _client(cfg: dict, root: Path | None):
             if without_credentials(uri) != uri:  # MLflow would print the URI, password included
                 os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
         with _server_errors(uri, "opening the experiment"):
-            _CLIENTS[key] = _open_experiment(uri, cfg["experiment"], root)
+            _CLIENTS[key] = _open_experiment(uri, experiment, root)
     client, experiment_id = _CLIENTS[key]
     return client, experiment_id, uri
 
@@ -168,7 +170,7 @@ def _open_experiment(uri: str, name: str, root: Path | None) -> tuple[Any, str]:
 
 def prepare_store(uri: str, experiment: str, root: Path | None = None) -> str:
     """Create the store (tables) and the experiment now; return the experiment id."""
-    return _client({"uri": uri, "experiment": experiment}, root)[1]
+    return _client(uri, experiment, root)[1]
 
 
 @functools.lru_cache(maxsize=8)
@@ -376,8 +378,7 @@ def log_result(
     """
     from pipeline.base.files import read_json
 
-    cfg = params["tracking"]
-    client, experiment_id, uri = _client(cfg, root)
+    client, experiment_id, uri = _client(params["tracking"]["uri"], params["tracking"]["experiment"], root)
     tags = {
         "git_commit": git_commit(root) or "unknown",
         "glove": params["glove"]["name"],
@@ -628,7 +629,7 @@ def log_failed_run(
     extra_tags: dict[str, str] | None = None,
 ) -> str:
     """Record a job that failed as a FAILED run (its config as params, the error as tag `error`); returns its id."""
-    client, experiment_id, uri = _client(params["tracking"], root)
+    client, experiment_id, uri = _client(params["tracking"]["uri"], params["tracking"]["experiment"], root)
     tags = {"error": redact(error)[:5000], "git_commit": git_commit(root) or "unknown", **(extra_tags or {})}
     if parent_run_id:
         tags["mlflow.parentRunId"] = parent_run_id
@@ -641,11 +642,12 @@ def log_failed_run(
     return run_id
 
 
-def check_reachable(cfg: dict, root: Path | None = None) -> None:
-    """Fail early, before any computing, when the store cannot be used: an HTTP tracking server that does not answer
-    (credentials in the URI, `http://user:password@host`, are sent as HTTP Basic auth, as MLflow sends them, and
-    never printed), or a SQLite store file that is damaged or no database (`check_sqlite_store`)."""
-    uri = tracking_uri(cfg, root)
+def check_reachable(configured: str | None, root: Path | None = None) -> None:
+    """Fail early, before any computing, when the store of tracking.uri `configured` (see `tracking_uri`) cannot be
+    used: an HTTP tracking server that does not answer (credentials in the URI, `http://user:password@host`, are sent
+    as HTTP Basic auth, as MLflow sends them, and never printed), or a SQLite store file that is damaged or no
+    database (`check_sqlite_store`)."""
+    uri = tracking_uri(configured, root)
     if sqlite_file(uri) is not None:
         check_sqlite_store(sqlite_file(uri))
     if not uri.startswith(("http://", "https://")):
@@ -727,11 +729,11 @@ class MultirunParentRun(Callback):
 
         from pipeline.outputs.multirun import start_sweep
 
-        tracking = OmegaConf.to_container(config.tracking, resolve=True)
+        tracking = config.tracking  # composed on the schema: TrackingConfig's keys and types
         overrides = list(config.hydra.overrides.task)
         sweep_dir = Path(config.hydra.sweep.dir).resolve()
         parent, uri = None, None
-        if tracking["enabled"]:
+        if tracking.enabled:
             root = project_root()
             launcher = OmegaConf.select(config, "hydra.launcher._target_", default="") or ""
             tags = {
@@ -741,8 +743,8 @@ class MultirunParentRun(Callback):
                 "sweep_dir": str(sweep_dir),
             }
             try:
-                check_reachable(tracking, root)
-                client, experiment_id, uri = _client(tracking, root)
+                check_reachable(tracking.uri, root)
+                client, experiment_id, uri = _client(tracking.uri, tracking.experiment, root)
                 with _server_errors(uri, "creating the sweep's parent run"):
                     parent = client.create_run(
                         experiment_id, run_name=sweep_run_name(overrides, time.time()), tags=tags

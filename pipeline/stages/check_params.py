@@ -18,7 +18,6 @@ if TYPE_CHECKING:
 
 
 def run(params: Config, layout: Layout, root: Path) -> None:
-    from dataclasses import asdict
 
     from pipeline.base.files import write_json
     from pipeline.base.params_file import read_params_file
@@ -34,7 +33,7 @@ def run(params: Config, layout: Layout, root: Path) -> None:
     if params.tracking.enabled:
         from pipeline.outputs.tracking import check_reachable
 
-        check_reachable(asdict(params.tracking), root)
+        check_reachable(params.tracking.uri, root)
     write_json(layout.params_check, {"params_yaml": "fresh and valid"})
 
 

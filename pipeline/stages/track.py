@@ -61,11 +61,10 @@ def run(params: Config, layout: Layout, root: Path) -> dict:
     from pipeline.outputs.tracking import check_reachable, log_result, runs_page, without_credentials
     from pipeline.registry import logged_outputs
 
-    tracking = asdict(params.tracking)  # MLflow takes the config as the dicts params.yaml holds
     if not params.tracking.enabled:
         record = {"enabled": False}
     else:
-        check_reachable(tracking, root)
+        check_reachable(params.tracking.uri, root)
         start = pipeline_start(layout, time.time())
         # the previous run's record: its unchanged input files are referenced, not uploaded again
         previous = read_json(layout.mlflow_last_run) if layout.mlflow_last_run.exists() else None

@@ -1,0 +1,70 @@
+"""Defaults live in the schema: an option file (conf/<group>/<option>.yaml) holds only what makes it that option, and
+every option of every group composes to the committed snapshot, key order and number types included (moving a
+default between an option file and the schema changes no experiment).
+
+Regenerate the snapshot (only when a change of a composed value is meant): `python -m tests.test_option_files`.
+"""
+
+from __future__ import annotations
+
+import json
+import typing
+from pathlib import Path
+
+import yaml
+
+from pipeline import config
+from pipeline.base.trees import flatten
+from pipeline.config.schema import Config
+
+REPO = Path(__file__).resolve().parents[1]
+SNAPSHOT = REPO / "tests" / "data" / "composed_options.json"
+
+
+def compose_every_option() -> dict[str, dict]:
+    """{"group=option": params composed with that option} for every option file of every group."""
+    return {
+        f"{group}={option.stem}": config.compose([f"{group}={option.stem}"], REPO)
+        for group in config.GROUPS
+        for option in sorted((REPO / "conf" / group).glob("*.yaml"))
+    }
+
+
+def snapshot(composed: dict[str, dict]) -> dict:
+    """The default params once, and each option's own group: the other groups of an option's params are the
+    default's (the test checks that too)."""
+    return {"": config.compose([], REPO), **{k: params[k.split("=")[0]] for k, params in composed.items()}}
+
+
+def test_every_option_composes_as_the_snapshot():
+    expected = json.loads(SNAPSHOT.read_text())
+    composed = compose_every_option()
+    assert sorted(composed) == sorted(expected.keys() - {""})
+    for choice, params in composed.items():
+        group = choice.split("=")[0]
+        # json.dumps: the order of the keys and int / float are part of params.yaml's bytes
+        assert json.dumps(params) == json.dumps({**expected[""], group: expected[choice]}), choice
+
+
+def test_option_files_hold_only_what_makes_them_that_option():
+    """An option file sets only keys whose value differs from the schema's default; a `???` there must be the
+    schema's own, since merging `???` onto a default keeps the default."""
+    from omegaconf import OmegaConf
+
+    problems = []
+    hints = typing.get_type_hints(Config)
+    for group in config.GROUPS:
+        schema = hints[group]
+        defaults = flatten(OmegaConf.to_container(OmegaConf.structured(schema)))
+        for path in sorted((REPO / "conf" / group).glob("*.yaml")):
+            option = flatten(yaml.safe_load(path.read_text()))
+            restated = sorted(k for k, v in option.items() if v == defaults.get(k) and v != "???")
+            void = sorted(k for k, v in option.items() if v == "???" and defaults.get(k) != "???")
+            if restated or void:
+                problems.append(f"conf/{group}/{path.name}: restated defaults {restated}, `???` over a default {void}")
+    assert problems == []
+
+
+if __name__ == "__main__":
+    SNAPSHOT.parent.mkdir(exist_ok=True)
+    SNAPSHOT.write_text(json.dumps(snapshot(compose_every_option()), indent=1) + "\n")

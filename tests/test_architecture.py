@@ -348,3 +348,11 @@ def test_dvc_parses_its_yaml_files_with_libyaml():
 
     assert CParser is not None and YAML(typ="safe").Parser is CParser
     assert parse_yaml("stages: {a: {cmd: [x]}}", "dvc.yaml") == {"stages": {"a": {"cmd": ["x"]}}}
+
+
+def test_the_registry_s_list_of_every_group_is_the_schema_s():
+    """ALL_PARAMS (the registry stays light: it does not import the schema) names the schema's groups, in order."""
+    from pipeline.config.schema import GROUPS
+    from pipeline.registry import ALL_PARAMS
+
+    assert tuple(ALL_PARAMS) == tuple(GROUPS)

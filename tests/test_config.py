@@ -660,3 +660,11 @@ def test_a_composed_config_that_is_not_the_schema_s_is_merged_onto_it():
     params = config.compose(["figures.dpi=0"], REPO)
     with pytest.raises(PipelineError, match="figures.dpi"):
         config.validate(params, OmegaConf.create(params))  # untyped: checked as a plain dict
+
+
+def test_values_are_literal_text_never_omegaconf_interpolations():
+    """A sentence holding "${...}" (with or without backslashes before it) is text: validate gives it back as is."""
+    params = config.compose([], REPO)
+    texts = ["king ${document.title=42} queen", "a \\${x} b", "a \\\\${y} b", "${a}${b}"]
+    params["texts"]["sentences"] = texts
+    assert schema.validate(params).texts.sentences == texts

@@ -419,14 +419,21 @@ def test_unpinned_cached_file_is_reused_when_the_server_is_down(tmp_path, pipeli
 def test_glove_stage_download_revalidates_its_cache(server, tmp_path):
     """The glove stage's path (glove_sources.from_url, as `-f glove` runs it) re-validates the cached download: a
     file changed on the server reaches the store."""
-    from pipeline.config.schema import typed_group
+    from omegaconf import OmegaConf
+
+    from pipeline.config.schema import GloveConfig
     from pipeline.inputs.glove_sources import from_url
 
     def glove_text(scale: float) -> bytes:
         return "".join(f"w{i} {scale * i:.1f} {scale:.1f}\n" for i in range(1, 6)).encode()
 
     url = server.add("/g.txt", glove_text(1.0))
-    cfg = typed_group("glove", {"name": "t", "source": "url", "url": url, "dim": 2, "download": {"retries": 0}})
+    cfg = OmegaConf.to_object(
+        OmegaConf.merge(
+            OmegaConf.structured(GloveConfig),
+            {"name": "t", "source": "url", "url": url, "dim": 2, "download": {"retries": 0}},
+        )
+    )
     first = from_url(cfg, tmp_path / "store", tmp_path, tmp_path / "cache")["origin"]
     server.add("/g.txt", glove_text(2.0), etag='"v2"')
     second = from_url(cfg, tmp_path / "store", tmp_path, tmp_path / "cache")["origin"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import params_for, run_stages
+from conftest import params_for, run_stages, typed
 
 
 def draw_stub(values, path: Path, *, title: str) -> list[str]:
@@ -78,7 +78,7 @@ def summary_points(tmp_path_factory, small_store):
     points = {}
     for w2 in (3, 30):
         params = params_for("figures=summary", "figures.workers=1", f"sweep.w2={w2}")
-        points[w2] = params, run_stages(params, base / str(w2), small_store, upto="sweep")
+        points[w2] = typed(params), run_stages(params, base / str(w2), small_store, upto="sweep")
     return base, points
 
 

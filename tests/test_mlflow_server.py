@@ -130,7 +130,7 @@ def test_server_run_has_the_same_contents_as_a_local_store_run(served_run, priva
     assert served[1] == local[1] and len(served[1]) > 20
     assert (
         served[2] == local[2]
-        and (f"figures/{FIGURE}", (job / "reports" / "figures" / FIGURE).stat().st_size) in served[2]
+        and (f"figures/{FIGURE}", (job / "reports" / "figures" / "sweep" / FIGURE).stat().st_size) in served[2]
     )
     assert served[3] == local[3] == "FINISHED"
     assert any(path == "inputs/manifest.json" for path, _ in served[2])  # the shared GloVe store's manifest
@@ -179,7 +179,7 @@ def test_mlflow_ui_shows_the_run_and_a_figure_in_chromium(served_run, tmp_path):
     from mlflow.tracking import MlflowClient
 
     server, _, job, run_id = served_run
-    png = (job / "reports" / "figures" / FIGURE).read_bytes()
+    png = (job / "reports" / "figures" / "sweep" / FIGURE).read_bytes()
     png_size = [int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")]  # IHDR width, height
     run_ = MlflowClient(server.url).get_run(run_id)
     run_name, experiment_id = run_.info.run_name, run_.info.experiment_id

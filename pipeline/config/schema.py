@@ -726,7 +726,7 @@ def _check_keys(params: dict) -> None:
 def _typed(params: dict) -> Any:
     """params merged onto the schema: OmegaConf checks (and converts) every value's type."""
     try:
-        return OmegaConf.merge(OmegaConf.structured(Config), params)
+        return OmegaConf.merge(OmegaConf.structured(Config), _literal(params))
     except OmegaConfBaseException as exc:
         key = getattr(exc, "full_key", None)
         if not key:  # e.g. a mapping given for sweep.w1, whose default is a list: OmegaConf names no key
@@ -738,6 +738,17 @@ def _typed(params: dict) -> Any:
         raise PipelineError(
             f"config key {key} has the wrong type ({reason}). Fix it in conf/ or override it, e.g. `{key}=...`."
         ) from None
+
+
+def _literal(value: Any) -> Any:
+    """params with every "${" escaped: their values are literal (a sentence "${x}" is text, not an OmegaConf
+    interpolation); OmegaConf gives them back unescaped (to_object, to_container(resolve=True))."""
+    if isinstance(value, dict):
+        return {key: _literal(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_literal(item) for item in value]
+    # OmegaConf's escape: \${ is a literal ${, and the backslashes right before it are doubled
+    return re.sub(r"(\\*)\$\{", lambda m: m.group(1) * 2 + "\\${", value) if isinstance(value, str) else value
 
 
 def _unmergeable(tree: dict, schema: type = Config, prefix: str = "") -> str | None:
@@ -806,7 +817,7 @@ def validate(params: dict, composed: Any = None) -> Config:
             f"{'have' if len(missing) > 1 else 'has'} no value (???): set "
             f"{'them' if len(missing) > 1 else 'it'}, e.g. `python -m pipeline.compose {example}`."
         )
-    converted = _first_difference(params, OmegaConf.to_container(cfg), "")
+    converted = _first_difference(params, OmegaConf.to_container(cfg, resolve=True), "")
     if converted:
         key, was, now = converted
         raise PipelineError(

@@ -125,3 +125,24 @@ def test_rope_expectation_with_k_equal_q_is_the_sinusoid_dot_product():
     got = rope_profiles(default_frequencies(d, 10000.0), 1.0, q, q, offsets)["self"]
     pe = sinusoidal_encoding(n, d, 10000.0, dtype=torch.float64).numpy()
     np.testing.assert_allclose(got, 2 * (pe @ pe.T)[0], atol=0.05 * d)
+
+
+@pytest.mark.parametrize("cmap", ["viridis", "viridis_r", "magma", "Greys"])
+def test_heatmap_numbers_are_dark_on_light_cells_and_light_on_dark_ones(cmap):
+    """pe_properties.png writes each score on its cell: black where the cell is light, white where it is dark,
+    for any colour map (viridis is light at 1, viridis_r at 0)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from pipeline.outputs.relative_figures import readable_on
+
+    figure, ax = plt.subplots()
+    image = ax.imshow(np.array([[0.0, 1.0]]), cmap=cmap, vmin=0.0, vmax=1.0)
+    for value in (0.0, 1.0):
+        r, g, b, _ = image.cmap(image.norm(value))
+        light = 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.5
+        assert readable_on(image, value) == ("black" if light else "white"), (cmap, value)
+    assert readable_on(image, float("nan")) == "black"  # a blank (undefined) cell is white
+    plt.close(figure)

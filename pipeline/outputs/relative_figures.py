@@ -298,6 +298,15 @@ def queue_property_figures(layout, cfg: Any, path, batch) -> None:
     )
 
 
+def readable_on(image, value: float) -> str:
+    """Black on a light cell of `image` (an AxesImage; and on a blank, undefined one), white on a dark one: by the
+    luminance of the cell's colour, whatever the colour map."""
+    if np.isnan(value):
+        return "black"
+    r, g, b, _ = image.cmap(image.norm(value))
+    return "black" if 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.45 else "white"
+
+
 def properties_heatmap(families: dict, path: Path, *, positions: int, sequential: str, dpi: int) -> None:
     """families: key -> {what, property -> score or None}; one row per family, one column per property; undefined
     scores blank."""
@@ -316,7 +325,7 @@ def properties_heatmap(families: dict, path: Path, *, positions: int, sequential
             ha="center",
             va="center",
             fontsize=9,
-            color="black" if np.isnan(v) or v < 0.6 else "white",
+            color=readable_on(image, v),
         )
     ax.set_xticks(range(len(names)), [n.replace("_", "\n", 1) for n in names])
     ax.set_yticks(range(len(families)), list(families))

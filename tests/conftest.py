@@ -121,10 +121,3 @@ def pipeline_log(caplog, monkeypatch):
     monkeypatch.setattr(logging.getLogger("pipeline"), "propagate", True)
     caplog.set_level(logging.INFO, logger="pipeline")
     return caplog
-
-
-def pytest_collection_modifyitems(config, items):
-    """The files that hold slow tests first, each file's tests in their order: pytest-xdist (--dist loadfile) hands
-    files to its workers in this order, so the longest files start early instead of running alone at the end."""
-    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.path not in slow_files)  # stable: keeps the order within each group

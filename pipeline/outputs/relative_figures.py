@@ -24,6 +24,12 @@ FIGURES = ("rope_relative_scores.png", "rope_decay.png", "alibi_bias.png", "alib
 MAX_BIAS_PANELS = 8  # heads drawn in alibi_bias.png (evenly spread over the heads when there are more)
 
 
+def load_arrays(path: Path) -> dict[str, np.ndarray]:
+    """Every array of an .npz file, read into memory (the file is closed)."""
+    with np.load(path) as arrays:
+        return {key: arrays[key] for key in arrays.files}
+
+
 def variant_names(decay: dict, scale: float) -> dict[str, str]:
     """Legend text of each base-scaling variant of reports/relative.json's rope.decay_bound."""
     return {
@@ -42,10 +48,7 @@ def queue_relative_figures(layout, cfg: Any, path, batch) -> None:
     summary = read_json(layout.relative_metrics)
     rope, alibi = summary["rope"], summary["alibi"]
     colours = {"cmap": cfg.cmap, "sequential": cfg.sequential_cmap, "dpi": cfg.dpi}
-    with np.load(layout.rope_arrays) as arrays:
-        r = {key: arrays[key] for key in arrays.files}
-    with np.load(layout.alibi_arrays) as arrays:
-        a = {key: arrays[key] for key in arrays.files}
+    r, a = load_arrays(layout.rope_arrays), load_arrays(layout.alibi_arrays)
     checks = rope["relative_only"][rope["layout"]]
     tag = f"{rope['layout']}, d = {rope['d_head']}, base {rope['base']:g}"
     batch.add(
@@ -283,8 +286,7 @@ def queue_property_figures(layout, cfg: Any, path, batch) -> None:
     from pipeline.base.files import read_json
 
     summary = read_json(layout.properties_metrics)
-    with np.load(layout.scaling_arrays) as arrays:
-        s = {key: arrays[key] for key in arrays.files}
+    s = load_arrays(layout.scaling_arrays)
     batch.add(
         properties_heatmap,
         summary["families"],

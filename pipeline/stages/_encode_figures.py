@@ -102,34 +102,24 @@ def render_encoding(params: dict, layout: Layout, path, batch) -> None:
         max_size=max_size,
         **colours,
     )
-    batch.add(
-        fig.heatmap,
-        np.load(layout.dot_matrix, mmap_mode="r"),
-        path("pe_dot_product.png"),
-        **text["pe_dot_product"],
-        xlabel="position b",
-        ylabel="position a",
-        cbar="PE(a) . PE(b)",
-        dpi=dpi,
-        max_size=max_size,
-        square=True,
-        cell=mats["block"],
-        **colours,
-    )
-    batch.add(
-        fig.heatmap,
-        np.load(layout.distance_matrix, mmap_mode="r"),
-        path("pe_distance.png"),
-        **text["pe_distance"],
-        xlabel="position b",
-        ylabel="position a",
-        cbar="||PE(a) - PE(b)||",
-        dpi=dpi,
-        max_size=max_size,
-        square=True,
-        cell=mats["block"],
-        **colours,
-    )
+    for matrix, name, cbar in (
+        (layout.dot_matrix, "pe_dot_product", "PE(a) . PE(b)"),
+        (layout.distance_matrix, "pe_distance", "||PE(a) - PE(b)||"),
+    ):
+        batch.add(
+            fig.heatmap,
+            np.load(matrix, mmap_mode="r"),
+            path(f"{name}.png"),
+            **text[name],
+            xlabel="position b",
+            ylabel="position a",
+            cbar=cbar,
+            dpi=dpi,
+            max_size=max_size,
+            square=True,
+            cell=mats["block"],
+            **colours,
+        )
 
     norms = read_columns(layout.pe_norms_csv)
     batch.add(

@@ -27,12 +27,12 @@ KINDS = frozenset(
 
 class EncodeFigures:
     """Queues the configured set's figures of one kind at a time (`queue(kind)`: nothing when the set does not
-    draw that kind) on a Batch of drawing workers; `names`: the PNG names queued."""
+    draw that kind) on `batch`, a pipeline.outputs.figures.Batch of drawing workers; `names`: the PNG names queued."""
 
-    def __init__(self, params, layout: Layout, out: Path, batch) -> None:
+    def __init__(self, params, layout: Layout, out: Path) -> None:
         from pipeline.config.figure_sets import drawn_kinds
 
-        self.params, self.layout, self.out, self.batch = params, layout, out, batch
+        self.params, self.layout, self.out, self.batch = params, layout, out, None
         self.kinds = drawn_kinds(params.figures.name) & KINDS
         self.names: list[str] = []
 
@@ -41,8 +41,6 @@ class EncodeFigures:
         return self.out / name
 
     def queue(self, kind: str) -> None:
-        from pipeline.outputs.relative_figures import queue_property_figures, queue_relative_figures
-
         if kind not in self.kinds:
             return
         cfg, layout = self.params.figures, self.layout
@@ -54,10 +52,11 @@ class EncodeFigures:
             queue_tutorial_figures(self.params, self.path, self.batch, root=layout.base, tokens=tokens)
         elif kind == "encoding":
             queue_encoding_figures(self.params, layout, self.path, self.batch)
-        elif kind == "relative":
-            queue_relative_figures(layout, cfg, self.path, self.batch)
         else:
-            queue_property_figures(layout, cfg, self.path, self.batch)
+            from pipeline.outputs.relative_figures import queue_property_figures, queue_relative_figures
+
+            queue = queue_relative_figures if kind == "relative" else queue_property_figures
+            queue(layout, cfg, self.path, self.batch)
 
 
 def draw_encode_figures(params, layout: Layout, compute: Callable[[EncodeFigures], T]) -> T:
@@ -66,17 +65,20 @@ def draw_encode_figures(params, layout: Layout, compute: Callable[[EncodeFigures
     an older config lingers). Returns what compute returns. Call it before importing torch: the workers are forked
     from this process as it is then (numpy and matplotlib)."""
     from pipeline.base.files import replace_dir
-    from pipeline.outputs import figures as fig
 
     result = []
 
     def build(out: Path) -> None:
-        batch = fig.Batch(out)
-        figures = EncodeFigures(params, layout, out, batch)
-        with batch.drawing(params.figures.workers, "encode: figures"):
+        figures = EncodeFigures(params, layout, out)
+        if not figures.kinds:  # figures=summary or none: no matplotlib, no workers
             result.append(compute(figures))
-        if figures.names:
-            log.info("figures: %d PNG files in %s", len(figures.names), layout.encode_figures_dir)
+            return
+        from pipeline.outputs.figures import Batch
+
+        figures.batch = Batch(out)
+        with figures.batch.drawing(params.figures.workers, "encode: figures"):
+            result.append(compute(figures))
+        log.info("figures: %d PNG files in %s", len(figures.names), layout.encode_figures_dir)
 
     replace_dir(layout.encode_figures_dir, build)
     return result[0]

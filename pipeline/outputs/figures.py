@@ -60,6 +60,11 @@ class Batch:
         self._pool = None  # inside drawing(): the workers' pool
         self._sent: list = []  # inside drawing(): each job's pending result, in the order queued
 
+    @property
+    def forked(self) -> bool:
+        """Whether forked workers are drawing the jobs as they are queued (inside drawing(), with workers)."""
+        return self._pool is not None
+
     def add(self, draw, *args, **kwargs) -> None:
         self.jobs.append((draw, args, kwargs))
         if self._pool is not None:

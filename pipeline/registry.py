@@ -183,7 +183,7 @@ _COMPUTE: tuple[Stage, ...] = (
     Stage(
         "sweep",
         "W1 * embedding + W2 * PE for every weight pair, 2-D PCA, metrics (data/sweep/, metrics.json)",
-        params=("sweep", "metrics", "encoding.device", "figures.max_sentences"),
+        params=("sweep", "metrics", "figures.max_sentences"),
         inputs=("tokens_dir", "encode_dir"),
         # the headline is the DVC metric (a narrow `dvc exp show`); metrics.json, the summary, is a plain output;
         # in git only what stays small for any number of sentences, every sentence's numbers DVC-cached

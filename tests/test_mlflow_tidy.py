@@ -55,34 +55,6 @@ def test_experiment_is_tagged_for_the_runs_table(private_mlflow_store):
         assert client.get_experiment(experiment_id).tags[EXPERIMENT_KIND_TAG] == "custom_model_development"
 
 
-def test_a_sqlite_store_commits_through_a_write_ahead_log(tmp_path):
-    """A store the pipeline opens is in SQLite's WAL mode (kept by the file), fresh or made before by MLflow alone in
-    the rollback-journal mode; its runs read back as logged."""
-    import contextlib
-    import sqlite3
-
-    from mlflow.tracking import MlflowClient
-
-    from pipeline.outputs.tracking import prepare_store
-
-    def mode(db: Path) -> str:
-        with contextlib.closing(sqlite3.connect(db)) as con:
-            return con.execute("PRAGMA journal_mode").fetchone()[0]
-
-    fresh, older = tmp_path / "fresh" / "mlflow.db", tmp_path / "older" / "mlflow.db"
-    fresh.parent.mkdir()
-    older.parent.mkdir()
-    MlflowClient(f"sqlite:///{older}").create_experiment("older")  # MLflow's own default
-    assert mode(older) == "delete"
-    for db in (fresh, older):
-        experiment_id = prepare_store(f"sqlite:///{db}", "positional-encoding", tmp_path)
-        assert mode(db) == "wal"
-        client = MlflowClient(f"sqlite:///{db}")
-        run_id = client.create_run(experiment_id).info.run_id
-        client.log_param(run_id, "p", "1")
-        assert client.get_run(run_id).data.params == {"p": "1"}
-
-
 def test_run_names_tell_runs_apart(monkeypatch):
     """Config summary plus its short hash; a DVC experiment's name instead of the hash; a sweep by overrides + time."""
     from pipeline.outputs.tracking import default_run_name, params_digest, sweep_run_name

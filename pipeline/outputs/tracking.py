@@ -153,8 +153,6 @@ def _open_experiment(uri: str, name: str, root: Path | None) -> tuple[Any, str]:
     from pipeline.base.locks import machine_lock
 
     with machine_lock(f"mlflow-store:{uri}", f"the MLflow store {redact(uri)} to be set up"):
-        if sqlite_file(uri) is not None:
-            write_ahead_log(sqlite_file(uri))
         client = MlflowClient(uri)  # opens the store, creating a fresh one's tables
         experiment = client.get_experiment_by_name(name)
         if experiment is None:
@@ -168,25 +166,6 @@ def _open_experiment(uri: str, name: str, root: Path | None) -> tuple[Any, str]:
                     client.set_experiment_tag(experiment_id, key, value)
     close_abandoned_runs(client, uri, root)
     return client, experiment_id
-
-
-def write_ahead_log(db: Path) -> None:
-    """Put the SQLite store `db` in write-ahead-log mode (SQLite's PRAGMA journal_mode=WAL, kept by the file: once set,
-    a no-op; a missing file is created empty, and MLflow then creates its tables in it). A commit is then one append to
-    mlflow.db-wal instead of writing, syncing and deleting a rollback journal, and MLflow commits 15-20 times for each
-    run it logs. Measured on this 2-core machine: 5.4-8.2 -> 0.4-3.7 ms a commit; a sweep job's child run (log_result)
-    317-517 -> 178-215 ms of wall time, its CPU time unchanged (about 85 ms). Readers do not block the writer either (a
-    parallel sweep's jobs). A folder that does not exist yet, or a store another process holds, is left to MLflow as it
-    is: the next process that opens it sets the mode."""
-    import sqlite3
-
-    if not db.parent.is_dir():
-        return
-    try:
-        with contextlib.closing(sqlite3.connect(db, timeout=20)) as con:
-            con.execute("PRAGMA journal_mode=WAL")
-    except sqlite3.DatabaseError as exc:  # busy, read-only, or not a database (check_sqlite_store says so)
-        log.debug("mlflow: %s left in its journal mode: %s", db, exc)
 
 
 def prepare_store(uri: str, experiment: str, root: Path | None = None) -> str:

@@ -28,8 +28,9 @@ logs to its own store); every pipeline command gets the same `--override`s:
   multirun       `python -m pipeline -m hydra/launcher=basic figures=summary sweep.w2=v1,...,vN` over N
                  log-spaced values in [0.1, 100] (`figures=summary` only where the checkout has that option);
                  with fewer than 100 points the 100-point time is estimated as the run's wall time plus the
-                 missing points at the steady rate (the mean interval between the points' sweep calls), so
-                 that start-up and the first point's one-time work count once
+                 missing points at the steady rate (the mean interval between the points' sweep calls) and at
+                 the sweeper's check (Hydra composes every job's config once before it launches any: timed, per
+                 job), so that start-up and the first point's one-time work count once
 
 Method. Every command runs as a child process that the benchmark reaps with os.wait4: wall time, CPU time
 (user + system) and the peak resident set size of the command and of every process it waited for
@@ -109,11 +110,15 @@ code = os.waitstatus_to_exitcode(status)
 sys.exit(code if code >= 0 else 128 - code)
 """
 
-# `python -c MULTIRUN_HOOK <hydra args>` = `python -m pipeline <hydra args>` with each in-process stage timed.
+# `python -c MULTIRUN_HOOK <hydra args>` = `python -m pipeline <hydra args>` with each in-process stage timed, and
+# the sweeper's check of a batch (it composes each job's config, before the launcher composes it again to run it).
+SWEEPER_CHECK = "hydra sweeper check"
 MULTIRUN_HOOK = """\
 import json, os, resource, runpy, sys, time
 import psutil
+from hydra.plugins.sweeper import Sweeper
 from pipeline.registry import Stage
+SWEEPER_CHECK = {check!r}
 
 def _usage():
     # CPU of this process, of its reaped children and of the live ones (a multirun's kept figure workers are
@@ -128,21 +133,28 @@ def _usage():
         user, system = user + times.user, system + times.system
     return user, system, max(own.ru_maxrss, kids.ru_maxrss)
 
-def _timed_run(self, params, layout, root, _run=Stage.run):
+def _timed(name, call, *args):
     user, system, _ = _usage()
     started, start = time.time(), time.perf_counter()
     try:
-        return _run(self, params, layout, root)
+        return call(*args)
     finally:
         wall = time.perf_counter() - start
         user2, system2, maxrss = _usage()
         with open(os.environ["PE_BENCH_STAGE_LOG"], "a") as log:
-            log.write(json.dumps({"stage": self.name, "started": started, "wall_s": wall, "user_s": user2 - user,
+            log.write(json.dumps({"stage": name, "started": started, "wall_s": wall, "user_s": user2 - user,
                                   "sys_s": system2 - system, "maxrss": maxrss}) + "\\n")
 
+def _timed_run(self, params, layout, root, _run=Stage.run):
+    return _timed(self.name, _run, self, params, layout, root)
+
+def _timed_check(self, batch, _check=Sweeper.validate_batch_is_legal):
+    return _timed(SWEEPER_CHECK, _check, self, batch)
+
 Stage.run = _timed_run
+Sweeper.validate_batch_is_legal = _timed_check  # Hydra's public Sweeper: BasicSweeper calls it per batch
 runpy.run_module("pipeline", run_name="__main__", alter_sys=True)
-"""
+""".replace("{check!r}", repr(SWEEPER_CHECK))
 
 
 class BenchError(Exception):
@@ -273,10 +285,13 @@ def glove_text(path: Path | None) -> Path:
         if not path.is_file():
             raise SystemExit(f"--glove-text {path}: no such file")
         return path
-    from benchmarks.ingest import DEFAULT_FILE, generate
+    from benchmarks.ingest import DEFAULT_FILE
 
     if not DEFAULT_FILE.exists():
-        generate(DEFAULT_FILE)
+        # in a child process: writing it holds the 400,000 vectors as Python floats (1.1 GB), and Linux counts a
+        # process's RSS at spawn in the peak of every command it starts (they all said 1,091 MB on a first run)
+        code = "from benchmarks.ingest import DEFAULT_FILE, generate; generate(DEFAULT_FILE)"
+        subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
     return DEFAULT_FILE
 
 
@@ -406,6 +421,7 @@ def run_benchmark(args: argparse.Namespace, work: Path) -> dict:
             per_point_wall_s=run["wall_s"] / args.points,
             per_point_cpu_s=run["cpu_s"] / args.points,
             steady_per_point_wall_s=steady_per_point(run, args.points),
+            check_per_point_wall_s=run["stages"].get(SWEEPER_CHECK, {}).get("wall_s", 0.0) / args.points,
             jobs=summary.get("jobs"),
             failed_jobs=len(summary.get("failed", [])),
         )
@@ -434,11 +450,13 @@ def ratios_and_checks(results: dict) -> tuple[dict, dict]:
         m = results["multirun"]
         ratios["multirun_wall_s"] = m["wall_s"]
         ratios["multirun_per_point_wall_s"] = m["per_point_wall_s"]
-        # measured when points == 100; else the run plus the missing points at the steady rate (start-up and the
-        # first point's one-time work, e.g. the shared encoding, counted once, not 100 times)
+        # measured when points == 100; else the run plus the missing points at the steady rate and at the sweeper's
+        # check, which composes every job before the first runs (start-up and the first point's one-time work, e.g.
+        # the shared encoding, counted once, not 100 times)
         steady = m.get("steady_per_point_wall_s") or m["per_point_wall_s"]
+        per_point = steady + m.get("check_per_point_wall_s", 0.0)
         for points in (100, 1000):
-            ratios[f"multirun_{points}_points_wall_s"] = m["wall_s"] + (points - m["points"]) * steady
+            ratios[f"multirun_{points}_points_wall_s"] = m["wall_s"] + (points - m["points"]) * per_point
     checks = {}
     for key, (op, target) in TARGETS.items():
         if key in ratios:
@@ -493,6 +511,9 @@ def print_results(results: dict) -> None:
         print(f"  {'  per point':<52} {m['per_point_wall_s']:>9.2f} {m['per_point_cpu_s']:>9.2f}")
         if m.get("steady_per_point_wall_s"):
             print(f"  {'  per point, once started (between sweep calls)':<52} {m['steady_per_point_wall_s']:>9.2f}")
+        if m.get("check_per_point_wall_s"):
+            label = "  per point, the sweeper's check (before any job)"
+            print(f"  {label:<52} {m['check_per_point_wall_s']:>9.2f}")
         if not m["figures"].startswith("summary"):
             print(f"  note: {m['figures']}")
         if m.get("failed_jobs"):

@@ -1,10 +1,13 @@
 """Forked worker processes (figure drawing): a pool per batch of work, or one kept for the process's life.
 
 A DVC stage draws its figures once and exits, so its pool starts and ends with the batch. A Hydra multirun
-runs its jobs one after another in one process (the basic launcher): a pool per job would fork the job's
-process (torch and MLflow loaded) at every point, and every new worker would draw its first figure cold
-(fonts, glyph and text-layout caches): about a third of a point's drawing time. After `keep()`, the pool
-outlives the batch: forked at the first batch, warm from the second, and ended when the process exits.
+runs its jobs one after another in one process (the basic launcher): after `keep()`, the pool outlives the batch:
+forked at the first job, warm from the second, and ended when the process exits. Kept because it pays, measured on
+2 cores (10-point `figures=summary` multiruns, two interleaved rounds, load 5-9): a pool per job cost 0.18-0.23 s
+more CPU a point (22.8 -> 25.1 s, 21.7 -> 23.5 s; 0.36 s a point in a 12-point run), a quarter of a point's drawing:
+each new worker forks the job's process (torch and MLflow loaded) and draws its first figure cold (fonts, glyph and
+text-layout caches). Drawing in the job's own process instead (figures.workers=1) costs the same CPU but draws a
+point's two panels one after the other (+0.4 s a point of wall time).
 
 Workers only run what they are sent (module-level functions and their pickled arguments), so a kept worker
 draws the same bytes as a new one. They are ended by close() + join(), never left to a signal: a job runner
@@ -46,37 +49,26 @@ def kept_pool() -> Pool | None:
 
 @contextlib.contextmanager
 def pool(processes: int) -> Iterator[Pool]:
-    """A fork pool of `processes` workers for one batch: new and ended after it, or the kept one (see keep())."""
+    """A fork pool of `processes` workers for one batch: new and ended after it, or the kept one (see keep()). A
+    failed or interrupted batch may leave work queued in the workers: they are ended (a kept pool starts afresh)."""
     global _kept
     if not _keep:
-        with fresh_pool(processes) as current:
-            yield current
-        return
-    if _kept is not None and _kept[0] != processes:
-        _end_kept()
-    if _kept is None:
-        _kept = (processes, _start(processes))
-    current = _kept[1]
+        current = _start(processes)
+    else:
+        if _kept is not None and _kept[0] != processes:
+            _end_kept()
+        if _kept is None:
+            _kept = (processes, _start(processes))
+        current = _kept[1]
     try:
         yield current
     except BaseException:
-        # a failed or interrupted batch may leave work queued in the workers: end them (the next batch starts afresh)
-        _kept = None
+        if _kept is not None and _kept[1] is current:
+            _kept = None
         _end(current, failed=True)
         raise
-
-
-@contextlib.contextmanager
-def fresh_pool(processes: int) -> Iterator[Pool]:
-    """A new fork pool of `processes` workers, ended after the batch even while pools are kept (for work other than
-    the kept pool's, which should not fork it early: composing a sweep's configs before its first job)."""
-    current = _start(processes)
-    try:
-        yield current
-    except BaseException:
-        _end(current, failed=True)
-        raise
-    _end(current)
+    if not _keep:
+        _end(current)
 
 
 def _start(processes: int) -> Pool:

@@ -142,7 +142,7 @@ def test_a_failing_run_overlapped_still_fails(clean):
 def test_compose_and_a_dvc_stage_take_the_lock_too(clean):
     root = clean
     first = start(root, "sweep.w2=2")
-    wait_for_stage(root, ("check_params", "sweep", "figures"))
+    wait_for_stage(root, ("sweep", "figures"))
     composed = run([PY, "-m", "pipeline.compose", "sweep.w2=9"], root, check=False)
     stage = run([PY, "-m", "pipeline.stages.figures"], root, check=False)
     first.communicate(timeout=300)

@@ -111,16 +111,21 @@ def logged_outputs(stages: tuple[Stage, ...] | None = None) -> tuple[tuple[str, 
 
 
 _COMPUTE: tuple[Stage, ...] = (
-    # No stage of its own checks params.yaml (there was one, check_params: 0.36 s and a process on every params
-    # edit, 0.2-0.3 s of DVC around it). `python -m pipeline.repro` checks everything when it composes; under a
-    # plain `dvc repro` / `dvc exp run` every stage checks, before its work, what it can afford for nothing
-    # (pipeline.stages._cli: params.yaml valid, fresh against conf/, its input files and limits, its own input files
-    # listed in dvc.yaml), so that no stage, in whatever order DVC runs them, computes from a stale or invalid
-    # config. tokenize is the gate: it depends on conf/ (an edit of conf/ alone changes no param, and a stale
-    # params.yaml would pass unseen) and checks the tracking store (tokenize.check_tracking). It comes first in
-    # dvc.yaml, and DVC 3 runs independent stages in dvc.yaml order (networkx's DFS post-order over its stage
-    # graph), so a fresh `dvc repro` reports a dead MLflow server before glove runs. Were glove run first, it would
-    # compute before the store is checked: time lost, never a result from a stale config (glove checks freshness).
+    # No stage of its own checks params.yaml. There was one, check_params: a process on every params edit (0.36 s
+    # idle, 0.45 s CPU, measured) and its share of DVC around it; with it and track gone, DVC's own CPU outside the
+    # stages of a fresh `dvc repro -f` went from 4.81-4.86 to 3.95-4.20 s (load 5-8 on 2 cores). `python -m
+    # pipeline.repro` checks everything when it composes; under a plain `dvc repro` / `dvc exp run` every stage
+    # checks, before its work, what costs it nothing more (pipeline.stages._cli.check_params, about 5 ms besides
+    # the validation every stage did already: params.yaml valid, not stale against conf/, its input files and
+    # limits, its own `input_files` listed in dvc.yaml), so that no stage, in whatever order DVC runs them, computes
+    # from a stale or invalid config. tokenize is the gate: it depends on conf/ (an edit of conf/ alone changes no
+    # param, and a stale params.yaml would pass unseen; such an edit re-runs tokenize, 0.4 s, where it re-ran
+    # check_params) and checks the tracking store (tokenize.check_tracking). It comes first in dvc.yaml, and DVC 3
+    # runs independent stages in dvc.yaml order (networkx's DFS post-order over its stage graph), so a fresh
+    # `dvc repro` reports a dead MLflow server before glove runs. Were glove run first, it would compute before the
+    # store is checked: time lost, never a result from a stale config (glove checks freshness too). Only tokenize
+    # imports the tracking module for that check, so only it re-runs on an edit of tracking.py (0.4 s; tokens.json
+    # stays the same bytes, so DVC skips what follows).
     Stage(
         "tokenize",
         "texts -> word index, sequences, padded ids, padding mask (data/tokens/tokens.json); depends on conf/ and, "
@@ -141,7 +146,7 @@ _COMPUTE: tuple[Stage, ...] = (
     ),
     # encode and the RoPE/ALiBi diagnostics in one process: both import torch (0.9 s, most of a stage's start). A fresh
     # run saves that process; an `encoding.*` or texts edit re-runs the diagnostics' work (0.7-1.0 s CPU, measured),
-    # beside sweep, figures and track that such an edit re-runs anyway. It draws their figures too (and the
+    # beside sweep and figures that such an edit re-runs anyway. It draws their figures too (and the
     # tutorials', which use torch): a `sweep.*` edit then re-draws only the sweep's figures (figures stage)
     Stage(
         "encode",
@@ -238,11 +243,18 @@ _LOGGED_FROM = ("params", "glove_dir", "tokens_dir", "encode_dir", *(name for na
 STAGES: tuple[Stage, ...] = (
     *_COMPUTE,
     # The sweep's figures, the report page that shows them and the MLflow run that logs them, in one process (there
-    # were three, then two: figures and track). The page and the run follow the figures whenever they change, and
-    # the process imports mlflow while its forked figure workers draw (pipeline.stages.figures.run_and_log). The
-    # run's params are the whole config: an edit of any key re-runs this stage, so a `study.*`, `tracking.*` or
-    # `glove.download.*` edit now re-draws the sweep's figures too (MEASURE), where it re-ran track alone.
-    # A Hydra job runs `run` (figures and report) and logs its own child run (pipeline.__main__).
+    # were three stages, then two: figures and track, 2.39 + 3.10 s idle). The page and the run follow the figures
+    # whenever they change. Measured against the two (7 rounds interleaved, load 4.6-6.7 on 2 cores): CPU 6.9-7.8 s
+    # (median 7.7) against 7.2-8.2 (median 7.6), wall 6.6-15.7 s (median 14.5) against 9.1-21.7 (median 15.1):
+    # one process and its DVC bookkeeping fewer, no compute saved. The process imports mlflow and opens the store
+    # while its forked figure workers draw (pipeline.stages.figures.run_and_log); on those busy cores that made no
+    # difference (median 14.5 s wall against 13.2 for import-after-drawing, 7.7 s CPU against 7.3): it can only
+    # gain where a core is idle during the drawing. The run's params are the whole config: an edit of any key
+    # re-runs this stage, so a `study.*`, `tracking.*` or `glove.download.*` edit now re-draws the sweep's figures
+    # too, where it re-ran track alone (`pipeline.repro tracking.experiment=x`: 7.1-7.7 -> 10.2-11.4 s CPU;
+    # `study.seed=N`: 12.1-12.9 -> 15.0-15.9 s CPU), while a `sweep.*` edit saves a process and check_params
+    # (15.5/14.1 -> 12.3/13.6 s CPU). A Hydra job runs `run` (figures and report) and logs its own child run
+    # (pipeline.__main__).
     Stage(
         "figures",
         "the notebook's projections, the panels and ratio sweeps, labelled (reports/figures/sweep/), "

@@ -51,13 +51,21 @@ def server_dying_after_check():
     thread.join(timeout=70)
 
 
+@pytest.fixture
+def figures_inputs(checkout) -> Path:
+    """A checkout with the figures stage's inputs (a run with tracking off), params.yaml with tracking on again.
+    Requested before `server_dying_after_check`, whose server waits for its one request from then on."""
+    run([PY, "-m", "pipeline.repro", "tracking=disabled"], checkout)
+    run([PY, "-m", "pipeline.compose"], checkout)
+    return checkout
+
+
 @pytest.mark.slow
-def test_server_dead_as_the_figures_stage_logs_is_one_message(checkout, server_dying_after_check):
+def test_server_dead_as_the_figures_stage_logs_is_one_message(figures_inputs, server_dying_after_check):
     """The figures stage's check reaches the server, then it is gone while the figure workers draw and the stage
     opens the store: one message naming the server (password redacted), what became of the run and the fix; exit 2
     (pipeline.repro's user-error path), no traceback, the figures folder as it was."""
-    run([PY, "-m", "pipeline.repro", "tracking=disabled"], checkout)  # the stage's inputs
-    run([PY, "-m", "pipeline.compose"], checkout)  # tracking on again: the dying server (MLFLOW_TRACKING_URI)
+    checkout = figures_inputs
     figures = checkout / "reports" / "figures" / "sweep"
     before = sorted(p.name for p in figures.iterdir())
     out = run(

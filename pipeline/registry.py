@@ -123,9 +123,11 @@ _COMPUTE: tuple[Stage, ...] = (
     # check_params) and checks the tracking store (tokenize.check_tracking). It comes first in dvc.yaml, and DVC 3
     # runs independent stages in dvc.yaml order (networkx's DFS post-order over its stage graph), so a fresh
     # `dvc repro` reports a dead MLflow server before glove runs. Were glove run first, it would compute before the
-    # store is checked: time lost, never a result from a stale config (glove checks freshness too). Only tokenize
-    # imports the tracking module for that check, so only it re-runs on an edit of tracking.py (0.4 s; tokens.json
-    # stays the same bytes, so DVC skips what follows).
+    # store is checked: time lost, never a result from a stale config (glove checks freshness too). The code deps
+    # this costs: tokenize imports the tracking module for that check, so it re-runs on an edit of tracking.py or of
+    # a module it imports (core/sweep.py, outputs/multirun.py, ...), and tokenize and glove read their own
+    # `input_files` here, so they re-run on an edit of this file: 0.4 s and 1.1 s, and their outputs keep the same
+    # bytes, so DVC skips what follows.
     Stage(
         "tokenize",
         "texts -> word index, sequences, padded ids, padding mask (data/tokens/tokens.json); depends on conf/ and, "
@@ -243,18 +245,18 @@ _LOGGED_FROM = ("params", "glove_dir", "tokens_dir", "encode_dir", *(name for na
 STAGES: tuple[Stage, ...] = (
     *_COMPUTE,
     # The sweep's figures, the report page that shows them and the MLflow run that logs them, in one process (there
-    # were three stages, then two: figures and track, 2.39 + 3.10 s idle). The page and the run follow the figures
-    # whenever they change. Measured against the two (7 rounds interleaved, load 4.6-6.7 on 2 cores): CPU 6.9-7.8 s
-    # (median 7.7) against 7.2-8.2 (median 7.6), wall 6.6-15.7 s (median 14.5) against 9.1-21.7 (median 15.1):
-    # one process and its DVC bookkeeping fewer, no compute saved. The process imports mlflow and opens the store
-    # while its forked figure workers draw (pipeline.stages.figures.run_and_log); on those busy cores that made no
-    # difference (median 14.5 s wall against 13.2 for import-after-drawing, 7.7 s CPU against 7.3): it can only
-    # gain where a core is idle during the drawing. The run's params are the whole config: an edit of any key
-    # re-runs this stage, so a `study.*`, `tracking.*` or `glove.download.*` edit now re-draws the sweep's figures
-    # too, where it re-ran track alone (`pipeline.repro tracking.experiment=x`: 7.1-7.7 -> 10.2-11.4 s CPU;
-    # `study.seed=N`: 12.1-12.9 -> 15.0-15.9 s CPU), while a `sweep.*` edit saves a process and check_params
-    # (15.5/14.1 -> 12.3/13.6 s CPU). A Hydra job runs `run` (figures and report) and logs its own child run
-    # (pipeline.__main__).
+    # were three stages, then two: figures and track). The page and the run follow the figures whenever they change.
+    # Measured against the two, interleaved (`python -m pipeline.stages.X` in two clones, 2 cores): at load 1.5-1.7
+    # 4.1-4.5 s wall against 5.1-5.6 (figures 2.3-2.4 + track 2.8-3.2), 6.2-6.7 s CPU against 6.7-6.8; at load
+    # 3.3-6.8 (11 rounds) the same CPU, median 7.6 s against 7.6, and no wall gain (the cores are busy anyway). The
+    # process imports mlflow and opens the store while its forked figure workers draw
+    # (pipeline.stages.figures.run_and_log): at load 1.5-1.7 that is 4.1-4.5 s wall against 4.8-6.5 s for the same
+    # stage opening the store after drawing, at the same CPU; at load 3.3-6.8 no difference in wall, +0.3 s CPU.
+    # The run's params are the whole config: an edit of any key re-runs this stage, so a `study.*`, `tracking.*` or
+    # `glove.download.*` edit now re-draws the sweep's figures too, where it re-ran track alone (`pipeline.repro
+    # tracking.experiment=x`: 7.1-7.7 -> 10.2-11.4 s CPU; `study.seed=N`: 12.1-12.9 -> 15.0-15.9 s CPU, at load
+    # 4.8-6.3), while a `sweep.*` edit saves a process and check_params. A Hydra job runs `run` (figures and
+    # report) and logs its own child run (pipeline.__main__).
     Stage(
         "figures",
         "the notebook's projections, the panels and ratio sweeps, labelled (reports/figures/sweep/), "

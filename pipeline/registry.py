@@ -124,10 +124,10 @@ _COMPUTE: tuple[Stage, ...] = (
     # runs independent stages in dvc.yaml order (networkx's DFS post-order over its stage graph), so a fresh
     # `dvc repro` reports a dead MLflow server before glove runs. Were glove run first, it would compute before the
     # store is checked: time lost, never a result from a stale config (glove checks freshness too). The code deps
-    # this costs: tokenize imports the tracking module for that check, so it re-runs on an edit of tracking.py or of
-    # a module it imports (core/sweep.py, outputs/multirun.py, ...), and tokenize and glove read their own
-    # `input_files` here, so they re-run on an edit of this file: 0.4 s and 1.1 s, and their outputs keep the same
-    # bytes, so DVC skips what follows.
+    # this costs: tokenize imports the tracking module for that check, so pipeline/outputs/ is one of its deps (code
+    # deps per package) and it re-runs on any edit there, and tokenize and glove read their own `input_files` here,
+    # so they re-run on an edit of this file: 0.4 s and 1.1 s, and their outputs keep the same bytes, so DVC skips
+    # what follows (encode, study and figures depend on pipeline/outputs/ themselves).
     Stage(
         "tokenize",
         "texts -> word index, sequences, padded ids, padding mask (data/tokens/tokens.json); depends on conf/ and, "
@@ -186,7 +186,7 @@ _COMPUTE: tuple[Stage, ...] = (
     Stage(
         "sweep",
         "W1 * embedding + W2 * PE for every weight pair, 2-D PCA, metrics (data/sweep/, metrics.json)",
-        params=("sweep", "metrics", "encoding.device", "figures.max_sentences"),
+        params=("sweep", "metrics", "figures.max_sentences"),
         inputs=("tokens_dir", "encode_dir"),
         # the headline is the DVC metric (a narrow `dvc exp show`); metrics.json, the summary, is a plain output;
         # in git only what stays small for any number of sentences, every sentence's numbers DVC-cached

@@ -108,11 +108,13 @@ def test_a_sentence_left_without_words_names_num_words(tmp_path, small_store):
 # ---------------------------------------------------------------- thousands of sentences
 
 
-@pytest.mark.slow  # the sweep of 3,000 sentences: about a minute on a quiet core (the bisection of each r*)
+@pytest.mark.slow  # the pipeline (figures=none) over 3,000 sentences: about 20 s on 2 cores
 def test_three_thousand_sentences_stay_small_in_git_logs_and_mlflow(tmp_path, small_store, pipeline_log):
-    """A 3,000-sentence texts file of the store's GloVe words: every sentence's numbers in the DVC-cached tables,
-    the git-tracked outputs the same few small files as for two sentences, short log lines, and an MLflow run of a
-    few files and a bounded number of metrics (README: "Thousands of sentences")."""
+    """A 3,000-sentence texts file of the store's GloVe words, with the default sweep (4 pairs, 41 ratios): every
+    sentence's numbers in the DVC-cached tables, each sentence's row the one it gets when swept alone (sentences
+    of one length are swept together), the git-tracked outputs the same few small files as for two sentences,
+    short log lines, and an MLflow run of a few files and a bounded number of metrics (README: "Thousands of
+    sentences")."""
     import random
 
     from mlflow.tracking import MlflowClient
@@ -124,21 +126,31 @@ def test_three_thousand_sentences_stay_small_in_git_logs_and_mlflow(tmp_path, sm
 
     count, rng = 3000, random.Random(23)
     lines = [" ".join(rng.sample(SEED_WORDS, rng.randint(3, 5))) for _ in range(count)]
-    overrides = ("tokenizer.num_words=1000", "sweep.w1=1", "sweep.w2=1", "sweep.ratios.points=5", "figures=none")
+    overrides = ("texts=file", "texts.file=texts.txt", "tokenizer.num_words=1000", "figures=none")
     (tmp_path / "texts.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    params = params_for("texts=file", "texts.file=texts.txt", *overrides)
+    params = params_for(*overrides)
     layout = run_stages(params, tmp_path, small_store, upto="figures")
 
     in_git = [getattr(layout, out.layout) for stage in STAGES for out in stage.outputs if not out.cache]
     sizes = {path.name: path.stat().st_size for path in in_git if path.is_file()}
     assert "metrics.json" in sizes and all(size < 100_000 for size in sizes.values()), sizes
     assert read_columns(layout.sentence_metrics, ["sentence"])["sentence"].tolist() == list(range(count))
-    assert len(read_columns(layout.all_ratio_sweeps_csv, ["sentence"])["sentence"]) == 5 * count
+    assert len(read_columns(layout.all_ratio_sweeps_csv, ["sentence"])["sentence"]) == 41 * count
     assert max(len(record.getMessage()) for record in pipeline_log.records) < 300
+
+    # three of the sentences as a texts file of their own: the same bytes in their rows of sentences.csv
+    picked = [0, 1234, count - 1]
+    alone_root = tmp_path / "alone"
+    alone_root.mkdir()
+    (alone_root / "texts.txt").write_text("\n".join(lines[i] for i in picked) + "\n", encoding="utf-8")
+    alone = run_stages(params_for(*overrides), alone_root, small_store, upto="sweep")
+    rows, alone_rows = layout.sentence_metrics.read_text().splitlines(), alone.sentence_metrics.read_text().splitlines()
+    for j, i in enumerate(picked):
+        assert rows[1 + i].split(",", 1)[1] == alone_rows[1 + j].split(",", 1)[1], lines[i]
 
     record = log_result(params, layout, tmp_path, artifacts=logged_outputs())
     client = MlflowClient()
     run = client.get_run(record["run_id"])
     assert len(run.data.metrics) < 1000 and "sentences.r_star_median" in run.data.metrics
     logged = [f.path for f in client.list_artifacts(run.info.run_id)]
-    assert "sentences.csv" in logged and len(logged) < 10
+    assert {"sentences.csv", "sentences.csv.gz"} & set(logged) and len(logged) < 10  # .gz: above 1 MB

@@ -12,7 +12,7 @@ from scipy.stats import ortho_group
 from sklearn.decomposition import PCA
 
 from pipeline.core.encoding import sinusoidal_encoding
-from pipeline.core.projection import pca_project, procrustes_disparity, weighted_pca
+from pipeline.core.projection import procrustes_disparity, weighted_pca
 
 
 def sklearn_pca(batch: np.ndarray, k: int = 2) -> tuple[np.ndarray, np.ndarray]:
@@ -25,13 +25,19 @@ def sklearn_pca(batch: np.ndarray, k: int = 2) -> tuple[np.ndarray, np.ndarray]:
     return np.stack(coords), np.stack(ratios)
 
 
+def pca(x: np.ndarray, k: int = 2) -> tuple[np.ndarray, np.ndarray]:
+    """PCA of every matrix of x (batch, n, d) by weighted_pca with W1 = 1, W2 = 0: (batch, n, k), (batch, k)."""
+    coords, ratio = weighted_pca(x, np.zeros_like(x), [1.0], [0.0], n_components=k)
+    return coords[:, 0], ratio[:, 0]
+
+
 def assert_matches_sklearn(x: np.ndarray, k: int = 2) -> None:
-    coords, ratio = pca_project(torch.as_tensor(x), n_components=k)
+    coords, ratio = pca(x, k)
     ref_coords, ref_ratio = sklearn_pca(x, k)
-    assert coords.dtype == torch.float64 and ratio.dtype == torch.float64
+    assert coords.dtype == np.float64 and ratio.dtype == np.float64
     assert coords.shape == ref_coords.shape and ratio.shape == ref_ratio.shape
-    assert np.abs(coords.numpy() - ref_coords).max() < 1e-9  # signs included
-    assert np.abs(ratio.numpy() - ref_ratio).max() < 1e-9
+    assert np.abs(coords - ref_coords).max() < 1e-9  # signs included
+    assert np.abs(ratio - ref_ratio).max() < 1e-9
 
 
 @pytest.mark.parametrize("shape", [(11, 50), (11, 100), (5, 3), (2, 50), (30, 10)])
@@ -56,19 +62,20 @@ def test_matches_sklearn_on_weighted_embedding_plus_encoding():
     pe = sinusoidal_encoding(100, d, dtype=torch.float64).numpy()
     positions = rng.permutation(100)[:n]
     weights = [(1, 0), (1, 1), (1, 10), (10, 1), (math.sqrt(d), 1), (0.5, 3)]
-    batch = np.stack([w1 * e + w2 * pe[positions] for w1, w2 in weights])
-    assert_matches_sklearn(batch)
+    coords, ratio = weighted_pca(e, pe[positions], *zip(*weights))
+    ref_coords, ref_ratio = sklearn_pca(np.stack([w1 * e + w2 * pe[positions] for w1, w2 in weights]))
+    assert np.abs(coords - ref_coords).max() < 1e-9 and np.abs(ratio - ref_ratio).max() < 1e-9
 
 
 def test_float32_input_computed_in_float64():
     """float32 input gives float64 results equal to sklearn on the same values in float64."""
     rng = np.random.default_rng(3)
     x32 = rng.normal(size=(3, 11, 50)).astype(np.float32)
-    coords, ratio = pca_project(torch.as_tensor(x32))
-    assert coords.dtype == torch.float64 and ratio.dtype == torch.float64
+    coords, ratio = pca(x32)
+    assert coords.dtype == np.float64 and ratio.dtype == np.float64
     ref_coords, ref_ratio = sklearn_pca(x32.astype(np.float64))
-    assert np.abs(coords.numpy() - ref_coords).max() < 1e-9
-    assert np.abs(ratio.numpy() - ref_ratio).max() < 1e-9
+    assert np.abs(coords - ref_coords).max() < 1e-9
+    assert np.abs(ratio - ref_ratio).max() < 1e-9
 
 
 def test_sign_convention_largest_loading_positive():
@@ -76,10 +83,10 @@ def test_sign_convention_largest_loading_positive():
     rng = np.random.default_rng(11)
     x = rng.normal(size=(1, 9, 5))
     assert_matches_sklearn(-x)
-    coords_pos, _ = pca_project(torch.as_tensor(x))
-    coords_neg, _ = pca_project(torch.as_tensor(-x))
+    coords_pos, _ = pca(x)
+    coords_neg, _ = pca(-x)
     # -x has the same components up to sign; the convention re-flips them, so coords change sign
-    assert np.abs(coords_neg.numpy() + coords_pos.numpy()).max() < 1e-9
+    assert np.abs(coords_neg + coords_pos).max() < 1e-9
 
 
 def test_shift_invariance():
@@ -87,24 +94,24 @@ def test_shift_invariance():
     rng = np.random.default_rng(5)
     x = rng.normal(size=(2, 11, 50))
     shift = rng.normal(scale=100.0, size=(2, 1, 50))
-    c0, r0 = pca_project(torch.as_tensor(x))
-    c1, r1 = pca_project(torch.as_tensor(x + shift))
-    assert np.abs(c1.numpy() - c0.numpy()).max() < 1e-9
-    assert np.abs(r1.numpy() - r0.numpy()).max() < 1e-12
+    c0, r0 = pca(x)
+    c1, r1 = pca(x + shift)
+    assert np.abs(c1 - c0).max() < 1e-9
+    assert np.abs(r1 - r0).max() < 1e-12
 
 
 def test_constant_matrix_gives_zero_ratio_not_nan():
     """All samples identical: coordinates and ratios are zeros (sklearn would divide by zero), never NaN."""
-    coords, ratio = pca_project(torch.ones(1, 6, 4))
-    assert not torch.isnan(coords).any() and not torch.isnan(ratio).any()
-    assert coords.abs().max().item() == 0.0 and ratio.abs().max().item() == 0.0
+    coords, ratio = pca(np.ones((1, 6, 4)))
+    assert not np.isnan(coords).any() and not np.isnan(ratio).any()
+    assert np.abs(coords).max() == 0.0 and np.abs(ratio).max() == 0.0
 
 
-@pytest.mark.parametrize("shape", [(11, 50), (2, 11, 50, 1), (50,)])
-def test_non_3d_input_raises(shape):
-    """Input that is not (batch, n_samples, n_features) raises ValueError."""
-    with pytest.raises(ValueError):
-        pca_project(torch.zeros(shape))
+@pytest.mark.parametrize("shape", [(2, 11, 50, 1), (50,)])
+def test_input_of_another_rank_raises(shape):
+    """Input that is neither (sentences, n, d) nor (n, d) raises ValueError."""
+    with pytest.raises(ValueError, match="same shape"):
+        weighted_pca(np.zeros(shape), np.zeros(shape), [1.0], [0.0])
 
 
 @pytest.mark.parametrize("shape,k", [((1, 2, 50), 3), ((1, 50, 2), 3), ((1, 5, 5), 6)])
@@ -112,8 +119,8 @@ def test_too_many_components_raises(shape, k):
     """n_components > min(n_samples, n_features) raises ValueError (as sklearn refuses it)."""
     with pytest.raises(ValueError):
         PCA(n_components=k).fit(np.random.default_rng(0).normal(size=shape[1:]))
-    with pytest.raises(ValueError):
-        pca_project(torch.zeros(shape), n_components=k)
+    with pytest.raises(ValueError, match="n_components"):
+        pca(np.zeros(shape), k=k)
 
 
 # ---------------------------------------------------------------- procrustes
@@ -169,97 +176,90 @@ def test_disparity_defined_for_points_on_a_line():
 
 # ---------------------------------------------------------------- weighted_pca: the sweep's Gram-trick PCA
 
-CUDA = torch.cuda.is_available()
 
-
-def weighted_batch(d: int, lengths: list[int], n: int = 11, seed: int = 0):
-    """GloVe-like random embeddings and real sinusoidal PE rows (padded to n) for len(lengths) sentences."""
+def weighted_batch(d: int, sentences: int, n: int = 11, seed: int = 0):
+    """GloVe-like random embeddings and real sinusoidal PE rows for `sentences` sentences of n words."""
     rng = np.random.default_rng(seed)
-    e = rng.normal(scale=0.4, size=(len(lengths), n, d))
+    e = rng.normal(scale=0.4, size=(sentences, n, d))
     pe = sinusoidal_encoding(100, d, dtype=torch.float64).numpy()
-    p = np.stack([pe[rng.permutation(100)[:n]] for _ in lengths])
+    p = np.stack([pe[rng.permutation(100)[:n]] for _ in range(sentences)])
     return e, p
 
 
-@pytest.mark.parametrize("d", [50, 8, 600])
-def test_weighted_pca_matches_sklearn_per_sentence_and_pair(d):
-    """Every (sentence, pair): coordinates with sklearn's signs and explained variance ratios; sentences of
-    different lengths padded (d=600 goes through sklearn's randomized solver, d=8 has n > d)."""
-    lengths = [11, 7, 3]
-    e, p = weighted_batch(d, lengths)
+@pytest.mark.parametrize("d,n", [(50, 11), (8, 11), (600, 7), (50, 3)])
+def test_weighted_pca_matches_sklearn_per_sentence_and_pair(d, n):
+    """Every (sentence, pair): coordinates with sklearn's signs and explained variance ratios (d=600 goes through
+    sklearn's randomized solver, d=8 has n > d)."""
+    e, p = weighted_batch(d, 3, n)
     w1 = [1, 1, 10, math.sqrt(d), 0.5, 0.0, 2.0]
     w2 = [0, 10, 1, 1, 3.0, 1.0, -1.5]
-    coords, ratio = weighted_pca(torch.as_tensor(e), torch.as_tensor(p), w1, w2, lengths)
-    assert coords.shape == (3, 7, 11, 2) and ratio.shape == (3, 7, 2) and coords.dtype == torch.float64
-    for s, n in enumerate(lengths):
-        ref_coords, ref_ratio = sklearn_pca(np.stack([a * e[s, :n] + b * p[s, :n] for a, b in zip(w1, w2)]))
-        assert np.abs(coords[s, :, :n].numpy() - ref_coords).max() < 1e-9
-        assert np.abs(ratio[s].numpy() - ref_ratio).max() < 1e-9
-        assert not coords[s, :, n:].any()  # padding rows stay zero
+    coords, ratio = weighted_pca(e, p, w1, w2)
+    assert coords.shape == (3, 7, n, 2) and ratio.shape == (3, 7, 2) and coords.dtype == np.float64
+    for s in range(3):
+        ref_coords, ref_ratio = sklearn_pca(np.stack([a * e[s] + b * p[s] for a, b in zip(w1, w2)]))
+        assert np.abs(coords[s] - ref_coords).max() < 1e-9
+        assert np.abs(ratio[s] - ref_ratio).max() < 1e-9
 
 
-def test_weighted_pca_equals_pca_project_and_more_components():
-    """Same numbers as the SVD path on the formed matrices, for k = 3 and a single (n, d) sentence."""
-    e, p = weighted_batch(20, [11], seed=3)
+def test_weighted_pca_of_one_sentence_with_more_components():
+    """A single (n, d) sentence drops the sentence axis; k = 3 agrees with sklearn."""
+    e, p = weighted_batch(20, 1, seed=3)
     w1, w2 = np.array([1.0, 4.0, 0.3]), np.array([0.0, 1.0, 2.0])
-    coords, ratio = weighted_pca(torch.as_tensor(e[0]), torch.as_tensor(p[0]), w1, w2, n_components=3)
+    coords, ratio = weighted_pca(e[0], p[0], w1, w2, n_components=3)
     assert coords.shape == (3, 11, 3) and ratio.shape == (3, 3)
-    x = torch.as_tensor(w1[:, None, None] * e[0] + w2[:, None, None] * p[0])
-    svd_coords, svd_ratio = pca_project(x, n_components=3)
-    assert (coords - svd_coords).abs().max().item() < 1e-9 and (ratio - svd_ratio).abs().max().item() < 1e-12
-    ref_coords, ref_ratio = sklearn_pca(x.numpy(), 3)
-    assert np.abs(coords.numpy() - ref_coords).max() < 1e-9
+    ref_coords, ref_ratio = sklearn_pca(w1[:, None, None] * e[0] + w2[:, None, None] * p[0], 3)
+    assert np.abs(coords - ref_coords).max() < 1e-9 and np.abs(ratio - ref_ratio).max() < 1e-12
+
+
+def test_weighted_pca_has_each_sentences_and_pairs_own_bits():
+    """A sentence's projections have the same bits alone, among other sentences, and among fewer pairs."""
+    e, p = weighted_batch(50, 6, seed=9)
+    w1, w2 = np.r_[1.0, np.ones(40), 7.0], np.r_[0.0, np.logspace(-2, 2, 40), 1.0]
+    coords, ratio = weighted_pca(e, p, w1, w2)
+    for s in range(6):
+        alone, alone_ratio = weighted_pca(e[s], p[s], w1, w2)
+        assert alone.tobytes() == coords[s].tobytes() and alone_ratio.tobytes() == ratio[s].tobytes()
+        few, few_ratio = weighted_pca(e[s], p[s], w1[5:9], w2[5:9])
+        assert few.tobytes() == coords[s, 5:9].tobytes() and few_ratio.tobytes() == ratio[s, 5:9].tobytes()
 
 
 def test_weighted_pca_sign_convention_and_float32():
     """Negating the data keeps sklearn's orientation (coordinates flip sign); float32 inputs compute in float64."""
-    e, p = weighted_batch(50, [11, 11], seed=5)
+    e, p = weighted_batch(50, 2, seed=5)
     w1, w2 = [1.0, 1.0, 3.0], [0.0, 10.0, 1.0]
-    pos, _ = weighted_pca(torch.as_tensor(e), torch.as_tensor(p), w1, w2)
-    neg, _ = weighted_pca(torch.as_tensor(-e), torch.as_tensor(-p), w1, w2)
-    assert (pos + neg).abs().max().item() < 1e-9
-    c32, r32 = weighted_pca(torch.as_tensor(e.astype(np.float32)), torch.as_tensor(p.astype(np.float32)), w1, w2)
-    assert c32.dtype == r32.dtype == torch.float64
+    pos, _ = weighted_pca(e, p, w1, w2)
+    neg, _ = weighted_pca(-e, -p, w1, w2)
+    assert np.abs(pos + neg).max() < 1e-9
+    c32, r32 = weighted_pca(e.astype(np.float32), p.astype(np.float32), w1, w2)
+    assert c32.dtype == r32.dtype == np.float64
     e32, p32 = e.astype(np.float32).astype(np.float64), p.astype(np.float32).astype(np.float64)
     for s in range(2):
         ref, _ = sklearn_pca(np.stack([a * e32[s] + b * p32[s] for a, b in zip(w1, w2)]))
-        assert np.abs(c32[s].numpy() - ref).max() < 1e-9
+        assert np.abs(c32[s] - ref).max() < 1e-9
 
 
 def test_weighted_pca_zero_weights_give_zeros_not_nan():
-    e, p = weighted_batch(8, [5])
-    coords, ratio = weighted_pca(torch.as_tensor(e), torch.as_tensor(p), [0.0], [0.0])
-    assert not torch.isnan(coords).any() and not torch.isnan(ratio).any()
-    assert coords.abs().max().item() == 0.0 and ratio.abs().max().item() == 0.0
+    e, p = weighted_batch(8, 1, n=5)
+    coords, ratio = weighted_pca(e, p, [0.0], [0.0])
+    assert not np.isnan(coords).any() and not np.isnan(ratio).any()
+    assert np.abs(coords).max() == 0.0 and np.abs(ratio).max() == 0.0
 
 
 @pytest.mark.parametrize(
     "kwargs,match",
     [
-        ({"lengths": [11, 0]}, "lengths"),
-        ({"lengths": [12, 3]}, "lengths"),
-        ({"lengths": [5]}, "lengths"),
-        ({"lengths": [11, 2], "n_components": 3}, "n_components"),
+        ({"n_components": 12}, "n_components"),
+        ({"n_components": 0}, "n_components"),
         ({"w2": [1.0, 2.0]}, "w1"),
     ],
 )
 def test_weighted_pca_bad_arguments(kwargs, match):
-    e, p = weighted_batch(8, [11, 11])
+    e, p = weighted_batch(8, 2)
     args = {"w1": [1.0], "w2": [1.0], **kwargs}
     with pytest.raises(ValueError, match=match):
-        weighted_pca(torch.as_tensor(e), torch.as_tensor(p), **args)
+        weighted_pca(e, p, **args)
     with pytest.raises(ValueError, match="same shape"):
-        weighted_pca(torch.as_tensor(e), torch.as_tensor(p[:, :5]), [1.0], [1.0])
-
-
-@pytest.mark.skipif(not CUDA, reason="needs CUDA")
-def test_weighted_pca_on_cuda_equals_cpu():
-    e, p = weighted_batch(50, [11, 6])
-    w1, w2 = [1.0, 1.0, 10.0], [0.0, 10.0, 1.0]
-    cpu = weighted_pca(torch.as_tensor(e), torch.as_tensor(p), w1, w2, [11, 6])
-    gpu = weighted_pca(torch.as_tensor(e, device="cuda"), torch.as_tensor(p, device="cuda"), w1, w2, [11, 6])
-    assert gpu[0].device.type == "cuda"
-    assert (gpu[0].cpu() - cpu[0]).abs().max().item() < 1e-9 and (gpu[1].cpu() - cpu[1]).abs().max().item() < 1e-9
+        weighted_pca(e, p[:, :5], [1.0], [1.0])
 
 
 # ---------------------------------------------------------------- the sweep of one sentence (pipeline.core.sweep)
@@ -270,7 +270,7 @@ def test_sweep_project_is_sklearn_pca_at_fixed_precision():
     from pipeline.core.sweep import project
     from pipeline.core.weights import weight_pairs
 
-    e, p = (x[0] for x in weighted_batch(16, [9], n=9))
+    e, p = (x[0] for x in weighted_batch(16, 1, n=9))
     pairs = weight_pairs([1, 10], [10, 1], d_model=16)
     coords, explained = project(e, p, pairs)
     assert coords.shape == (3, 9, 2) and explained.shape == (3, 2)
@@ -287,7 +287,7 @@ def test_sweep_sentence_measures_pairs_grid_and_scaling():
     from pipeline.core.sweep import SCALING_METRICS, sweep_sentence
     from pipeline.core.weights import weight_pairs
 
-    e, p = (x[0] for x in weighted_batch(16, [11]))
+    e, p = (x[0] for x in weighted_batch(16, 1))
     words = [f"w{i}" for i in range(11)]
     ratios = np.logspace(-2, 2, 9)
     pairs = weight_pairs([1, 1], [1, 10], d_model=16)

@@ -78,9 +78,10 @@ def test_batched_crossovers_are_the_sweeps_one_sentence_at_a_time_to_the_bit(mon
         positions[:10] = np.arange(n)  # random sentences sit at 0..n-1; a texts file's need not
         p = pe[positions]
         expected = [one_at_a_time(e[s], p[s], k, ratios) for s in range(len(e))]
-        monkeypatch.setattr(study, "CHUNK_BYTES", 8 * 41 * n * n * 16 * 3)  # 3 sentences a chunk
+        chunk = sweep.CHUNK_BYTES
+        monkeypatch.setattr(sweep, "CHUNK_BYTES", 16 * 41 * n * (n + 16) * 3)  # 3 sentences a chunk
         assert study.crossovers(e, p, k, ratios) == expected
-        monkeypatch.setattr(study, "CHUNK_BYTES", sweep.CHUNK_BYTES)
+        monkeypatch.setattr(sweep, "CHUNK_BYTES", chunk)
         assert study.crossovers(e, p, k, ratios) == expected
         seen += expected
     assert sum(r["switches"] > 1 for r in seen) >= 1

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import gc
 import multiprocessing
 from collections.abc import Iterator
 from multiprocessing.pool import Pool
@@ -79,7 +80,14 @@ def fresh_pool(processes: int) -> Iterator[Pool]:
 
 
 def _start(processes: int) -> Pool:
-    return multiprocessing.get_context("fork").Pool(processes, initializer=_default_sigterm)
+    # Python's gc docs: gc.freeze() right before fork(), so that the workers' collections never scan (nor touch, and
+    # so copy) what they inherit: fewer and shorter full collections in every worker (the encode stage: 0.4 s CPU of
+    # 10, measured)
+    gc.freeze()
+    try:
+        return multiprocessing.get_context("fork").Pool(processes, initializer=_default_sigterm)
+    finally:
+        gc.unfreeze()
 
 
 def _default_sigterm() -> None:

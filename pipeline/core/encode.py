@@ -23,8 +23,6 @@ from pipeline.core.device import resolve_dtype
 
 log = logging.getLogger("pipeline")
 MAX_PLOT_ROWS = 4096  # the property plots keep at most this many positions (the metrics see every one)
-# Summary entries that describe the run rather than measure the encoding (left out of metrics.json).
-SUMMARY_INFO = ("kind", "glove", "vocab_size", "oov_count", "oov_words")
 
 
 def model_dim(cfg: Any, glove_dim: int, store_dim: int, glove_dir) -> int:
@@ -86,7 +84,7 @@ def summary(
     cfg: Any, pe: torch.Tensor, diag: pe_lib.Diagnostics, glove: str, vocab_size: int, missing: list[str]
 ) -> dict:
     """What data/encode/encode.json holds: the property checks and probes (metrics), and the run's facts
-    (SUMMARY_INFO). pe: (n, d); missing: the words of the word index that GloVe lacks."""
+    (pipeline.core.sweep.ENCODE_INFO). pe: (n, d); missing: the words of the word index that GloVe lacks."""
     norms, lo, hi, closed = diag.norms, diag.offset_lo, diag.offset_hi, diag.offset_closed
     d = pe.shape[1]
     expected = pe_lib.expected_norm(d)
@@ -111,14 +109,6 @@ def summary(
         "vocab_size": vocab_size,
         "oov_count": len(missing),
         "oov_words": missing,
-    }
-
-
-def summary_metrics(encoded: dict) -> dict:
-    """The summary as metrics.json reports it: {"encoding": the measurements, "embedding": vocabulary counts}."""
-    return {
-        "encoding": {key: value for key, value in encoded.items() if key not in SUMMARY_INFO},
-        "embedding": {"vocab_size": encoded["vocab_size"], "oov_count": encoded["oov_count"]},
     }
 
 

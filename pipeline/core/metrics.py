@@ -14,10 +14,11 @@ Every metric is invariant to a global scale of Z, so for W1 > 0 it depends only 
     angular_order_2d    share of consecutive positions (i, i+1) whose angle around the centroid turns
                         the dominant way (1: the words fall in clockwise or anticlockwise order)
 
-Every function works on a batch: a leading axis of B weightings of the same sentence (the sweep measures
-thousands of weight pairs at once); the single-sentence forms (`knn_overlap`, `trustworthiness`, ...) are that
-batch with B = 1. The batch axis never changes a value's bits: each pair's reductions run over the same
-contiguous axis, in the same order, as one pair alone.
+Every function works on a batch: leading axes of B weightings of one sentence (B,), or of S sentences of the same
+length (S, B) measured against their own references (`Reference` of S sentences: the sweep measures thousands of
+sentences and weight pairs at once); the single-sentence forms (`knn_overlap`, `trustworthiness`, ...) are that
+batch with B = 1. The batch axes never change a value's bits: each pair's reductions run over the same
+contiguous axis, in the same order, as one pair of one sentence alone.
 
 The crossover (`crossover`, `switch_points`) is the exact ratio at which the k-NN curves switch, found by
 bisection between the grid points that bracket a switch (pipeline.core.sweep evaluates the metrics there).
@@ -114,20 +115,22 @@ def knn_overlap(dist: np.ndarray, dist_reference: np.ndarray, k: int) -> float:
 
 
 def reference_ranks(reference: np.ndarray) -> np.ndarray:
-    """(n, n) int: rank[i, j] = 1-based rank of j among i's neighbours in the reference points (n, dim)."""
-    n = len(reference)
-    dist_ref = pairwise_distances(reference)
-    np.fill_diagonal(dist_ref, np.inf)
-    rank = np.empty((n, n), dtype=np.int64)
-    rank[np.arange(n)[:, None], np.argsort(dist_ref, axis=1)] = np.arange(1, n + 1)
+    """(..., n, n) int: rank[..., i, j] = 1-based rank of j among i's neighbours in the reference points
+    (..., n, dim)."""
+    n = reference.shape[-2]
+    dist_ref = pairwise_distances(reference) + np.diag(np.full(n, np.inf))
+    rank = np.empty(dist_ref.shape, dtype=np.int64)
+    order = np.argsort(dist_ref, axis=-1)
+    np.put_along_axis(rank, order, np.broadcast_to(np.arange(1, n + 1), order.shape), axis=-1)
     return rank
 
 
 def trustworthiness_batch(rank: np.ndarray, dist: np.ndarray, k: int) -> np.ndarray:
-    """(B,) trustworthiness of B embeddings given by their distances dist (B, n, n), against the reference
-    ranks rank (n, n) of reference_ranks. Needs k < n / 2."""
-    n = rank.shape[0]
-    ranks = rank[np.arange(n)[:, None], neighbours(dist, k)] - k  # (B, n, k)
+    """(...,) trustworthiness of embeddings given by their distances dist (..., n, n), against the reference
+    ranks rank (n, n) of reference_ranks, or one per batch entry (broadcastable). Needs k < n / 2."""
+    n = rank.shape[-1]
+    mine = neighbours(dist, k)  # (..., n, k)
+    ranks = np.take_along_axis(np.broadcast_to(rank, mine.shape[:-1] + (n,)), mine, axis=-1) - k
     penalty = np.where(ranks > 0, ranks, 0).sum(axis=(-2, -1))
     return 1.0 - penalty * (2.0 / (n * k * (2.0 * n - 3.0 * k - 1.0)))
 
@@ -160,13 +163,13 @@ def _average_ranks(values: np.ndarray) -> np.ndarray:
 
 
 def positional_rank_corrs(dist: np.ndarray) -> np.ndarray:
-    """(B,) Spearman's rho between the pairwise distances (i < j) of dist (B, n, n) and |i - j|; nan for
+    """(...,) Spearman's rho between the pairwise distances (i < j) of dist (..., n, n) and |i - j|; nan for
     fewer than 3 points."""
     n = dist.shape[-1]
     if n < 3:
-        return np.full(dist.shape[0], np.nan)
+        return np.full(dist.shape[:-2], np.nan)
     i, j = np.triu_indices(n, k=1)
-    a, b = _average_ranks(np.ascontiguousarray(dist[:, i, j])), _average_ranks((j - i).astype(float))
+    a, b = _average_ranks(np.ascontiguousarray(dist[..., i, j])), _average_ranks((j - i).astype(float))
     a, b = a - a.mean(axis=-1, keepdims=True), b - b.mean()
     denominator = np.sqrt((a * a).sum(axis=-1) * (b * b).sum())
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -196,16 +199,27 @@ def group_pairs(words: Sequence[str], groups: Sequence[Sequence[str]]) -> tuple[
 def group_distance_ratios(dist: np.ndarray, words: Sequence[str], groups: Sequence[Sequence[str]]) -> np.ndarray:
     """(B,) mean distance over word pairs inside a group / mean over all pairs, for dist (B, n, n); nan if no
     group has 2 words here."""
-    n, batch = dist.shape[-1], dist.shape[0]
+    return sentences_group_ratios(dist[None], [group_pairs(words, groups)])[0]
+
+
+def sentences_group_ratios(dist: np.ndarray, pairs: Sequence[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """(S, B) group_distance_ratios of S sentences of n words, dist (S, B, n, n), pairs[s] the group_pairs of
+    sentence s; the sentences that share their grouped pairs are measured together."""
+    n = dist.shape[-1]
+    out = np.full(dist.shape[:-2], np.nan)
     i, j = np.triu_indices(n, k=1)
-    a, b = group_pairs(words, groups)
-    if not len(a) or not len(i):
-        return np.full(batch, np.nan)
-    # contiguous rows: numpy sums a strided (fancy-indexed) axis in another order, and the bits would depend on B
-    overall = np.ascontiguousarray(dist[:, i, j]).mean(axis=-1)
-    inside = np.ascontiguousarray(dist[:, a, b]).mean(axis=-1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(overall == 0, np.nan, inside / overall)
+    together: dict[bytes, tuple[np.ndarray, np.ndarray, list[int]]] = {}
+    for s, (a, b) in enumerate(pairs):
+        if len(a) and len(i):
+            together.setdefault(a.tobytes() + b"|" + b.tobytes(), (a, b, []))[2].append(s)
+    for a, b, rows in together.values():
+        some = dist[rows]
+        # contiguous rows: numpy sums a strided (fancy-indexed) axis in another order, and the bits would depend on B
+        overall = np.ascontiguousarray(some[..., i, j]).mean(axis=-1)
+        inside = np.ascontiguousarray(some[..., a, b]).mean(axis=-1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[rows] = np.where(overall == 0, np.nan, inside / overall)
+    return out
 
 
 def group_distance_ratio(dist: np.ndarray, words: Sequence[str], groups: Sequence[Sequence[str]]) -> float:
@@ -214,9 +228,9 @@ def group_distance_ratio(dist: np.ndarray, words: Sequence[str], groups: Sequenc
 
 
 def angular_orders(coords: np.ndarray) -> np.ndarray:
-    """(B,) share of steps i -> i+1 that turn the dominant way around the centroid of coords (B, n, 2)."""
+    """(...,) share of steps i -> i+1 that turn the dominant way around the centroid of coords (..., n, 2)."""
     if coords.shape[-2] < 2:
-        return np.full(coords.shape[0], np.nan)
+        return np.full(coords.shape[:-2], np.nan)
     centred = coords - coords.mean(axis=-2, keepdims=True)
     angles = np.arctan2(centred[..., 1], centred[..., 0])
     steps = np.angle(np.exp(1j * np.diff(angles, axis=-1)))  # wrapped to (-pi, pi]
@@ -229,44 +243,57 @@ def angular_order(coords: np.ndarray) -> float:
 
 
 def procrustes_disparities(reference: np.ndarray, others: np.ndarray) -> np.ndarray:
-    """(B,) scipy.spatial.procrustes disparity of each of others (B, n, 2) against reference (n, 2), batched (equal
-    to scipy's within 1e-15); nan where either projection collapsed to one point."""
+    """(..., B) scipy.spatial.procrustes disparity of each of others (..., B, n, 2) against reference (..., n, 2)
+    (one per sentence), batched (equal to scipy's within 1e-15); nan where either projection collapsed to one
+    point."""
     reference, others = np.asarray(reference, dtype=np.float64), np.asarray(others, dtype=np.float64)
-    a = reference - reference.mean(axis=0)
+    a = (reference - reference.mean(axis=-2, keepdims=True))[..., None, :, :]  # (..., 1, n, 2)
     b = others - others.mean(axis=-2, keepdims=True)
-    norm_a, norm_b = np.sqrt((a * a).sum()), np.sqrt((b * b).sum(axis=(-2, -1)))
-    collapsed = ~(np.ptp(others, axis=-2).any(axis=-1)) | (not np.ptp(reference, axis=0).any())
+    norm_a, norm_b = np.sqrt((a * a).sum(axis=(-2, -1))), np.sqrt((b * b).sum(axis=(-2, -1)))
+    collapsed = ~(np.ptp(others, axis=-2).any(axis=-1)) | ~(np.ptp(reference, axis=-2).any(axis=-1))[..., None]
     safe = np.where(collapsed, 1.0, norm_b)
-    a, b = a / (norm_a or 1.0), b / safe[:, None, None]
+    a, b = a / np.where(norm_a == 0, 1.0, norm_a)[..., None, None], b / safe[..., None, None]
     u, w, vt = np.linalg.svd(np.swapaxes(np.swapaxes(b, -1, -2) @ a, -1, -2))
-    rotated = b @ np.swapaxes(u @ vt, -1, -2) * w.sum(axis=-1)[:, None, None]
+    rotated = b @ np.swapaxes(u @ vt, -1, -2) * w.sum(axis=-1)[..., None, None]
     disparity = np.square(a - rotated).sum(axis=(-2, -1))
     return np.where(collapsed, np.nan, disparity)
 
 
 class Reference:
-    """What every weighting of one sentence is measured against: e, p (n, d) pure embeddings and encodings."""
+    """What every weighting of a sentence is measured against: e, p (n, d) its pure embeddings and encodings, words
+    its n words; or of S sentences of n words at once: e, p (S, n, d), words one list per sentence. The metrics of
+    S sentences take (S, B, ...) batches: B weightings of each."""
 
-    def __init__(
-        self, e: np.ndarray, p: np.ndarray, words: Sequence[str], groups: Sequence[Sequence[str]], k: int
-    ) -> None:
-        self.e, self.p, self.words, self.groups, self.k = e, p, list(words), groups, k
-        self.semantic = reference_sets(pairwise_distances(e), k)  # (n, n)
-        self.positional = reference_sets(pairwise_distances(p), k)
-        self.ranks = reference_ranks(e) if k < len(e) / 2 else None
+    def __init__(self, e: np.ndarray, p: np.ndarray, words: Sequence, groups: Sequence[Sequence[str]], k: int) -> None:
+        self.e, self.p, self.groups, self.k = np.asarray(e), np.asarray(p), groups, k
+        self.sentences = self.e.ndim == 3  # S sentences, or one
+        self.words = [list(w) for w in words] if self.sentences else list(words)
+        self.pairs = [group_pairs(w, groups) for w in (self.words if self.sentences else [self.words])]
+        # (S, 1, n, n) for S sentences: broadcast against (S, B, n, n) batches; (n, n) for one
+        lead = (slice(None), None) if self.sentences else ()
+        self.semantic = reference_sets(pairwise_distances(self.e), k)[lead]
+        self.positional = reference_sets(pairwise_distances(self.p), k)[lead]
+        self.ranks = reference_ranks(self.e)[lead] if k < self.e.shape[-2] / 2 else None
+
+    def group_ratios(self, dist: np.ndarray) -> np.ndarray:
+        """group_distance_ratios of distances dist (B, n, n), or (S, B, n, n) for S sentences."""
+        if self.sentences:
+            return sentences_group_ratios(dist, self.pairs)
+        return sentences_group_ratios(dist[None], self.pairs)[0]
 
 
 def knn_scores(dist: np.ndarray, ref: Reference) -> tuple[np.ndarray, np.ndarray]:
-    """(B,) knn_semantic and (B,) knn_positional of distances dist (B, n, n)."""
+    """knn_semantic and knn_positional of distances dist (B, n, n), or (S, B, n, n) for a Reference of S sentences:
+    each (B,) or (S, B)."""
     return knn_overlaps(dist, ref.semantic, ref.k), knn_overlaps(dist, ref.positional, ref.k)
 
 
 def batch_metrics(z: np.ndarray, coords: np.ndarray, ref: Reference) -> dict[str, np.ndarray]:
     """All metrics for B weightings of one sentence: z (B, n, d) W1*E + W2*P; coords (B, n, 2) their PCA
-    projections. Keys '<metric>_hd' are computed in the d-dimensional space, '<metric>_2d' in the projection;
-    each value is (B,)."""
+    projections (for a Reference of S sentences: z (S, B, n, d), coords (S, B, n, 2)). Keys '<metric>_hd' are
+    computed in the d-dimensional space, '<metric>_2d' in the projection; each value is (B,) (or (S, B))."""
     out: dict[str, np.ndarray] = {}
-    batch = z.shape[0]
+    batch = z.shape[:-2]
     for space, points in (("hd", z), ("2d", coords)):
         dist = pairwise_distances(points)
         out[f"knn_semantic_{space}"], out[f"knn_positional_{space}"] = knn_scores(dist, ref)
@@ -274,7 +301,7 @@ def batch_metrics(z: np.ndarray, coords: np.ndarray, ref: Reference) -> dict[str
             trustworthiness_batch(ref.ranks, dist, ref.k) if ref.ranks is not None else np.full(batch, np.nan)
         )
         out[f"positional_rank_corr_{space}"] = positional_rank_corrs(dist)
-        out[f"group_distance_ratio_{space}"] = group_distance_ratios(dist, ref.words, ref.groups)
+        out[f"group_distance_ratio_{space}"] = ref.group_ratios(dist)
     out["angular_order_2d"] = angular_orders(coords)
     return out
 

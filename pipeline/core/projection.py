@@ -1,116 +1,75 @@
-"""Batched PCA on the device, oriented as scikit-learn orients it, and the disparity between projections.
+"""The sweep's batched PCA in numpy, oriented as scikit-learn orients it, and the disparity between projections.
 
-`pca_project`: batched SVD of given matrices (any shapes). `weighted_pca`: the sweep's W1 E + W2 P for
-every weight pair and sentence from three n x n Gram matrices per sentence and one batched eigh.
+`weighted_pca`: W1 E + W2 P for every weight pair and every sentence of one length, from three n x n Gram matrices
+per sentence and one stacked eigh (LAPACK per matrix: a matrix's result has the same bits alone or in a batch).
 """
 
 from __future__ import annotations
 
-import torch
+import numpy as np
 
 
-def pca_project(x: torch.Tensor, n_components: int = 2) -> tuple[torch.Tensor, torch.Tensor]:
-    """PCA of every matrix in a batch, as `sklearn.decomposition.PCA(n_components).fit_transform`.
-
-    x: (batch, n_samples, n_features). Returns (coords (batch, n_samples, k), explained_variance_ratio (batch, k)).
-    Signs follow scikit-learn (>= 1.5): in each component the entry of largest magnitude is positive.
-    Computed in float64 (float32 on MPS), whatever the input dtype.
-    """
-    if x.ndim != 3:
-        raise ValueError(f"expected (batch, n_samples, n_features), got shape {tuple(x.shape)}")
-    k = n_components
-    if k > min(x.shape[1], x.shape[2]):
-        raise ValueError(f"n_components={k} needs at least {k} samples and features, got {tuple(x.shape[1:])}")
-    work = torch.float32 if x.device.type == "mps" else torch.float64
-    centered = x.to(work) - x.to(work).mean(dim=1, keepdim=True)
-    _, s, vt = torch.linalg.svd(centered, full_matrices=False)  # vt: (batch, r, n_features)
-    components = vt[:, :k, :]
-    pivot = components.abs().argmax(dim=2, keepdim=True)  # (batch, k, 1)
-    signs = torch.sign(torch.gather(components, 2, pivot))
-    signs[signs == 0] = 1.0
-    components = components * signs
-    coords = centered @ components.transpose(1, 2)  # (batch, n_samples, k)
-    variance = s.square()
-    total = variance.sum(dim=1, keepdim=True)
-    ratio = torch.where(
-        total > 0, variance[:, :k] / total.clamp_min(torch.finfo(work).tiny), torch.zeros_like(variance[:, :k])
-    )
-    return coords, ratio
-
-
-def weighted_pca(
-    embeddings: torch.Tensor, encodings: torch.Tensor, w1, w2, lengths=None, n_components: int = 2
-) -> tuple[torch.Tensor, torch.Tensor]:
+def weighted_pca(embeddings, encodings, w1, w2, n_components: int = 2) -> tuple[np.ndarray, np.ndarray]:
     """PCA of X[s, j] = w1[j] * embeddings[s] + w2[j] * encodings[s] for every sentence s and weight pair j,
-    as `sklearn.decomposition.PCA(n_components).fit_transform(X[s, j][:lengths[s]])`, signs included.
+    as `sklearn.decomposition.PCA(n_components).fit_transform(X[s, j])`, signs included.
 
-    embeddings, encodings: (S, n, d), sentence s using its first lengths[s] rows (the rest is padding), or
-    (n, d) for one sentence. w1, w2: (P,) sequences or tensors. Returns coords (S, P, n, k) (zero on padding
-    rows) and explained_variance_ratio (S, P, k) in float64 (float32 on MPS) on the inputs' device; for
-    (n, d) inputs the S axis is dropped.
+    embeddings, encodings: (S, n, d) for S sentences of n words, or (n, d) for one sentence. w1, w2: (P,)
+    sequences or arrays. Returns coords (S, P, n, k) and explained_variance_ratio (S, P, k), float64; for (n, d)
+    inputs the S axis is dropped.
 
     No X is formed: its centred Gram matrix is w1^2 Gee + w1 w2 (Gep + Gep^T) + w2^2 Gpp, so three n x n
-    products per sentence and one batched eigh of (S P, n, n) give every projection: coords = U sqrt(lambda).
+    products per sentence and one stacked eigh of (S, P, n, n) give every projection: coords = U sqrt(lambda). Memory:
+    about 16 S P n^2 bytes (the Gram matrices and their eigenvectors).
     Signs follow scikit-learn (>= 1.5, svd_flip on the components): the entry of largest magnitude of each
     component V_c = X^T U_c / s_c is made positive, V_c computed as w1 (E^T U_c) + w2 (P^T U_c).
+    Every step works on each (sentence, pair) on its own (elementwise products, one matrix product or eigh per
+    matrix), so a pair's numbers do not depend on the batch around it.
     """
-    single = embeddings.ndim == 2
-    e, p = (embeddings[None], encodings[None]) if single else (embeddings, encodings)
+    e, p = np.asarray(embeddings, dtype=np.float64), np.asarray(encodings, dtype=np.float64)
+    single = e.ndim == 2
+    e, p = (e[None], p[None]) if single else (e, p)
     if e.ndim != 3 or e.shape != p.shape:
         raise ValueError(
-            f"embeddings {tuple(embeddings.shape)} and encodings {tuple(encodings.shape)} must both be "
+            f"embeddings {np.shape(embeddings)} and encodings {np.shape(encodings)} must both be "
             "(sentences, n, d) or (n, d) of the same shape"
         )
-    device = e.device
-    work = torch.float32 if device.type == "mps" else torch.float64
-    e, p = e.to(work), p.to(device, work)
-    S, n, d = e.shape
-    w1 = torch.as_tensor(w1, dtype=work).reshape(-1).to(device)
-    w2 = torch.as_tensor(w2, dtype=work).reshape(-1).to(device)
+    w1, w2 = np.asarray(w1, dtype=np.float64).reshape(-1), np.asarray(w2, dtype=np.float64).reshape(-1)
     if w1.shape != w2.shape:
-        raise ValueError(f"w1 ({w1.numel()}) and w2 ({w2.numel()}) must have one value per weight pair")
-    lengths = torch.full((S,), n, device=device) if lengths is None else torch.as_tensor(lengths).to(device)
+        raise ValueError(f"w1 ({w1.size}) and w2 ({w2.size}) must have one value per weight pair")
+    S, n, d = e.shape
     k = n_components
-    if lengths.shape != (S,) or int(lengths.min()) < 1 or int(lengths.max()) > n:
-        raise ValueError(f"lengths must hold one value in 1..{n} per sentence, got {lengths.tolist()}")
-    if not 1 <= k <= min(int(lengths.min()), d):
-        raise ValueError(
-            f"n_components={k} needs at least {k} samples and features, got lengths {lengths.tolist()} and d={d}"
-        )
+    if not 1 <= k <= min(n, d):
+        raise ValueError(f"n_components={k} needs at least {k} samples and features, got n={n} and d={d}")
 
-    mask = (torch.arange(n, device=device)[None, :] < lengths[:, None]).to(work)[..., None]  # (S, n, 1)
-    count = lengths.to(work)[:, None, None]
-    e_c = (e - (e * mask).sum(dim=1, keepdim=True) / count) * mask
-    p_c = (p - (p * mask).sum(dim=1, keepdim=True) / count) * mask
-    g_ep = e_c @ p_c.transpose(1, 2)
-    blocks = torch.stack([e_c @ e_c.transpose(1, 2), g_ep + g_ep.transpose(1, 2), p_c @ p_c.transpose(1, 2)], 1)
-    coef = torch.stack([w1 * w1, w1 * w2, w2 * w2], dim=1)  # (P, 3)
-    S, P = blocks.shape[0], coef.shape[0]
-    gram = (coef @ blocks.reshape(S, 3, n * n)).reshape(S, P, n, n)  # every pair's Gram
-    total = coef @ torch.diagonal(blocks, dim1=-2, dim2=-1).sum(-1)[..., None]  # (S, P, 1): (n-1) * variance
-    evals, evecs = torch.linalg.eigh(gram)  # ascending
-    lam = evals[..., -k:].flip(-1).clamp_min(0.0)  # (S, P, k)
-    u = evecs[..., -k:].flip(-1)  # (S, P, n, k)
+    e_c = e - e.mean(axis=1, keepdims=True)
+    p_c = p - p.mean(axis=1, keepdims=True)
+    g_ee, g_pp, g_ep = e_c @ e_c.swapaxes(1, 2), p_c @ p_c.swapaxes(1, 2), e_c @ p_c.swapaxes(1, 2)
+    g_mixed = g_ep + g_ep.swapaxes(1, 2)
+    a, b, c = (w1 * w1)[:, None, None], (w1 * w2)[:, None, None], (w2 * w2)[:, None, None]  # (P, 1, 1)
+    gram = a * g_ee[:, None] + b * g_mixed[:, None] + c * g_pp[:, None]  # (S, P, n, n): every pair's Gram
+    trace = lambda g: np.trace(g, axis1=-2, axis2=-1)[:, None]  # noqa: E731  (S, 1)
+    total = a[:, 0, 0] * trace(g_ee) + b[:, 0, 0] * trace(g_mixed) + c[:, 0, 0] * trace(g_pp)  # (n-1) variance
+    evals, evecs = np.linalg.eigh(gram)  # ascending
+    lam = np.maximum(evals[..., ::-1][..., :k], 0.0)  # (S, P, k), descending
+    u = evecs[..., ::-1][..., :k]  # (S, P, n, k)
 
-    features = torch.cat([e_c, p_c], dim=1)  # (S, 2n, d)
-    sign = torch.empty_like(lam)
-    chunk = max(1, 2**22 // (S * k * d))
-    for j0 in range(0, P, chunk):
-        j1 = min(P, j0 + chunk)
-        uj = u[:, j0:j1]
-        weighted = torch.cat([w1[j0:j1, None, None] * uj, w2[j0:j1, None, None] * uj], dim=2)  # (S, p, 2n, k)
-        v = torch.einsum("spmk,smd->spkd", weighted, features)  # s_c * component c
-        sj = torch.sign(torch.gather(v, -1, v.abs().argmax(dim=-1, keepdim=True)))[..., 0]
-        sign[:, j0:j1] = torch.where(sj == 0, 1.0, sj)
-    coords = u * (lam.sqrt() * sign)[:, :, None, :] * mask[:, None]
-    ratio = torch.where(total > 0, lam / total.clamp_min(torch.finfo(work).tiny), 0.0)
+    e_t, p_t = e_c.swapaxes(1, 2)[:, None], p_c.swapaxes(1, 2)[:, None]  # (S, 1, d, n)
+    sign = np.empty_like(lam)
+    step = max(1, 2**22 // (S * d * k))  # pairs at a time: the components (S, step, d, k) stay small
+    for j in range(0, len(w1), step):
+        uj = u[:, j : j + step]
+        v = w1[j : j + step, None, None] * (e_t @ uj) + w2[j : j + step, None, None] * (p_t @ uj)  # s_c * V_c
+        pivot = np.take_along_axis(v, np.abs(v).argmax(axis=-2)[..., None, :], axis=-2)[..., 0, :]
+        sign[:, j : j + step] = np.where(pivot < 0, -1.0, 1.0)
+    coords = u * (np.sqrt(lam) * sign)[..., None, :]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = np.where(total[..., None] > 0, lam / total[..., None], 0.0)
     return (coords[0], ratio[0]) if single else (coords, ratio)
 
 
 def procrustes_disparity(reference, other) -> float:
     """scipy.spatial.procrustes disparity in [0, 1]: 0 when `other` is `reference` up to shift, scale,
     rotation and reflection; 1 when nothing of its shape is left. Both (n_points, 2)."""
-    import numpy as np
     from scipy.spatial import procrustes
 
     reference, other = np.asarray(reference, dtype=np.float64), np.asarray(other, dtype=np.float64)

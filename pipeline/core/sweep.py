@@ -1,11 +1,17 @@
 """The sweep: W1 * word_embedding + W2 * positional_encoding for every weight pair and every sentence, projected
-to 2-D with PCA and measured (pipeline.core.metrics); arrays and dicts in, arrays and dicts out, no files.
+to 2-D with PCA and measured (pipeline.core.metrics); arrays and dicts in, arrays and dicts out, no files; numpy
+only (no torch: the sweep stage starts in a fraction of torch's import time).
 
 Per sentence three batches of weights go through one batched PCA: the configured pairs (baseline W1=1, W2=0
 first), the Transformer's scaling W1 = sqrt(d), W2 = 1, and the ratio grid W1 = 1, W2 = r. Projections are
 rounded to SIGNIFICANT_DIGITS of each frame's largest coordinate before anything is measured or saved, so that
 metrics, files and figures agree and do not change with the CPU's summation order. The metrics of the whole
 batch are computed at once too (pipeline.core.metrics.batch_metrics, in chunks of bounded memory).
+
+Sentences of the same length go through together, up to SENTENCES_AT_ONCE at a time: one PCA, one batch of
+metrics and one lockstep bisection for all of them. Every step works on each sentence and pair on its own
+(elementwise arithmetic, reductions over the same contiguous axes, one LAPACK call per matrix), so a sentence's
+numbers have the same bits alone or among thousands (tests/test_sweep.py).
 
 The crossover r* is exact: wherever the k-NN curves switch between two grid ratios, the switch is located by
 bisection on r to a relative 1e-9, evaluating the d-dimensional k-NN metrics at the new ratios (they need no
@@ -24,23 +30,29 @@ from pipeline.base.files import round_significant
 from pipeline.base.progress import Progress
 from pipeline.base.trees import flatten
 from pipeline.core.metrics import (
+    RTOL,
     Reference,
     batch_metrics,
+    bisect_switches,
     crossover,
-    knn_scores,
+    knn_overlaps,
     pairwise_distances,
     positional_wins,
     procrustes_disparities,
-    switch_points,
     valid_neighbours,
 )
+from pipeline.core.projection import weighted_pca
 from pipeline.core.weights import WeightPair, weight_pairs
 
 
 # metrics.json's transformer_scaling.s{i}: the metrics reported at the paper's scaling
 SCALING_METRICS = ("knn_semantic_hd", "knn_positional_hd", "trustworthiness_2d", "pca_disparity")
-# Weightings measured at once: the pairwise differences of a chunk, (chunk, n, n, d) float64, stay near this size.
+# Work measured at once stays near this size: a chunk's weighted points, their row differences and distances,
+# about 16 n (n + d) bytes per weighting of n words (pipeline.core.metrics.pairwise_distances works row by row).
 CHUNK_BYTES = 64 * 2**20
+# Sentences of one length swept together: enough to batch the bisections (about 30 steps each) and numpy's calls,
+# few enough that progress lines still come (the chunk's memory is bounded by CHUNK_BYTES as well).
+SENTENCES_AT_ONCE = 256
 
 
 @dataclass(frozen=True)
@@ -85,77 +97,143 @@ def grid_pairs(ratios: np.ndarray) -> list[WeightPair]:
 
 
 def project(
-    e: np.ndarray, p: np.ndarray, pairs: Sequence[WeightPair], n_components: int = 2, device="cpu"
+    e: np.ndarray, p: np.ndarray, pairs: Sequence[WeightPair], n_components: int = 2
 ) -> tuple[np.ndarray, np.ndarray]:
-    """PCA of W1 * e + W2 * p for every pair at once (pipeline.core.projection.weighted_pca: one batched eigh
+    """PCA of W1 * e + W2 * p for every pair at once (pipeline.core.projection.weighted_pca: one stacked eigh
     of the pairs' n x n Gram matrices), as scikit-learn's PCA gives it, signs included.
 
-    e, p: (n, d) embeddings and encodings of one sentence. Returns coords (pairs, n, k) rounded to
-    SIGNIFICANT_DIGITS of each frame's largest coordinate, and explained variance ratios (pairs, k) rounded
-    to SIGNIFICANT_DIGITS of 1, both float64.
+    e, p: (n, d) embeddings and encodings of one sentence, or (S, n, d) of S sentences. Returns coords
+    ([S,] pairs, n, k) rounded to SIGNIFICANT_DIGITS of each frame's largest coordinate, and explained variance
+    ratios ([S,] pairs, k) rounded to SIGNIFICANT_DIGITS of 1, both float64.
     """
-    import torch
-
-    from pipeline.core.projection import weighted_pca
-
-    coords, ratio = weighted_pca(
-        torch.as_tensor(e, device=device),
-        torch.as_tensor(p, device=device),
-        [pair.w1 for pair in pairs],
-        [pair.w2 for pair in pairs],
-        n_components=n_components,
-    )
-    coords, ratio = coords.cpu().double().numpy(), ratio.cpu().double().numpy()
-    frame_scale = np.abs(coords).max(axis=(1, 2), keepdims=True)
+    coords, ratio = weighted_pca(e, p, [pair.w1 for pair in pairs], [pair.w2 for pair in pairs], n_components)
+    frame_scale = np.abs(coords).max(axis=(-2, -1), keepdims=True)
     return round_significant(coords, floor=frame_scale), round_significant(ratio, floor=1.0)
 
 
-def measure(
-    pairs: Sequence[WeightPair], coords: np.ndarray, explained: np.ndarray, baseline: np.ndarray, ref: Reference
-) -> dict[str, np.ndarray]:
-    """Every metric of B weightings of one sentence, each a (B,) array: coords (B, n, 2) their projections,
-    explained (B, 2), baseline (n, 2) the pure-embedding projection, ref the sentence's references (e, p (n, d))."""
+def measure(pairs: Sequence[WeightPair], coords: np.ndarray, explained: np.ndarray, ref: Reference) -> dict:
+    """Every metric of B weightings of S sentences of n words, each an (S, B) array: coords (S, B, n, 2) their
+    projections (the baseline's first), explained (S, B, 2), ref the sentences' references (e, p (S, n, d))."""
     w1 = np.array([pair.w1 for pair in pairs])[:, None, None]
     w2 = np.array([pair.w2 for pair in pairs])[:, None, None]
-    n, d = ref.e.shape
-    step = max(1, CHUNK_BYTES // (8 * n * n * max(d, 2)))
+    S, n, d = ref.e.shape
+    step = max(1, CHUNK_BYTES // (16 * S * n * (n + d)))
     parts = [
-        batch_metrics(w1[a : a + step] * ref.e + w2[a : a + step] * ref.p, coords[a : a + step], ref)
+        batch_metrics(
+            w1[a : a + step] * ref.e[:, None] + w2[a : a + step] * ref.p[:, None], coords[:, a : a + step], ref
+        )
         for a in range(0, len(pairs), step)
     ]
-    values = {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
+    values = {key: np.concatenate([part[key] for part in parts], axis=1) for key in parts[0]}
     baseline_rows = np.array([pair.is_baseline for pair in pairs])
-    values["pca_disparity"] = np.where(baseline_rows, 0.0, procrustes_disparities(baseline, coords))
+    values["pca_disparity"] = np.where(baseline_rows, 0.0, procrustes_disparities(coords[:, 0], coords))
     values["explained_variance_2d"] = explained.sum(axis=-1)
     return values
 
 
 def positional_wins_at(ref: Reference):
     """wins(r): True when, at W1 = 1, W2 = r, positional neighbours (d-dimensional k-NN) are at least as many as
-    semantic ones; computed exactly as the grid's points are."""
-
-    def wins(r: float) -> bool:
-        semantic, positional = knn_scores(pairwise_distances((1.0 * ref.e + r * ref.p)[None]), ref)
-        return bool(positional_wins(semantic, positional)[0])
-
-    return wins
+    semantic ones; computed exactly as the grid's points are (ref: one sentence)."""
+    many = Reference(ref.e[None], ref.p[None], [ref.words], ref.groups, ref.k)
+    return lambda r: bool(wins_at(many, np.zeros(1, dtype=int), np.array([[r]]))[0, 0])
 
 
-def exact_crossover(ratios: np.ndarray, curves: dict[str, np.ndarray], ref: Reference) -> dict:
+def wins_at(ref: Reference, rows: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """positional_wins of sentences `rows` (A,) of a Reference of S sentences at W1 = 1, W2 = r (A, j): (A, j)
+    bool, computed as the grid's points are, in chunks of bounded memory (CHUNK_BYTES)."""
+    _, n, d = ref.e.shape
+    rows_at_once = max(1, CHUNK_BYTES // (16 * r.shape[1] * n * (n + d)))
+    out = []
+    for a in range(0, len(rows), rows_at_once):
+        some, at = rows[a : a + rows_at_once], r[a : a + rows_at_once]
+        dist = pairwise_distances(1.0 * ref.e[some, None] + at[:, :, None, None] * ref.p[some, None])  # (A, j, n, n)
+        semantic = knn_overlaps(dist, ref.semantic[some], ref.k)
+        positional = knn_overlaps(dist, ref.positional[some], ref.k)
+        out.append(positional_wins(semantic, positional))
+    return np.concatenate(out) if out else np.zeros(r.shape, dtype=bool)
+
+
+def exact_switches(ratios: np.ndarray, on_grid: np.ndarray, ref: Reference, rtol: float = RTOL) -> list[list]:
+    """Every switch between "meaning wins" and "position wins" that the grid brackets, for S sentences at once:
+    on_grid (S, m) positional_wins on the grid ratios (m,), ref their Reference. Returns per sentence
+    [(r, state after the switch)] in increasing r, each located by bisection on log r to a relative rtol; the
+    bisections of all sentences run in lockstep (pipeline.core.metrics.bisect_switches), the brackets still
+    narrowing evaluated together. Two switches between the same two grid points are not seen."""
+    sentence, left = np.nonzero(on_grid[:, 1:] != on_grid[:, :-1])  # every bracketed switch, by sentence, then r
+    state = on_grid[sentence, left + 1]
+    found = bisect_switches(
+        ratios[left], ratios[left + 1], state, lambda at, mid: wins_at(ref, sentence[at], mid[:, None])[:, 0], rtol
+    )
+    out: list[list] = [[] for _ in range(len(on_grid))]
+    for s, r, after in zip(sentence.tolist(), found.tolist(), state.tolist()):
+        out[s].append((r, after))
+    return out
+
+
+def crossover_entry(ratios: np.ndarray, on_grid: np.ndarray, switches: list, k: int) -> dict:
     """metrics.json's crossover.s{i}: r_star (None: positional neighbours never win on the grid; the grid's first
     ratio: they already win there), log10_r_star, neighbours (k), and switch_points {"0": {"r", "to"}, ...}: every
     switch the grid brackets, located to a relative 1e-9, "to" the side that wins after it (position/meaning)."""
-    wins_on_grid = positional_wins(curves["knn_semantic_hd"], curves["knn_positional_hd"])
-    switches = switch_points(ratios, wins_on_grid, positional_wins_at(ref))
-    r_star = crossover(ratios, wins_on_grid, switches)
+    r_star = crossover(ratios, on_grid, switches)
     return {
         "r_star": r_star,
         "log10_r_star": None if r_star is None else math.log10(r_star),
-        "neighbours": ref.k,
+        "neighbours": k,
         "switch_points": {
             str(i): {"r": r, "to": "position" if state else "meaning"} for i, (r, state) in enumerate(switches)
         },
     }
+
+
+def exact_crossover(ratios: np.ndarray, curves: dict[str, np.ndarray], ref: Reference) -> dict:
+    """crossover_entry of one sentence from its k-NN curves along the grid (ref: that sentence)."""
+    on_grid = positional_wins(curves["knn_semantic_hd"], curves["knn_positional_hd"])
+    many = Reference(ref.e[None], ref.p[None], [ref.words], ref.groups, ref.k)
+    return crossover_entry(ratios, on_grid, exact_switches(ratios, on_grid[None], many)[0], ref.k)
+
+
+def sweep_sentences(
+    e: np.ndarray,
+    p: np.ndarray,
+    words: Sequence[Sequence[str]],
+    pairs: list[WeightPair],
+    ratios: np.ndarray,
+    d_model: int,
+    groups: Sequence[Sequence[str]],
+    neighbours: int,
+    n_components: int = 2,
+) -> list[SentenceSweep]:
+    """The sweep of S sentences of n words at once: e, p (S, n, d) float64 word embeddings and positional
+    encodings of their words, words[s] the words of sentence s."""
+    S, n, _ = e.shape
+    ref = Reference(e, p, words, groups, valid_neighbours(neighbours, n))
+    batch = pairs + [transformer_pair(d_model)] + grid_pairs(ratios)
+    coords, explained = project(e, p, batch, n_components)
+    values = measure(batch, coords, explained, ref)
+    n_pairs = len(pairs)
+    on_grid = positional_wins(
+        values["knn_semantic_hd"][:, n_pairs + 1 :], values["knn_positional_hd"][:, n_pairs + 1 :]
+    )
+    switches = exact_switches(ratios, on_grid, ref)
+    out = []
+    for s in range(S):
+        rows = [{key: float(column[s, j]) for key, column in values.items()} for j in range(n_pairs + 1)]
+        at_scaling = rows[n_pairs]
+        scaling = {key: at_scaling[key] for key in SCALING_METRICS}
+        scaling["semantic_dominates"] = float(at_scaling["knn_semantic_hd"] > at_scaling["knn_positional_hd"])
+        out.append(
+            SentenceSweep(
+                coords=coords[s, :n_pairs],
+                explained=explained[s, :n_pairs],
+                grid_coords=coords[s, n_pairs + 1 :],
+                grid_explained=explained[s, n_pairs + 1 :],
+                pairs={pair.label: rows[j] for j, pair in enumerate(pairs)},
+                curves={key: column[s, n_pairs + 1 :] for key, column in values.items()},
+                crossover=crossover_entry(ratios, on_grid[s], switches[s], ref.k),
+                scaling=scaling,
+            )
+        )
+    return out
 
 
 def sweep_sentence(
@@ -168,30 +246,23 @@ def sweep_sentence(
     groups: Sequence[Sequence[str]],
     neighbours: int,
     n_components: int = 2,
-    device="cpu",
 ) -> SentenceSweep:
     """The sweep of one sentence: e, p (n, d) float64 word embeddings and positional encodings of its words."""
-    ref = Reference(e, p, words, groups, valid_neighbours(neighbours, len(words)))
-    scaling_pair, grid = transformer_pair(d_model), grid_pairs(ratios)
-    batch = pairs + [scaling_pair] + grid
-    coords, explained = project(e, p, batch, n_components, device)
-    values = measure(batch, coords, explained, coords[0], ref)
-    n_pairs = len(pairs)
-    rows = [{key: float(column[j]) for key, column in values.items()} for j in range(n_pairs + 1)]
-    curves = {key: column[n_pairs + 1 :] for key, column in values.items()}
-    at_scaling = rows[n_pairs]
-    scaling = {key: at_scaling[key] for key in SCALING_METRICS}
-    scaling["semantic_dominates"] = float(at_scaling["knn_semantic_hd"] > at_scaling["knn_positional_hd"])
-    return SentenceSweep(
-        coords=coords[:n_pairs],
-        explained=explained[:n_pairs],
-        grid_coords=coords[n_pairs + 1 :],
-        grid_explained=explained[n_pairs + 1 :],
-        pairs={pair.label: rows[j] for j, pair in enumerate(pairs)},
-        curves=curves,
-        crossover=exact_crossover(ratios, curves, ref),
-        scaling=scaling,
-    )
+    return sweep_sentences(e[None], p[None], [words], pairs, ratios, d_model, groups, neighbours, n_components)[0]
+
+
+def sentence_batches(lengths: Sequence[int], pairs: int = 0, d: int = 0) -> list[list[int]]:
+    """The sentences (indices) measured together: those of one length, in order, at most SENTENCES_AT_ONCE at a
+    time; with `pairs` weightings of d-dimensional points each, fewer where their weighted points, distances, Gram
+    matrices and eigenvectors (about 16 pairs n (n + d) bytes a sentence) would pass CHUNK_BYTES."""
+    by_length: dict[int, list[int]] = {}
+    for i, n in enumerate(lengths):
+        by_length.setdefault(n, []).append(i)
+    batches = []
+    for n, group in by_length.items():
+        size = max(1, min(SENTENCES_AT_ONCE, CHUNK_BYTES // max(1, 16 * pairs * n * (n + d))))
+        batches += [group[a : a + size] for a in range(0, len(group), size)]
+    return batches
 
 
 def run_sweep(
@@ -201,47 +272,55 @@ def run_sweep(
     d_model: int,
     sweep_cfg: Any,
     metrics_cfg: Any,
-    device="cpu",
 ) -> Sweep:
-    """Every sentence of tokens.json through the sweep.
+    """Every sentence of tokens.json through the sweep, those of one length together (sentence_batches).
 
     embeddings: (V + 1, d) rows by word index; pe: (max_len, d) (a memory map is fine: only the sentences'
     positions are read); sweep_cfg, metrics_cfg: the `sweep` and `metrics` configs.
     """
     pairs = weight_pairs(sweep_cfg.w1, sweep_cfg.w2, d_model=d_model)
     ratios = ratio_grid(sweep_cfg.ratios)
-    sentences = []
-    progress = Progress("sweep: sentences", len(tokens["ids"]))
-    for ids, positions, words in zip(tokens["ids"], tokens["positions"], tokens["words"]):
-        e = np.asarray(embeddings[ids], dtype=np.float64)
-        p = np.asarray(pe[positions], dtype=np.float64)
-        sentences.append(
-            sweep_sentence(
-                e,
-                p,
-                words,
-                pairs,
-                ratios,
-                d_model,
-                metrics_cfg.groups,
-                metrics_cfg.neighbours,
-                sweep_cfg.n_components,
-                device,
-            )
+    ids, positions, words = tokens["ids"], tokens["positions"], tokens["words"]
+    sentences: list = [None] * len(ids)
+    progress = Progress("sweep: sentences", len(ids))
+    done = 0
+    batch_size = len(pairs) + 1 + len(ratios)
+    for batch in sentence_batches([len(i) for i in ids], batch_size, embeddings.shape[1]):
+        e = np.stack([np.asarray(embeddings[ids[i]], dtype=np.float64) for i in batch])
+        p = np.stack([np.asarray(pe[positions[i]], dtype=np.float64) for i in batch])
+        results = sweep_sentences(
+            e,
+            p,
+            [words[i] for i in batch],
+            pairs,
+            ratios,
+            d_model,
+            metrics_cfg.groups,
+            metrics_cfg.neighbours,
+            sweep_cfg.n_components,
         )
-        progress.update(len(sentences))
+        for i, result in zip(batch, results):
+            sentences[i] = result
+        done += len(batch)
+        progress.update(done)
     return Sweep(d_model, pairs, ratios, sentences)
 
 
-def metrics(sweep: Sweep, encoded_metrics: dict) -> dict:
-    """reports/metrics.json: encoded_metrics (pipeline.core.encode.summary_metrics: encoding, embedding), then
-    per sentence s{i} the pairs' metrics, the crossover and the Transformer scaling. NaN (a metric undefined
-    here, e.g. no semantic group in the sentence) becomes None (JSON null)."""
+# Entries of the encode stage's summary (encode.json) that describe the run rather than measure the encoding
+ENCODE_INFO = ("kind", "glove", "vocab_size", "oov_count", "oov_words")
+
+
+def metrics(sweep: Sweep, encoded: dict) -> dict:
+    """reports/metrics.json: from encoded (the encode stage's summary, encode.json) "encoding" (its measurements)
+    and "embedding" (vocabulary counts), then per sentence s{i} the pairs' metrics, the crossover and the
+    Transformer scaling. NaN (a metric undefined here, e.g. no semantic group in the sentence) becomes None (JSON
+    null)."""
     scaling: dict = {"r": sweep.scaling_ratio}
     scaling.update({f"s{s}": sentence.scaling for s, sentence in enumerate(sweep.sentences)})
     return _finite(
         {
-            **encoded_metrics,
+            "encoding": {key: value for key, value in encoded.items() if key not in ENCODE_INFO},
+            "embedding": {"vocab_size": encoded["vocab_size"], "oov_count": encoded["oov_count"]},
             "sweep": {f"s{s}": sentence.pairs for s, sentence in enumerate(sweep.sentences)},
             "crossover": {f"s{s}": sentence.crossover for s, sentence in enumerate(sweep.sentences)},
             "transformer_scaling": scaling,
@@ -376,19 +455,18 @@ def projection_meta(sweep: Sweep, tokens: dict, encoded: dict) -> dict:
     }
 
 
-def ratio_columns(sweep: Sweep, sentences: int | None = None) -> dict[str, list]:
+def ratio_columns(sweep: Sweep, sentences: int | None = None) -> dict[str, np.ndarray]:
     """The metrics against the ratio grid of the first `sentences` sentences (default: all) in long format, one row
     per sentence and ratio: sentence, r, log10_r, then every metric (reports/plots/ratio_sweep.csv, and every
     sentence's in data/sweep/ratio_sweep.csv)."""
     chosen = sweep.sentences[:sentences]
-    m = len(sweep.ratios)
-    columns: dict[str, list] = {
-        "sentence": [s for s in range(len(chosen)) for _ in range(m)],
-        "r": sweep.ratios.tolist() * len(chosen),
-        "log10_r": np.log10(sweep.ratios).tolist() * len(chosen),
+    columns: dict[str, np.ndarray] = {
+        "sentence": np.repeat(np.arange(len(chosen)), len(sweep.ratios)),
+        "r": np.tile(sweep.ratios, len(chosen)),
+        "log10_r": np.tile(np.log10(sweep.ratios), len(chosen)),
     }
     for key in chosen[0].curves if chosen else ():
-        columns[key] = np.concatenate([sentence.curves[key] for sentence in chosen]).tolist()
+        columns[key] = np.concatenate([sentence.curves[key] for sentence in chosen])
     return columns
 
 

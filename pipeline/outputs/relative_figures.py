@@ -41,8 +41,8 @@ def variant_names(decay: dict, scale: float) -> dict[str, str]:
 
 
 def queue_relative_figures(layout, cfg: Any, path, batch) -> None:
-    """Queue the four figures on `batch` (pipeline.outputs.figures.Batch); cfg: the `figures` config; path(name):
-    where a figure goes (and records its name)."""
+    """Queue the four figures on `batch` (pipeline.outputs.figures.Batch), the longest to draw first; cfg: the
+    `figures` config; path(name): where a figure goes (and records its name)."""
     from pipeline.base.files import read_json
 
     summary = read_json(layout.relative_metrics)
@@ -51,6 +51,17 @@ def queue_relative_figures(layout, cfg: Any, path, batch) -> None:
     r, a = load_arrays(layout.rope_arrays), load_arrays(layout.alibi_arrays)
     checks = rope["relative_only"][rope["layout"]]
     tag = f"{rope['layout']}, d = {rope['d_head']}, base {rope['base']:g}"
+    first = alibi["heads"][next(iter(alibi["heads"]))]
+    count = len(first["slopes"])
+    batch.add(
+        alibi_bias,
+        a[f"bias_h{count}"],
+        first["slope_exponents"],
+        path("alibi_bias.png"),
+        causal=alibi["causal"],
+        sequential=cfg.sequential_cmap,
+        dpi=cfg.dpi,
+    )
     batch.add(
         rope_scores,
         r["scores"],
@@ -71,17 +82,6 @@ def queue_relative_figures(layout, cfg: Any, path, batch) -> None:
         path("rope_decay.png"),
         d_head=rope["d_head"],
         at_rest=rope["decay_bound_at_rest"],
-        dpi=cfg.dpi,
-    )
-    first = alibi["heads"][next(iter(alibi["heads"]))]
-    count = len(first["slopes"])
-    batch.add(
-        alibi_bias,
-        a[f"bias_h{count}"],
-        first["slope_exponents"],
-        path("alibi_bias.png"),
-        causal=alibi["causal"],
-        sequential=cfg.sequential_cmap,
         dpi=cfg.dpi,
     )
     batch.add(
@@ -282,11 +282,14 @@ def alibi_penalty(
 
 
 def queue_property_figures(layout, cfg: Any, path, batch) -> None:
-    """Queue pe_properties.png and rope_scalings.png on `batch` (as queue_relative_figures)."""
+    """Queue rope_scalings.png and pe_properties.png on `batch` (as queue_relative_figures)."""
     from pipeline.base.files import read_json
 
     summary = read_json(layout.properties_metrics)
     s = load_arrays(layout.scaling_arrays)
+    batch.add(
+        rope_scalings, s, summary["rope_scalings"], path("rope_scalings.png"), d_head=summary["d_head"], dpi=cfg.dpi
+    )
     batch.add(
         properties_heatmap,
         summary["families"],
@@ -294,9 +297,6 @@ def queue_property_figures(layout, cfg: Any, path, batch) -> None:
         positions=summary["positions"],
         sequential=cfg.sequential_cmap,
         dpi=cfg.dpi,
-    )
-    batch.add(
-        rope_scalings, s, summary["rope_scalings"], path("rope_scalings.png"), d_head=summary["d_head"], dpi=cfg.dpi
     )
 
 

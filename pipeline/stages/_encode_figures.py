@@ -1,77 +1,90 @@
 """The figures of the encode stage's data, drawn by that stage (reports/figures/encode/): the encoding matrix, its
 dot products and distances and the two property plots (kind `encoding`), RoPE's and ALiBi's (kind `relative`) and
 the families' properties and RoPE scalings (kind `properties`, both pipeline.outputs.relative_figures) and the
-tutorials' (kind `tutorials`). Drawn where their data is computed, so that
-a change of the weights (`sweep.*`) re-draws none of them (the figures stage draws the sweep's).
+tutorials' (kind `tutorials`). Drawn where their data is computed, so that a change of the weights (`sweep.*`)
+re-draws none of them (the figures stage draws the sweep's).
+
+The figure workers are forked before the stage imports torch, and each kind's figures are queued as soon as its data
+is written: the workers draw while this process computes the next kind (`EncodeFigures`).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from pipeline.base.paths import Layout
 
 log = logging.getLogger("pipeline")
+T = TypeVar("T")
 
 KINDS = frozenset(
     {"encoding", "relative", "properties", "tutorials"}
 )  # the kinds of pipeline.config.figure_sets drawn here
 
 
-def draw_encode_figures(params: dict, layout: Layout) -> list[str]:
-    """The configured set's figures of these kinds, into a fresh folder swapped in at the end (no figure of an older
-    config lingers); returns the PNG names."""
+class EncodeFigures:
+    """Queues the configured set's figures of one kind at a time (`queue(kind)`: nothing when the set does not
+    draw that kind) on `batch`, a pipeline.outputs.figures.Batch of drawing workers; `names`: the PNG names queued."""
+
+    def __init__(self, params, layout: Layout, out: Path) -> None:
+        from pipeline.config.figure_sets import drawn_kinds
+
+        self.params, self.layout, self.out, self.batch = params, layout, out, None
+        self.kinds = drawn_kinds(params.figures.name) & KINDS
+        self.names: list[str] = []
+
+    def path(self, name: str) -> Path:
+        self.names.append(name)
+        return self.out / name
+
+    def queue(self, kind: str) -> None:
+        if kind not in self.kinds:
+            return
+        cfg, layout = self.params.figures, self.layout
+        if kind == "tutorials":
+            from pipeline.base.files import read_json
+            from pipeline.tutorials.figures import queue_tutorial_figures
+
+            tokens = read_json(layout.tokens)
+            queue_tutorial_figures(self.params, self.path, self.batch, root=layout.base, tokens=tokens)
+        elif kind == "encoding":
+            queue_encoding_figures(self.params, layout, self.path, self.batch)
+        else:
+            from pipeline.outputs.relative_figures import queue_property_figures, queue_relative_figures
+
+            queue = queue_relative_figures if kind == "relative" else queue_property_figures
+            queue(layout, cfg, self.path, self.batch)
+
+
+def draw_encode_figures(params, layout: Layout, compute: Callable[[EncodeFigures], T]) -> T:
+    """Fork the figure workers (figures.workers), run compute(figures) (which queues each kind's figures as it
+    writes their data), wait for every figure, and swap the new folder in for reports/figures/encode/ (no figure of
+    an older config lingers). Returns what compute returns. Call it before importing torch: the workers are forked
+    from this process as it is then (numpy and matplotlib)."""
     from pipeline.base.files import replace_dir
 
-    names: list[str] = []
-    replace_dir(layout.encode_figures_dir, lambda tmp: names.extend(render(params, layout, tmp)))
-    if names:
-        log.info("figures: %d PNG files in %s", len(names), layout.encode_figures_dir)
-    return names
+    result = []
+
+    def build(out: Path) -> None:
+        figures = EncodeFigures(params, layout, out)
+        if not figures.kinds:  # figures=summary or none: no matplotlib, no workers
+            result.append(compute(figures))
+            return
+        from pipeline.outputs.figures import Batch
+
+        figures.batch = Batch(out)
+        with figures.batch.drawing(params.figures.workers, "encode: figures"):
+            result.append(compute(figures))
+        log.info("figures: %d PNG files in %s", len(figures.names), layout.encode_figures_dir)
+
+    replace_dir(layout.encode_figures_dir, build)
+    return result[0]
 
 
-def render(params: dict, layout: Layout, out: Path) -> list[str]:
-    """Queue a job per figure (figures.name selects the kinds), then draw them (figures.workers processes); the
-    tutorials use torch and are drawn in this process while the workers draw the rest. Returns the PNG names."""
-    from pipeline.config.figure_sets import drawn_kinds
-
-    cfg = params.figures
-    kinds = drawn_kinds(cfg.name) & KINDS
-    if not kinds:
-        return []
-    from pipeline.outputs import figures as fig
-    from pipeline.outputs.relative_figures import queue_property_figures, queue_relative_figures
-
-    written: list[str] = []
-    batch = fig.Batch(out)
-
-    def path(name: str) -> Path:
-        written.append(name)
-        return out / name
-
-    if "tutorials" in kinds:
-        batch.add_here(render_tutorials, params, layout, out)
-    if "encoding" in kinds:
-        render_encoding(params, layout, path, batch)
-    if "relative" in kinds:
-        queue_relative_figures(layout, cfg, path, batch)
-    if "properties" in kinds:
-        queue_property_figures(layout, cfg, path, batch)
-    for names in batch.run(cfg.workers, "encode: figures"):
-        written += names or []
-    return written
-
-
-def render_tutorials(params: dict, layout: Layout, out: Path) -> list[str]:
-    """The tutorials' figures (pipeline.tutorials.figures); returns their names."""
-    from pipeline.base.files import read_json
-    from pipeline.tutorials.figures import render_tutorial_figures
-
-    return render_tutorial_figures(params, out, root=layout.base, tokens=read_json(layout.tokens))
-
-
-def render_encoding(params: dict, layout: Layout, path, batch) -> None:
+def queue_encoding_figures(params, layout: Layout, path, batch) -> None:
     """The encoding matrix, its dot products and distances, and the two property plots."""
     import numpy as np
 
@@ -121,6 +134,14 @@ def render_encoding(params: dict, layout: Layout, path, batch) -> None:
             **colours,
         )
 
+    offsets = read_columns(layout.offset_distance_csv)
+    batch.add(
+        fig.offset_distance_plot,
+        *(offsets[c] for c in ("k", "min_over_p", "max_over_p", "closed_form")),
+        path("pe_offset_distance.png"),
+        **text["pe_offset_distance"],
+        dpi=dpi,
+    )
     norms = read_columns(layout.pe_norms_csv)
     batch.add(
         fig.norms_plot,
@@ -129,13 +150,5 @@ def render_encoding(params: dict, layout: Layout, path, batch) -> None:
         encoded["norm_expected"],
         path("pe_norms.png"),
         **text["pe_norms"],
-        dpi=dpi,
-    )
-    offsets = read_columns(layout.offset_distance_csv)
-    batch.add(
-        fig.offset_distance_plot,
-        *(offsets[c] for c in ("k", "min_over_p", "max_over_p", "closed_form")),
-        path("pe_offset_distance.png"),
-        **text["pe_offset_distance"],
         dpi=dpi,
     )

@@ -18,8 +18,8 @@ base, a larger base, NTK-aware scaling and position interpolation) and ALiBi's s
 by pipeline.core.relative: data/relative/rope.npz, data/relative/alibi.npz (the figures' data) and
 reports/relative.json (the numbers; kept out of headline.json).
 
-Then their figures and the tutorials' (which use torch too), reports/figures/encode/, by
-pipeline.stages._encode_figures.
+Their figures and the tutorials', reports/figures/encode/, are drawn by pipeline.stages._encode_figures' forked
+workers while this process computes (the tutorials' data, which uses torch, is computed here).
 
 Reads params: encoding, glove.dim, glove.name, relative, tutorials, the figure settings (registry FIGURE_KEYS); files:
 the GloVe store, tokens.json.
@@ -40,17 +40,36 @@ log = logging.getLogger("pipeline")
 
 
 def run(params: Config, layout: Layout, root: Path) -> dict:
-    """The positional encoding and its diagnostics, then RoPE's and ALiBi's; returns the encoding's summary."""
-    from pipeline.core.device import resolve_device
-
+    """The positional encoding and its diagnostics, then RoPE's and ALiBi's; returns the encoding's summary. The
+    figure workers are forked first (before torch is imported here) and each kind's figures are queued as soon as
+    its data is written, the longest to draw first: the workers draw while this process computes."""
     from pipeline.stages._encode_figures import draw_encode_figures
 
-    device = resolve_device(params.encoding.device)
-    summary = encode_positions(params, layout, device)
-    relative_diagnostics(params.relative, layout, device)
-    family_properties(params.relative, params.encoding, params.glove.dim, layout)
-    draw_encode_figures(params, layout)
-    return summary
+    def compute(figures) -> dict:
+        import torch
+
+        from pipeline.core.device import resolve_device
+
+        threads = torch.get_num_threads()
+        if figures.batch is not None and figures.batch.forked:
+            # the figure workers take the other cores meanwhile: torch's intra-op threads would only wait for them
+            # (measured on 2 cores: relative_diagnostics 0.35-0.99 -> 0.09 s CPU, encode_positions 0.32 -> 0.18 s,
+            # and quicker in wall time too, even at max_len 200,000)
+            torch.set_num_threads(1)
+        try:
+            device = resolve_device(params.encoding.device)
+            figures.queue("tutorials")  # their data takes 0.03 s to compute, their figures the longest to draw
+            summary = encode_positions(params, layout, device)
+            relative_diagnostics(params.relative, layout, device)
+            figures.queue("relative")
+            family_properties(params.relative, params.encoding, params.glove.dim, layout)
+            figures.queue("properties")
+            figures.queue("encoding")  # the quickest to draw: last
+        finally:
+            torch.set_num_threads(threads)  # a Hydra job's next stages run in this process
+        return summary
+
+    return draw_encode_figures(params, layout, compute)
 
 
 def encode_positions(params: Config, layout: Layout, device) -> dict:

@@ -183,8 +183,8 @@ def sentence_columns(table: dict, count: int) -> list[dict]:
 def render(params: Config, layout: Layout, out: Path, while_drawing: Callable[[], None] | None = None) -> list[str]:
     """Queue a job per figure of the configured set (figures.name; kinds: pipeline.config.figure_sets.FIGURE_SETS),
     the longest first, then draw them (figures.workers processes). while_drawing: run in this process once the
-    workers are forked, while they draw (the Batch's `add_here`); not run when there is nothing to draw. Returns the
-    PNG names written."""
+    workers are forked, while they draw (`Batch.drawing`); not run when there is nothing to draw. Returns the PNG
+    names written."""
     from pipeline.base.files import read_json
     from pipeline.config.figure_sets import drawn_kinds, shown_sentences
 
@@ -209,9 +209,12 @@ def render(params: Config, layout: Layout, out: Path, while_drawing: Callable[[]
         render_projections(params, meta, shown, layout, path, batch)
     if "crossover" in kinds and shown < len(meta["sentences"]):
         render_summary(layout, meta, shown, path, batch, cfg.dpi)
-    if while_drawing is not None:
-        batch.add_here(while_drawing)  # returns None: no figure
-    for names in batch.run(cfg.workers):
+    if while_drawing is None:  # a Hydra job: figures a sweep's earlier job drew are linked (batch.cache)
+        results = batch.run(cfg.workers)
+    else:  # DVC's run (no figure cache): forked workers draw while this process does `while_drawing`
+        with batch.drawing(cfg.workers) as results:
+            while_drawing()
+    for names in results:
         written += names or []
     return written
 

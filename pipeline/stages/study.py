@@ -6,7 +6,8 @@ study.texts_file (tokenized as configured). Dimensions: each of study.dims with 
 configured one (data/glove/), and stores already built under data/cache/stores/ (by a Hydra job with
 glove=6B-100d, ...: those are not DVC dependencies; the vectors' SHA-256 of each store used is recorded, and
 `dvc repro -f study` takes in a store added later). Dimensions without a store are listed with how to get one.
-Encoding: the sinusoid with encoding.base, encoding.layout and encoding.dtype, positions 0..n-1.
+Encoding: the sinusoid with encoding.base, encoding.layout and encoding.dtype, positions 0..n-1 (in numpy,
+pipeline.core.study.sinusoid: the stage imports no torch).
 
 Writes reports/study/ (replaced whole): crossover.json (the distribution), r_star.csv (every sentence),
 crossover_study.png (the figure, pipeline.outputs.study_figures).
@@ -27,9 +28,6 @@ if TYPE_CHECKING:
     from pipeline.config.schema import Config
 
 log = logging.getLogger("pipeline")
-# Sentences measured together: enough to batch the bisections (about 30 steps each), few enough that progress
-# lines still come (pipeline.core.study.crossovers bounds the memory itself).
-BATCH = 256
 
 
 def find_stores(dims: list[int], layout: Layout, root: Path) -> tuple[dict, dict, list[int]]:
@@ -64,9 +62,7 @@ def run(params: Config, layout: Layout, root: Path) -> dict:
     from pipeline.base.files import replace_dir, write_columns, write_json
     from pipeline.base.progress import Progress
     from pipeline.core import study as study_lib
-    from pipeline.core.device import resolve_dtype
-    from pipeline.core.encoding import sinusoidal_encoding
-    from pipeline.core.sweep import ratio_grid
+    from pipeline.core.sweep import ratio_grid, sentence_batches
     from pipeline.inputs.texts import read_sentences
     from pipeline.inputs.tokens import tokenize
     from pipeline.outputs.study_figures import crossover_study
@@ -103,11 +99,7 @@ def run(params: Config, layout: Layout, root: Path) -> dict:
 
     rows = []
     for d, store in sorted(stores.items()):
-        pe = (
-            sinusoidal_encoding(longest, d, enc.base, layout=enc.layout, dtype=resolve_dtype(enc.dtype))
-            .double()
-            .numpy()
-        )
+        pe = study_lib.sinusoid(longest, d, enc.base, enc.layout, enc.dtype)
         cases = [
             (length, False, s, words, list(range(length)))
             for length, group in sentences.items()
@@ -117,12 +109,9 @@ def run(params: Config, layout: Layout, root: Path) -> dict:
             (len(words), True, s, words, positions)
             for s, (words, positions) in enumerate(zip(file_words, file_positions))
         ]
-        # sentences of one length go through together (pipeline.core.study.crossovers), at most BATCH at a time
+        # sentences of one length go through together (pipeline.core.study.crossovers), grouped as the sweep groups them
         results: list = [None] * len(cases)
-        by_length: dict[int, list[int]] = {}
-        for i, case in enumerate(cases):
-            by_length.setdefault(len(case[3]), []).append(i)
-        batches = [group[a : a + BATCH] for group in by_length.values() for a in range(0, len(group), BATCH)]
+        batches = sentence_batches([len(case[3]) for case in cases])  # crossovers bounds its memory itself
         progress = Progress(f"study: d={d}, sentences", len(cases))
         done = 0
         for batch in batches:

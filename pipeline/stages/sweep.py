@@ -7,8 +7,8 @@ small for any number of sentences: reports/metrics.json (the summary: the first 
 the rest summarised), reports/headline.json (the few DVC shows: pipeline.core.sweep.headline) and
 reports/plots/ratio_sweep.csv (the metrics against r of the sentences with figures, a sentence column).
 
-Reads params: sweep, metrics, encoding.device, figures.max_sentences; files: tokens.json, data/encode/ (encode.json,
-embeddings, PE).
+Reads params: sweep, metrics, figures.max_sentences; files: tokens.json, data/encode/ (encode.json, embeddings, PE).
+numpy only: no torch (encoding.device is the encode stage's; the sweep's batched PCA runs on the CPU).
 """
 
 from __future__ import annotations
@@ -30,8 +30,6 @@ def run(params: Config, layout: Layout, root: Path) -> dict:
 
     from pipeline.base.files import read_json, write_columns, write_json, write_npz
     from pipeline.core import sweep as sweep_lib
-    from pipeline.core.device import resolve_device
-    from pipeline.core.encode import summary_metrics
 
     listed = params.figures.max_sentences
     tokens = read_json(layout.tokens)
@@ -45,9 +43,8 @@ def run(params: Config, layout: Layout, root: Path) -> dict:
         encoded["d_model"],
         params.sweep,
         params.metrics,
-        resolve_device(params.encoding.device),
     )
-    metrics = sweep_lib.metrics(result, summary_metrics(encoded))
+    metrics = sweep_lib.metrics(result, encoded)
     summary = sweep_lib.summary(metrics, listed)
 
     write_npz(layout.projections, sweep_lib.projection_arrays(result))

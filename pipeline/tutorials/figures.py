@@ -8,12 +8,15 @@
     tutorial004_pe_columns.png         PE columns 6-9 over positions (d2l plot, d=32, 60 steps)
     tutorial004_pe_heatmap.png         50 positions of a 128-d encoding
 
-Entry point: `render_tutorial_figures(params, out_dir)`.
+Their data is computed with torch (the tutorials' layers and masks) by `queue_tutorial_figures`, in the calling
+process; the figures are drawn from plain arrays, so that forked figure workers draw them without torch.
+Entry points: `queue_tutorial_figures(params, path, batch)` (the encode stage), `render_tutorial_figures(params,
+out_dir)` (all seven, here).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 
 from pathlib import Path
@@ -119,22 +122,21 @@ def _signature_figure(
     save(fig, path, dpi)
 
 
-def _padding_figure(data: dict, length: int, rows: int, path: Path, dpi: int) -> None:
-    """The first `length` positions of the first `rows` sentences, each cell naming its word."""
+def _padding_figure(mask: np.ndarray, words: list[list[str]], full: int, total: int, path: Path, dpi: int) -> None:
+    """mask (n, length): the first `length` of `full` positions of the first n of `total` sentences (True: padding),
+    each cell naming its word (words: n lists of length)."""
     import matplotlib.pyplot as plt
 
     from pipeline.outputs.figures import clip_label, save, wrap
 
-    mask = data["padding"][:rows, :length]
-    n = mask.shape[0]
+    n, length = mask.shape
     fig, ax = plt.subplots(figsize=(min(20.0, max(8.0, 0.7 * length + 2)), 2.4 + 0.75 * n), layout="constrained")
     _binary_image(ax, fig, mask)
     for s in range(n):
         for p in range(length):
-            ax.text(p, s, clip_label(data["words"][s][p], 9), ha="center", va="center", fontsize=7, rotation=90)
+            ax.text(p, s, clip_label(words[s][p], 9), ha="center", va="center", fontsize=7, rotation=90)
     ax.set_xticks(range(length))
     ax.set_yticks(range(n), [f"sentence {s + 1}" for s in range(n)])
-    full, total = data["padding"].shape[1], data["padding"].shape[0]
     ax.set(
         xlabel="position in the padded sequence (key)",
         ylabel="sentence",
@@ -148,23 +150,20 @@ def _padding_figure(data: dict, length: int, rows: int, path: Path, dpi: int) ->
     save(fig, path, dpi)
 
 
-def _look_ahead_figure(data: dict, length: int, path: Path, dpi: int) -> None:
+def _look_ahead_figure(ahead: np.ndarray, both: np.ndarray, words: list[str], path: Path, dpi: int) -> None:
+    """ahead, both (L, L): the look-ahead mask and look-ahead OR padding of the first sentence (words: its L)."""
     import matplotlib.pyplot as plt
-    import torch
 
     from pipeline.outputs.figures import clip_label, save
-    from pipeline.tutorials.masks import combined_mask, look_ahead_mask
 
-    ahead = look_ahead_mask(length).numpy()
-    # The tokenizer's length-based padding mask: right even if a real token had the padding id.
-    both = combined_mask(torch.as_tensor(data["padding"][:1, :length]))[:, 0].numpy()
-    labels = [f"{p}: {clip_label(w)}" for p, w in enumerate(data["words"][0][:length])]
+    length = len(words)
+    labels = [f"{p}: {clip_label(w)}" for p, w in enumerate(words)]
     fig, axes = plt.subplots(
         1, 2, figsize=(2 * max(6.0, 0.45 * length + 3), max(5.5, 0.4 * length + 2)), layout="constrained"
     )
     for ax, matrix, title in (
         (axes[0], ahead, f"Look-ahead mask ({length}, {length}): True above the diagonal"),
-        (axes[1], both[0], "Look-ahead OR padding, sentence 1 (decoder self-attention)"),
+        (axes[1], both, "Look-ahead OR padding, sentence 1 (decoder self-attention)"),
     ):
         _binary_image(ax, fig, matrix)
         ax.set_xticks(range(length), labels, rotation=90, fontsize=7)
@@ -173,17 +172,16 @@ def _look_ahead_figure(data: dict, length: int, path: Path, dpi: int) -> None:
     save(fig, path, dpi)
 
 
-def _pe_columns_figure(cfg: Any, path: Path, dpi: int) -> None:
+def _pe_columns_figure(pe: np.ndarray, columns: list[int], path: Path, dpi: int) -> None:
+    """pe (steps, dim): the sinusoidal table whose `columns` are drawn over the positions."""
     import matplotlib.pyplot as plt
 
-    from pipeline.core.encoding import sinusoidal_encoding
     from pipeline.outputs.figures import integer_ticks, save
 
-    dim, steps = cfg.encoding_dim, cfg.num_steps
-    pe = sinusoidal_encoding(steps, dim).numpy()
+    steps, dim = pe.shape
     fig, ax = plt.subplots(figsize=(10, 4), layout="constrained")
     integer_ticks(ax.xaxis)
-    for c in cfg.columns:
+    for c in columns:
         kind = "sin" if c % 2 == 0 else "cos"
         ax.plot(np.arange(steps), pe[:, c], marker=".", markersize=3, label=f"Col {c} ({kind}, i={c // 2})")
     ax.set(
@@ -225,32 +223,41 @@ def _random_embedding_figure(example: dict, path: Path, dpi: int, cmaps: dict) -
     save(fig, path, dpi)
 
 
-def render_tutorial_figures(
-    params: Any, out_dir: Path, *, root: Path | None = None, tokens: dict | None = None
-) -> list[str]:
-    """Render every tutorial figure into out_dir; returns the PNG names written.
+def queue_tutorial_figures(
+    params: Any, path: Callable[[str], Path], batch: Any, *, root: Path | None = None, tokens: dict | None = None
+) -> None:
+    """Compute the tutorials' data here (torch) and queue their seven figures on `batch`
+    (pipeline.outputs.figures.Batch), the longest to draw first; path(name): where a figure goes (and records its
+    name). `tokens`: the tokenize stage's output for the mask figures (None: tokenize the configured texts)."""
+    import torch
 
-    `tokens`: the tokenize stage's output for the mask figures (None: tokenize the configured texts).
-    """
-    from pipeline.outputs import figures as fig
     from pipeline.core.encoding import sinusoidal_encoding
+    from pipeline.outputs import figures as fig
+    from pipeline.tutorials.masks import combined_mask, look_ahead_mask
     from pipeline.tutorials.position_modules import random_embedding_with_pe
 
     cfg = params.tutorials  # validated by pipeline.config's schema
     figures = params.figures
     dpi, max_size = figures.dpi, figures.max_heatmap_size
     cmaps = {"diverging": figures.cmap, "sequential": figures.sequential_cmap}
-    out_dir = Path(out_dir)
-    written: list[str] = []
-
-    def path(name: str) -> Path:
-        written.append(name)
-        return out_dir / name
 
     sig = cfg.signature
     data = signature_embeddings(cfg)
     shape = f"sequence length {sig.sequence_length}, output dim {sig.output_dim}, vocabulary {sig.vocab_size}"
-    _signature_figure(
+    rnd = cfg.random_embedding
+    example = random_embedding_with_pe(rnd.sentence, rnd.embed_dim, seed=cfg.seed)
+    masks = mask_inputs(params, root, tokens)
+    length = min(cfg.masks.display_len, masks["padded"].shape[1])
+    rows = figures.max_sentences
+    ahead = look_ahead_mask(length).numpy()
+    # The tokenizer's length-based padding mask: right even if a real token had the padding id.
+    both = combined_mask(torch.as_tensor(masks["padding"][:1, :length]))[0, 0].numpy()
+    columns, heat = cfg.pe_columns, cfg.pe_heatmap
+
+    batch.add(_look_ahead_figure, ahead, both, masks["words"][0][:length], path("tutorial004_look_ahead_mask.png"), dpi)
+    batch.add(_random_embedding_figure, example, path("tutorial002_embedding_plus_pe.png"), dpi, cmaps)
+    batch.add(
+        _signature_figure,
         data["random"],
         data["words"],
         sig.titles,
@@ -259,7 +266,8 @@ def render_tutorial_figures(
         dpi,
         cmaps,
     )
-    _signature_figure(
+    batch.add(
+        _signature_figure,
         data["fixed"],
         data["words"],
         sig.titles,
@@ -268,19 +276,16 @@ def render_tutorial_figures(
         dpi,
         cmaps,
     )
-
-    rnd = cfg.random_embedding
-    example = random_embedding_with_pe(rnd.sentence, rnd.embed_dim, seed=cfg.seed)
-    _random_embedding_figure(example, path("tutorial002_embedding_plus_pe.png"), dpi, cmaps)
-
-    masks = mask_inputs(params, root, tokens)
-    length = min(cfg.masks.display_len, masks["padded"].shape[1])
-    _padding_figure(masks, length, figures.max_sentences, path("tutorial004_padding_mask.png"), dpi)
-    _look_ahead_figure(masks, length, path("tutorial004_look_ahead_mask.png"), dpi)
-
-    _pe_columns_figure(cfg.pe_columns, path("tutorial004_pe_columns.png"), dpi)
-    heat = cfg.pe_heatmap
-    fig.heatmap(
+    batch.add(
+        _padding_figure,
+        masks["padding"][:rows, :length],
+        [words[:length] for words in masks["words"][:rows]],
+        *masks["padding"].shape[::-1],
+        path("tutorial004_padding_mask.png"),
+        dpi,
+    )
+    batch.add(
+        fig.heatmap,
         sinusoidal_encoding(heat.positions, heat.dim).numpy(),
         path("tutorial004_pe_heatmap.png"),
         title=f"{heat.positions} positional encodings of dimension {heat.dim} (base 10000)\n"
@@ -293,4 +298,32 @@ def render_tutorial_figures(
         cmap=cmaps["diverging"],
         sequential=cmaps["sequential"],
     )
+    batch.add(
+        _pe_columns_figure,
+        sinusoidal_encoding(columns.num_steps, columns.encoding_dim).numpy(),
+        list(columns.columns),
+        path("tutorial004_pe_columns.png"),
+        dpi,
+    )
+
+
+def render_tutorial_figures(
+    params: Any, out_dir: Path, *, root: Path | None = None, tokens: dict | None = None
+) -> list[str]:
+    """Render every tutorial figure into out_dir, in this process; returns the PNG names written.
+
+    `tokens`: the tokenize stage's output for the mask figures (None: tokenize the configured texts).
+    """
+    from pipeline.outputs.figures import Batch
+
+    out_dir = Path(out_dir)
+    written: list[str] = []
+
+    def path(name: str) -> Path:
+        written.append(name)
+        return out_dir / name
+
+    batch = Batch(out_dir)
+    queue_tutorial_figures(params, path, batch, root=root, tokens=tokens)
+    batch.run(1)
     return written

@@ -246,17 +246,17 @@ STAGES: tuple[Stage, ...] = (
     *_COMPUTE,
     # The sweep's figures, the report page that shows them and the MLflow run that logs them, in one process (there
     # were three stages, then two: figures and track). The page and the run follow the figures whenever they change.
-    # Measured against the two, interleaved (`python -m pipeline.stages.X` in two clones, 2 cores): at load 1.5-1.7
-    # 4.1-4.5 s wall against 5.1-5.6 (figures 2.3-2.4 + track 2.8-3.2), 6.2-6.7 s CPU against 6.7-6.8; at load
-    # 3.3-6.8 (11 rounds) the same CPU, median 7.6 s against 7.6, and no wall gain (the cores are busy anyway). The
-    # process imports mlflow and opens the store while its forked figure workers draw
-    # (pipeline.stages.figures.run_and_log): at load 1.5-1.7 that is 4.1-4.5 s wall against 4.8-6.5 s for the same
-    # stage opening the store after drawing, at the same CPU; at load 3.3-6.8 no difference in wall, +0.3 s CPU.
+    # Measured against the two (`python -m pipeline.stages.X` in two clones, 5 rounds interleaved, 2 cores, load
+    # 0.9-1.7): 4.6-5.0 s wall (median 4.7) against 5.4-6.1 (median 5.6: figures 2.3-2.7 + track 3.1-3.6), 6.7-7.7 s
+    # CPU (median 7.0) against 7.0-7.9 (median 7.3); at load 3.3-6.8 the same CPU and no wall gain (busy cores). The
+    # process imports mlflow and opens the store while its forked figure workers draw (`Batch.drawing`,
+    # pipeline.stages.figures.run_and_log): 4.7 s wall against 5.2 s (4.8-5.6) for the same stage opening the store
+    # after drawing, for 0.4 s more CPU (the three processes share 2 cores); at load 3.3-6.8 no wall difference.
     # The run's params are the whole config: an edit of any key re-runs this stage, so a `study.*`, `tracking.*` or
     # `glove.download.*` edit now re-draws the sweep's figures too, where it re-ran track alone (`pipeline.repro
     # tracking.experiment=x`: 7.1-7.7 -> 10.2-11.4 s CPU; `study.seed=N`: 12.1-12.9 -> 15.0-15.9 s CPU, at load
-    # 4.8-6.3), while a `sweep.*` edit saves a process and check_params. A Hydra job runs `run` (figures and
-    # report) and logs its own child run (pipeline.__main__).
+    # 4.8-6.3), while a `sweep.*` edit saves a process and check_params (`benchmarks.pipeline`, load 3: 12.6-13.9 ->
+    # 10.3-10.4 s wall). A Hydra job runs `run` (figures and report) and logs its own child run (pipeline.__main__).
     Stage(
         "figures",
         "the notebook's projections, the panels and ratio sweeps, labelled (reports/figures/sweep/), "

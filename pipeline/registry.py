@@ -9,9 +9,10 @@ schema's dataclasses, pipeline.config.schema.Config) and a
   `pipeline/`; the files the config names (`input_files`: texts.file, glove.path, glove.zip) are deps of the stage
   that reads them, wherever they lie, so that editing one re-runs it;
 - the Hydra in-process job (`python -m pipeline`) runs the stages with `in_jobs=True`, in this order;
-- what a run logs to MLflow as artifacts (`logged_outputs`: every output declared with `log`, by the track stage
-  and by a Hydra job), and so the track stage's inputs; which of them DVC caches (the track stage's start time);
-- the config keys naming input files that dvc.yaml must list (`input_file_keys`, checked by check_params);
+- what a run logs to MLflow as artifacts (`logged_outputs`: every output declared with `log`, by the figures stage
+  and by a Hydra job), and so the figures stage's inputs; which of them DVC caches (the run's start time);
+- the config keys naming input files that dvc.yaml must list (`input_files`, checked by the stage that reads them
+  under a plain `dvc repro`);
 - the tests run the same stages in-process, check that every stage reads only the params and files
   declared here, and that `dvc.yaml` is the generated one.
 
@@ -82,7 +83,6 @@ class Stage:
     in_jobs: bool = True  # run by the Hydra in-process job (python -m pipeline)
     untracked: tuple[str, ...] = ()  # Layout attributes also written, but per machine: not DVC outputs
     input_files: tuple[str, ...] = ()  # config keys naming files it reads: DVC deps when set (wherever they lie)
-    reads: tuple[str, ...] = ()  # Layout attributes read that DVC refuses as deps (dvc.yaml itself)
     plots: tuple[dict[str, Any], ...] = field(default=())  # top-level dvc.yaml plots over this stage's outputs
 
     @property
@@ -106,46 +106,49 @@ def _sweep_plot(y: list[str], title: str) -> dict[str, Any]:
 
 def logged_outputs(stages: tuple[Stage, ...] | None = None) -> tuple[tuple[str, str], ...]:
     """(Layout attribute, MLflow artifact folder) of every output of `stages` (default: all) declared with `log`,
-    in stage order: what the track stage and a Hydra job log as a run's artifacts."""
+    in stage order: what the figures stage and a Hydra job log as a run's artifacts."""
     return tuple((out.layout, out.log) for stage in stages or STAGES for out in stage.outputs if out.log is not None)
 
 
-def input_file_keys() -> tuple[str, ...]:
-    """The config keys naming input files, of every stage (texts.file, glove.path, glove.zip)."""
-    return tuple(key for stage in STAGES for key in stage.input_files)
-
-
 _COMPUTE: tuple[Stage, ...] = (
+    # No stage of its own checks params.yaml. There was one, check_params: a process on every params edit (0.36 s
+    # idle, 0.45 s CPU, measured) and its share of DVC around it; with it and track gone, DVC's own CPU outside the
+    # stages of a fresh `dvc repro -f` went from 4.81-4.86 to 3.95-4.20 s (load 5-8 on 2 cores). `python -m
+    # pipeline.repro` checks everything when it composes; under a plain `dvc repro` / `dvc exp run` every stage
+    # checks, before its work, what costs it nothing more (pipeline.stages._cli.check_params, about 5 ms besides
+    # the validation every stage did already: params.yaml valid, not stale against conf/, its input files and
+    # limits, its own `input_files` listed in dvc.yaml), so that no stage, in whatever order DVC runs them, computes
+    # from a stale or invalid config. tokenize is the gate: it depends on conf/ (an edit of conf/ alone changes no
+    # param, and a stale params.yaml would pass unseen; such an edit re-runs tokenize, 0.4 s, where it re-ran
+    # check_params) and checks the tracking store (tokenize.check_tracking). It comes first in dvc.yaml, and DVC 3
+    # runs independent stages in dvc.yaml order (networkx's DFS post-order over its stage graph), so a fresh
+    # `dvc repro` reports a dead MLflow server before glove runs. Were glove run first, it would compute before the
+    # store is checked: time lost, never a result from a stale config (glove checks freshness too). The code deps
+    # this costs: tokenize imports the tracking module for that check, so pipeline/outputs/ is one of its deps (code
+    # deps per package) and it re-runs on any edit there, and tokenize and glove read their own `input_files` here,
+    # so they re-run on an edit of this file: 0.4 s and 1.1 s, and their outputs keep the same bytes, so DVC skips
+    # what follows (encode, study and figures depend on pipeline/outputs/ themselves).
     Stage(
-        "check_params",
-        "stops the run when params.yaml is invalid or conf/ was edited but params.yaml not re-composed",
-        params=ALL_PARAMS,
-        inputs=("conf_dir", "params"),
-        reads=("dvc_yaml",),
-        # DVC-cached (not in git): `dvc pull` restores it, so a pulled clone's `dvc repro` has nothing to do
-        outputs=(Output("params_check"),),
-        in_jobs=False,
+        "tokenize",
+        "texts -> word index, sequences, padded ids, padding mask (data/tokens/tokens.json); depends on conf/ and, "
+        "first in a plain `dvc repro`, stops it on a stale params.yaml or an MLflow store that does not answer",
+        params=("texts", "tokenizer"),
+        inputs=("conf_dir", "texts_dir"),
+        outputs=(Output("tokens_dir"),),
+        input_files=("texts.file",),
     ),
     Stage(
         "glove",
         "the configured GloVe source -> data/glove/ (float32 vectors.npy, vocab.txt, manifest.json)",
         params=("glove",),
-        inputs=("params_check",),
+        inputs=(),
         outputs=(Output("glove_dir"),),
         in_jobs=False,
         input_files=GLOVE_FILE_KEYS,  # glove.path, glove.zip
     ),
-    Stage(
-        "tokenize",
-        "texts -> word index, sequences, padded ids, padding mask (data/tokens/tokens.json)",
-        params=("texts", "tokenizer"),
-        inputs=("params_check", "texts_dir"),
-        outputs=(Output("tokens_dir"),),
-        input_files=("texts.file",),
-    ),
     # encode and the RoPE/ALiBi diagnostics in one process: both import torch (0.9 s, most of a stage's start). A fresh
     # run saves that process; an `encoding.*` or texts edit re-runs the diagnostics' work (0.7-1.0 s CPU, measured),
-    # beside sweep, figures and track that such an edit re-runs anyway. It draws their figures too (and the
+    # beside sweep and figures that such an edit re-runs anyway. It draws their figures too (and the
     # tutorials', which use torch): a `sweep.*` edit then re-draws only the sweep's figures (figures stage)
     Stage(
         "encode",
@@ -220,40 +223,51 @@ _COMPUTE: tuple[Stage, ...] = (
         outputs=(Output("study_dir", cache=False),),
         in_jobs=False,
     ),
-    # the sweep's figures and the report page in one process: the page shows the figures, so it re-runs whenever they do
-    Stage(
-        "figures",
-        "the notebook's projections, the panels and ratio sweeps, labelled (reports/figures/sweep/), and "
-        "reports/report.html: one self-contained page (narrative, every figure, numbers, explorer)",
-        params=("figures", "metrics.groups", "encoding"),
-        inputs=(
-            "tokens_dir",
-            "encode_dir",
-            "sweep_dir",
-            "metrics",
-            "ratio_sweep_csv",
-            "sentence_metrics",
-            "encode_figures_dir",
-            "relative_metrics",
-            "properties_metrics",
-        ),
-        outputs=(Output("sweep_figures_dir", log="figures"), Output("report_html", log="")),
-        plots=({"source": "encode_figures_dir"}, {"source": "sweep_figures_dir"}),
-    ),
+    # (the figures stage, which ends the pipeline and logs the MLflow run, comes after these: STAGES below)
 )
+
+# What the figures stage reads to draw the sweep's figures and write the report page
+_DRAWN_FROM = (
+    "tokens_dir",
+    "encode_dir",
+    "sweep_dir",
+    "metrics",
+    "ratio_sweep_csv",
+    "sentence_metrics",
+    "encode_figures_dir",
+    "relative_metrics",
+    "properties_metrics",
+)
+# ... and to log the run: params.yaml, the GloVe manifest, tokens and encoding summary (`inputs/`, datasets), and
+# every output of the stages before it that asks to be logged (so DVC runs it after them)
+_LOGGED_FROM = ("params", "glove_dir", "tokens_dir", "encode_dir", *(name for name, _ in logged_outputs(_COMPUTE)))
 
 STAGES: tuple[Stage, ...] = (
     *_COMPUTE,
+    # The sweep's figures, the report page that shows them and the MLflow run that logs them, in one process (there
+    # were three stages, then two: figures and track). The page and the run follow the figures whenever they change.
+    # Measured against the two (`python -m pipeline.stages.X` in two clones, 5 rounds interleaved, 2 cores, load
+    # 0.9-1.7): 4.6-5.0 s wall (median 4.7) against 5.4-6.1 (median 5.6: figures 2.3-2.7 + track 3.1-3.6), 6.7-7.7 s
+    # CPU (median 7.0) against 7.0-7.9 (median 7.3); at load 3.3-6.8 the same CPU and no wall gain (busy cores). The
+    # process imports mlflow and opens the store while its forked figure workers draw (`Batch.drawing`,
+    # pipeline.stages.figures.run_and_log): 4.7 s wall against 5.2 s (4.8-5.6) for the same stage opening the store
+    # after drawing, for 0.4 s more CPU (the three processes share 2 cores); at load 3.3-6.8 no wall difference.
+    # The run's params are the whole config: an edit of any key re-runs this stage, so a `study.*`, `tracking.*` or
+    # `glove.download.*` edit now re-draws the sweep's figures too, where it re-ran track alone (`pipeline.repro
+    # tracking.experiment=x`: 7.1-7.7 -> 10.2-11.4 s CPU; `study.seed=N`: 12.1-12.9 -> 15.0-15.9 s CPU, at load
+    # 4.8-6.3), while a `sweep.*` edit saves a process and check_params (`benchmarks.pipeline`, load 3: 12.6-13.9 ->
+    # 10.3-10.4 s wall). A Hydra job runs `run` (figures and report) and logs its own child run (pipeline.__main__).
     Stage(
-        "track",
-        "one MLflow run: the config as params, the metrics, figures, report and inputs as artifacts",
+        "figures",
+        "the notebook's projections, the panels and ratio sweeps, labelled (reports/figures/sweep/), "
+        "reports/report.html: one self-contained page (narrative, every figure, numbers, explorer), and one MLflow "
+        "run: the config as params, the metrics, figures, report and inputs as artifacts",
         params=ALL_PARAMS,
-        # params.yaml, the GloVe manifest, tokens and encoding summary (`inputs/`, datasets), and what it logs
-        inputs=("params", "glove_dir", "tokens_dir", "encode_dir", *(name for name, _ in logged_outputs(_COMPUTE))),
+        inputs=tuple(dict.fromkeys(_DRAWN_FROM + _LOGGED_FROM)),
         # mlflow_run.json is DVC-cached, not in git: a fresh clone has none, so its first repro logs a run
-        outputs=(Output("mlflow_run"),),
+        outputs=(Output("sweep_figures_dir", log="figures"), Output("report_html", log=""), Output("mlflow_run")),
         untracked=("mlflow_last_run",),
-        in_jobs=False,
+        plots=({"source": "encode_figures_dir"}, {"source": "sweep_figures_dir"}),
     ),
 )
 

@@ -262,7 +262,7 @@ def _rollback(journal, work_dirs: list[Path]) -> None:
 
 
 def _check_tracking_server(root: Path) -> None:
-    """A dead MLflow server is reported now, not after the computing (the track stage comes last)."""
+    """A dead MLflow server is reported now, not after the computing (the figures stage, last, logs the run)."""
     from pipeline.config import read_params, validate
 
     tracking = validate(read_params(root)).tracking  # just composed and checked: valid

@@ -13,7 +13,7 @@ import yaml
 from conftest import REPO, params_for, typed
 
 # Layers, lowest first: a module may import its own package and packages of a lower rank only. The stage registry
-# is declarative (it imports the library's tables only, never a stage): the stages read their facts from it (what track logs,
+# is declarative (it imports the library's tables only, never a stage): the stages read their facts from it (what figures logs,
 # which keys name input files), and the commands above them read it too.
 RANKS = {
     "base": 0,
@@ -166,7 +166,7 @@ def test_layer_test_catches_an_upward_import():
     assert RANKS[package_of("pipeline.stages.sweep")] > RANKS[package_of("pipeline.core.metrics")]
     assert package_of("pipeline.repro") == "" and package_of("pipeline.config") == "config"
     assert package_of("pipeline.base.paths") == "base"
-    assert RANKS[package_of("pipeline.registry")] < RANKS[package_of("pipeline.stages.track")]
+    assert RANKS[package_of("pipeline.registry")] < RANKS[package_of("pipeline.stages.figures")]
     assert RANKS[package_of("pipeline.outputs.tracking")] < RANKS[package_of("pipeline.registry")]
 
 
@@ -252,7 +252,7 @@ def check_reads(stage, log: ReadLog) -> None:
     )
     assert not unused, f"stage {stage.name} declares params {unused} that it never reads"
     rel = Layout(Path("."))
-    allowed = [getattr(rel, name) for name in stage.inputs + stage.untracked + stage.reads] + [
+    allowed = [getattr(rel, name) for name in stage.inputs + stage.untracked] + [
         getattr(rel, o.layout) for o in stage.outputs
     ]
     for name in log.layout:
@@ -272,7 +272,9 @@ def test_every_in_process_stage_reads_only_declared_params_and_files(tmp_path, s
         check_reads(stage, run_recorded(stage, params, tmp_path, small_store))
 
 
-def test_glove_and_track_stages_read_only_declared_params_and_files(tmp_path, small_store):
+def test_glove_stage_and_the_logged_run_read_only_declared_params_and_files(tmp_path, small_store):
+    """The stages Hydra jobs do not run (glove), and the figures stage as DVC runs it: figures, report and the MLflow
+    run (`run_and_log`)."""
     import numpy as np
 
     from pipeline.registry import BY_NAME, job_stages
@@ -283,13 +285,12 @@ def test_glove_and_track_stages_read_only_declared_params_and_files(tmp_path, sm
     text.write_text("".join(w + "".join(f" {v:.4f}" for v in rng.normal(size=8)) + "\n" for w in words))
     params = params_for(f"glove.path={text}")
     check_reads(BY_NAME["glove"], run_recorded(BY_NAME["glove"], params, tmp_path, None))
-    for stage in job_stages():
+    for stage in job_stages()[:-1]:
         stage.run(typed(params), recording_layout(ReadLog(), tmp_path, None), tmp_path)
-    check_reads(BY_NAME["track"], run_recorded(BY_NAME["track"], params, tmp_path, None))
-    from pipeline.config import write_params
-
-    write_params(params, tmp_path)
-    check_reads(BY_NAME["check_params"], run_recorded(BY_NAME["check_params"], params, tmp_path, None))
+    figures, log = BY_NAME["figures"], ReadLog()
+    assert job_stages()[-1] == figures
+    figures.load().run_and_log(recording(typed(params), "", log), recording_layout(log, tmp_path, None), tmp_path)
+    check_reads(figures, log)
 
 
 def test_read_recorder_sees_reads():

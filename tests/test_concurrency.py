@@ -45,7 +45,7 @@ def link_copy(src: Path, dest: Path) -> Path:
 @pytest.fixture(scope="module")
 def clones(tmp_path_factory) -> list[Path]:
     """CLONES + 1 copies of the project that have run once (into a throwaway store): a writer then recomputes
-    only the stages its override changes (sweep, figures, track), which keeps 8 writers affordable."""
+    only the stages its override changes (sweep, figures), which keeps 8 writers affordable."""
     base = tmp_path_factory.mktemp("concurrency")
     first = copy_checkout(base / "clone0")
     run([PY, "-m", "pipeline.repro"], first, MLFLOW_TRACKING_URI=f"sqlite:///{base / 'prep.db'}")

@@ -113,7 +113,7 @@ UNKNOWN = [
 @pytest.mark.parametrize("overrides, key", UNKNOWN)
 def test_unknown_key_is_refused_in_every_form(overrides, key):
     """Hydra refuses `key=1` for a key the config lacks; `+key=1` / `++key=1` compose (Hydra's force_add), and
-    validation refuses them: what pipeline.compose, each Hydra job and check_params run before anything else."""
+    validation refuses them: what pipeline.compose, each Hydra job and each stage of a plain `dvc repro` run before anything else."""
     with pytest.raises(PipelineError) as err:
         config.validate(config.compose(overrides, REPO))
     message = str(err.value)
@@ -224,7 +224,7 @@ def test_dvc_composition_finds_the_schema_through_the_hydra_plugin(tmp_path):
     assert yaml.safe_load((tmp_path / "params.yaml").read_text()) == config.compose(["sweep.w2=5"], REPO)
     assert "Could not override 'sweep.w3'" in results.pop("sweep.w3=1")
     assert "encoding.max_len=abc" in results.pop("encoding.max_len=abc")
-    # Hydra's force_add composes `+sweep.w3=1`; the check_params stage refuses the params.yaml it wrote
+    # Hydra's force_add composes `+sweep.w3=1`; the stage DVC then runs refuses the params.yaml it wrote
     for case in ("+sweep.w3=1", "++sweep.w3=1"):
         assert results.pop(case) == "ok"
         assert dvc_compose(tmp_path, REPO, [[case]])[case] == "ok"
@@ -240,7 +240,7 @@ def test_dvc_composition_without_the_plugin_cannot_load_the_schema(tmp_path):
 
 
 def test_dvc_exp_run_refuses_an_unknown_key(checkout):
-    """DVC writes params.yaml with the key (Hydra's force_add), then check_params, upstream of every stage, refuses
+    """DVC writes params.yaml with the key (Hydra's force_add), then the first stage it runs (sweep) refuses
     it in one line naming the key, the fix and how to get params.yaml back; nothing else is written."""
     result = run(["dvc", "exp", "run", "-S", "+sweep.w3=1"], checkout, check=False)
     assert result.returncode != 0

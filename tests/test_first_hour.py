@@ -70,9 +70,9 @@ def test_build_folders_are_ignored():
 def test_a_run_leaves_nothing_staged(checkout):
     """Without DVC's core.autostage a run leaves dvc.lock unstaged like every other file it changes, so
     `git checkout -- .` reverts all of it."""
-    stage = checkout / "pipeline" / "stages" / "check_params.py"
-    stage.write_text(stage.read_text() + "\n# changed\n")  # a code dep: check_params runs again, dvc.lock changes
-    run(["dvc", "repro", "--single-item", "check_params"], checkout)
+    stage = checkout / "pipeline" / "stages" / "tokenize.py"
+    stage.write_text(stage.read_text() + "\n# changed\n")  # a code dep: tokenize runs again, dvc.lock changes
+    run(["dvc", "repro", "--single-item", "tokenize"], checkout)
     assert " M dvc.lock" in run(["git", "status", "--porcelain"], checkout).stdout.splitlines()
     assert run(["git", "diff", "--cached", "--name-only"], checkout).stdout == ""
 

@@ -15,7 +15,7 @@ from conftest import REPO, SEED_WORDS, copy_checkout, run
 from pipeline import config
 from pipeline.base.errors import PipelineError
 from pipeline.config.input_files import check_tracked, input_file_deps
-from pipeline.registry import input_file_keys
+from pipeline.registry import BY_NAME
 
 
 def test_input_file_deps_inside_and_outside_the_workspace(tmp_path):
@@ -51,12 +51,14 @@ def test_generated_dvc_yaml_lists_the_configured_input_files(tmp_path):
     assert all((tmp_path / "t.txt").as_posix() not in stages[s]["deps"] for s in stages if s != "tokenize")
 
 
-def test_check_params_refuses_a_dvc_yaml_that_does_not_track_the_file(tmp_path):
-    """`dvc exp run -S texts.file=...` composes params.yaml but not dvc.yaml: check_params says how to fix it."""
+def test_a_stage_refuses_a_dvc_yaml_that_does_not_track_its_file(tmp_path):
+    """`dvc exp run -S texts.file=...` composes params.yaml but not dvc.yaml: the tokenize stage, which reads the file,
+    says how to fix it (as DVC runs it: pipeline.stages._cli)."""
+    keys = BY_NAME["tokenize"].input_files
     params = config.compose(["texts=file", f"texts.file={tmp_path / 't.txt'}"], REPO)
     with pytest.raises(PipelineError, match=r"dvc\.yaml does not list .*t\.txt.*python -m pipeline\.compose"):
-        check_tracked(params, REPO, REPO / "dvc.yaml", input_file_keys())
-    check_tracked(config.compose([], REPO), REPO, REPO / "dvc.yaml", input_file_keys())  # the default: nothing
+        check_tracked(params, REPO, REPO / "dvc.yaml", keys)
+    check_tracked(config.compose([], REPO), REPO, REPO / "dvc.yaml", keys)  # the default: nothing
 
 
 def changed_stages(project: Path) -> set[str]:

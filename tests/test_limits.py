@@ -1,5 +1,5 @@
 """Limits before exhaustion: configs whose memory or figure count would exceed the machine are refused when the
-config is checked (compose, check_params, a Hydra job), before anything is allocated, naming the estimate and the
+config is checked (compose, each stage of a plain `dvc repro`, a Hydra job), before anything is allocated, naming the estimate and the
 knob (pipeline.config.limits)."""
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def test_huge_max_len_is_refused_naming_the_estimate_and_knob():
 
 
 def test_max_len_beyond_this_machine_is_refused_by_config_check():
-    """Through config.check (what compose and check_params run), on this machine's real memory."""
+    """Through config.check (what compose and the stages of a plain `dvc repro` run), on this machine's real memory."""
     memory = machine_memory()
     max_len = int(memory / (50 * 12)) + 1  # just over the whole memory at d = 50
     params = config.compose([f"encoding.max_len={max_len}"], REPO)

@@ -51,16 +51,35 @@ def server_dying_after_check():
     thread.join(timeout=70)
 
 
-def test_server_dead_as_the_track_stage_starts_is_one_message(checkout, server_dying_after_check):
-    """The track stage's check reaches the server, then it is gone: one message naming the server (password
-    redacted), what became of the run and the fix; exit 2 (pipeline.repro's user-error path), no traceback."""
-    out = run([PY, "-m", "pipeline.stages.track"], checkout, check=False, MLFLOW_TRACKING_URI=server_dying_after_check)
+@pytest.fixture
+def figures_inputs(checkout) -> Path:
+    """A checkout with the figures stage's inputs (a run with tracking off), params.yaml with tracking on again.
+    Requested before `server_dying_after_check`, whose server waits for its one request from then on."""
+    run([PY, "-m", "pipeline.repro", "tracking=disabled"], checkout)
+    run([PY, "-m", "pipeline.compose"], checkout)
+    return checkout
+
+
+@pytest.mark.slow
+def test_server_dead_as_the_figures_stage_logs_is_one_message(figures_inputs, server_dying_after_check):
+    """The figures stage's check reaches the server, then it is gone while the figure workers draw and the stage
+    opens the store: one message naming the server (password redacted), what became of the run and the fix; exit 2
+    (pipeline.repro's user-error path), no traceback, the figures folder as it was."""
+    checkout = figures_inputs
+    figures = checkout / "reports" / "figures" / "sweep"
+    before = sorted(p.name for p in figures.iterdir())
+    out = run(
+        [PY, "-m", "pipeline.stages.figures"], checkout, check=False, MLFLOW_TRACKING_URI=server_dying_after_check
+    )
     assert out.returncode == 2, out.stderr
-    message = out.stderr.strip()
-    assert message.startswith("error in stage track: the MLflow tracking server at http://bob:***@127.0.0.1:"), message
+    message = out.stderr.strip().splitlines()[-1]
+    assert message.startswith("error in stage figures: the MLflow tracking server at http://bob:***@127.0.0.1:"), (
+        message
+    )
     assert "stopped answering while logging" in message and "nothing was logged" in message
-    assert "python -m pipeline.server" in message and len(message.splitlines()) == 1, message
+    assert "python -m pipeline.server" in message, message
     assert "Traceback" not in out.stderr and "s3cretPW" not in out.stdout + out.stderr
+    assert sorted(p.name for p in figures.iterdir()) == before
 
 
 # ---------------------------------------------------------------- a damaged SQLite store
@@ -113,15 +132,13 @@ def test_damaged_sqlite_store_is_refused_before_any_computing(checkout, tmp_path
     assert f"the MLflow store {stores['garbage']} is damaged (file is not a database)" in out.stderr
     assert out.stderr.count("is damaged") == 1 and not (checkout / "data" / "tokens").exists()
     stage = run(
-        [PY, "-m", "pipeline.stages.check_params"],
+        [PY, "-m", "pipeline.stages.tokenize"],  # the first stage of a plain `dvc repro` checks the store
         checkout,
         check=False,
         MLFLOW_TRACKING_URI=f"sqlite:///{stores['corrupted page']}",
     )
     assert stage.returncode == 2 and "Traceback" not in stage.stderr, stage.stderr
-    assert (
-        stage.stderr.startswith("error in stage check_params: the MLflow store") and "quick_check" not in stage.stderr
-    )
+    assert stage.stderr.startswith("error in stage tokenize: the MLflow store") and "quick_check" not in stage.stderr
 
 
 # ---------------------------------------------------------------- Hydra faults

@@ -164,7 +164,7 @@ def test_unreachable_server_is_reported_before_any_computing(checkout, tmp_path)
 
     run([PY, "-m", "pipeline.compose"], checkout)
     stage = run(["dvc", "repro"], checkout, check=False, **dead)
-    assert stage.returncode != 0 and "error in stage check_params: MLflow server" in stage.stderr
+    assert stage.returncode != 0 and "error in stage tokenize: MLflow server" in stage.stderr
     assert not (checkout / "data" / "glove").exists() and not (checkout / "data" / "tokens").exists()
 
 

@@ -95,14 +95,14 @@ def test_dvc_run_starts_when_the_pipeline_did(tmp_path):
     inputs only (git's files carry the clone's time)."""
     from pipeline.base.files import write_json
     from pipeline.base.paths import Layout
-    from pipeline.stages.track import pipeline_start
+    from pipeline.stages.figures import pipeline_start
 
     layout = Layout(tmp_path)
     now = time.time()
     files = {
         layout.glove_manifest: now - 50,
         layout.tokens: now - 40,
-        layout.sweep_figures_dir / "a.png": now - 10,
+        layout.encode_figures_dir / "a.png": now - 10,
         layout.pe_norms_csv: now - 3600,  # a git-tracked output: its time is the clone's
         layout.metrics: now - 20,
     }
@@ -152,7 +152,10 @@ def test_run_stores_each_artifact_once_with_datasets(result, private_mlflow_stor
         expected |= {f"{folder}/{f.name}" if folder else f.name for f in (path.iterdir() if path.is_dir() else [path])}
     assert artifact_files(client, record["run_id"]) == expected
     assert {"metrics.json", "report.html", "plots/pe_norms.csv", "figures/alibi_bias.png"} <= expected
-    assert {name for name, _ in logged_outputs()} <= set(BY_NAME["track"].inputs)  # DVC runs track after them
+    # DVC runs the stage that logs them after the others: their outputs are its inputs
+    logging_stage = BY_NAME["figures"]
+    own = {out.layout for out in logging_stage.outputs}
+    assert {name for name, _ in logged_outputs()} - own <= set(logging_stage.inputs)
 
     stored = run_bytes(private_mlflow_store, record["run_id"])
     figure_bytes = sum(p.stat().st_size for p in layout.figures_dir.glob("*/*.png"))

@@ -46,15 +46,8 @@ def test_dvc_repro_end_to_end(checkout, private_mlflow_store):
     tracked files come out byte-identical (git status clean), a second repro does nothing, a sweep change
     re-runs only what depends on it, a stale params.yaml stops it."""
     first = run([PY, "-m", "pipeline.repro"], checkout)
-    assert ran_stages(first.stdout) == [
-        "check_params",
-        "glove",
-        "tokenize",
-        "encode",
-        "sweep",
-        "figures",
-        "track",
-    ]
+    # tokenize first (dvc.yaml's order): it checks the tracking store before anything is computed
+    assert ran_stages(first.stdout) == ["tokenize", "glove", "encode", "sweep", "figures"]
     assert git_status(checkout) == "", "the README's first command changed tracked files"
 
     manifest = json.loads((checkout / "data/glove/manifest.json").read_text())
@@ -104,7 +97,7 @@ def test_dvc_repro_end_to_end(checkout, private_mlflow_store):
     logged = runs[0]
     assert logged.info.status == "FINISHED"
     assert logged.info.run_name.startswith("6B-50d seed sinusoidal · ")  # what it is, and its config's short hash
-    # the run spans the repro (from this repro's first stage output), not only the track stage
+    # the run spans the repro (from this repro's first stage output), not only the stage that logs it
     assert logged.info.start_time <= (checkout / "data/glove/manifest.json").stat().st_mtime * 1000
     assert {d.dataset.name for d in logged.inputs.dataset_inputs} == {"glove 6B-50d", "texts seed"}
     assert logged.data.params["glove.name"] == "6B-50d" and logged.data.params["tokenizer.maxlen"] == "100"
@@ -125,7 +118,7 @@ def test_dvc_repro_end_to_end(checkout, private_mlflow_store):
     assert output_hashes(checkout) == before and len(before) >= 9
 
     changed = run([PY, "-m", "pipeline.repro", "sweep.w2=10"], checkout)
-    assert ran_stages(changed.stdout) == ["check_params", "sweep", "figures", "track"]
+    assert ran_stages(changed.stdout) == ["sweep", "figures"]
     # DVC's metric is the headline; the full table is a target away
     assert "reports/headline.json" in (shown := run(["dvc", "metrics", "show", "--json"], checkout).stdout)
     assert "reports/metrics.json" not in shown and "pca_disparity" not in shown
@@ -139,7 +132,8 @@ def test_dvc_repro_end_to_end(checkout, private_mlflow_store):
     stale = run(["dvc", "repro"], checkout, check=False)
     assert stale.returncode != 0
     assert "params.yaml is stale" in stale.stderr and "sweep.w1" in stale.stderr and "Traceback" not in stale.stderr
-    assert ran_stages(stale.stdout) == ["check_params"]
+    assert ran_stages(stale.stdout) == ["tokenize"]  # the stage that depends on conf/
+    assert "error in stage tokenize: params.yaml is stale" in stale.stderr
 
 
 def test_dvc_exp_run_with_set_param(checkout, private_mlflow_store):

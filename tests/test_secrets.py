@@ -221,7 +221,7 @@ def test_netrc_and_proxy_credentials_never_reach_a_file(tmp_path, monkeypatch):
 
 
 def test_tracking_and_store_uris_keep_the_user_and_lose_the_whole_password():
-    """How MLflow and database URIs are shown (pipeline.server, the track stage): `bob:***@`, never a password's tail."""
+    """How MLflow and database URIs are shown (pipeline.server, the figures stage): `bob:***@`, never a password's tail."""
     from pipeline.outputs.tracking import redact as tracking_redact
     from pipeline.server import redacted
 

@@ -116,5 +116,5 @@ def test_a_stage_run_cleans_a_killed_runs_leftovers(tmp_path):
     assert len(stale) == 1 and f".{pid}." in stale[0].name
     status = subprocess.run(["git", "status", "--porcelain"], cwd=project, capture_output=True, text=True).stdout
     assert TEMP_MARK not in status
-    run([sys.executable, "-m", "pipeline.stages.check_params"], project)
+    run([sys.executable, "-m", "pipeline.stages.tokenize"], project)
     assert not stale[0].exists()

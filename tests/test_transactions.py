@@ -78,16 +78,25 @@ def processes_in(root: Path) -> list[str]:
     return found
 
 
-def wait_for_stage(root: Path, names: tuple[str, ...], timeout: float = 120) -> str:
-    """Block until a process of one of the stages `names` runs in `root`; return its stage name."""
+def stage_process(root: Path, names: tuple[str, ...], timeout: float = 120) -> tuple[str, psutil.Process]:
+    """Block until a process of one of the stages `names` runs in `root`; return its stage name and process."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        for cmd in processes_in(root):
+        for proc in psutil.process_iter(["cwd", "cmdline", "status"]):
+            info = proc.info
+            if info["status"] == psutil.STATUS_ZOMBIE or not info["cwd"] or Path(info["cwd"]) != root:
+                continue
+            cmd = " ".join(info["cmdline"] or [])
             for name in names:
                 if f"pipeline.stages.{name}" in cmd:
-                    return name
+                    return name, proc
         time.sleep(0.05)
     raise AssertionError(f"no stage of {names} started within {timeout} s")
+
+
+def wait_for_stage(root: Path, names: tuple[str, ...], timeout: float = 120) -> str:
+    """Block until a process of one of the stages `names` runs in `root`; return its stage name."""
+    return stage_process(root, names, timeout)[0]
 
 
 def last_mlflow_w2(root: Path):
@@ -112,13 +121,24 @@ def assert_agree(root: Path, w2) -> None:
 # ---------------------------------------------------------------- one writer per workspace
 
 
-@pytest.mark.parametrize("delay", [1.5, 3.0])
-def test_a_second_run_fails_at_once_and_the_first_finishes(clean, monkeypatch, delay):
+@pytest.mark.parametrize("when", ["after 1.5 s", "in a stage"])
+def test_a_second_run_fails_at_once_and_the_first_finishes(clean, monkeypatch, when):
+    """The second run starts 1.5 s after the first (composing, or DVC starting), or while the first's sweep stage
+    runs, held there until the second has ended (a run that sweep.w2 changes is a few seconds on a quiet machine,
+    less when DVC's run cache restores its figures stage: a fixed delay could outlast it)."""
     root = clean
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{root / 'mlflow.db'}")
     first = start(root, "sweep.w2=2")
-    time.sleep(delay)
-    second = run([PY, "-m", "pipeline.repro", "sweep.w2=3"], root, check=False)
+    if when == "in a stage":
+        _, running = stage_process(root, ("sweep",))  # sweep always computes: it has outputs DVC does not cache
+        running.suspend()
+        try:
+            second = run([PY, "-m", "pipeline.repro", "sweep.w2=3"], root, check=False)
+        finally:
+            running.resume()
+    else:
+        time.sleep(1.5)
+        second = run([PY, "-m", "pipeline.repro", "sweep.w2=3"], root, check=False)
     out, err = first.communicate(timeout=300)
     assert first.returncode == 0, err
     assert second.returncode == 2 and IN_USE in second.stderr and "sweep.w2=2" in second.stderr
@@ -142,9 +162,13 @@ def test_a_failing_run_overlapped_still_fails(clean):
 def test_compose_and_a_dvc_stage_take_the_lock_too(clean):
     root = clean
     first = start(root, "sweep.w2=2")
-    wait_for_stage(root, ("check_params", "sweep", "figures"))
-    composed = run([PY, "-m", "pipeline.compose", "sweep.w2=9"], root, check=False)
-    stage = run([PY, "-m", "pipeline.stages.figures"], root, check=False)
+    _, running = stage_process(root, ("sweep", "figures"))
+    running.suspend()  # the run holds the workspace until its stage goes on: the probes cannot outlast it
+    try:
+        composed = run([PY, "-m", "pipeline.compose", "sweep.w2=9"], root, check=False)
+        stage = run([PY, "-m", "pipeline.stages.figures"], root, check=False)
+    finally:
+        running.resume()
     first.communicate(timeout=300)
     assert composed.returncode == 2 and IN_USE in composed.stderr
     assert stage.returncode == 2 and IN_USE in stage.stderr

@@ -100,11 +100,6 @@ class Layout:
         """Sentence files of texts=file (under DVC's eye: an edit re-runs the pipeline)."""
         return self.data_dir / "texts"
 
-    @property
-    def params_check(self) -> Path:
-        """Marker of the check_params stage (not versioned)."""
-        return self.data_dir / "params_check.json"
-
     # ---- data/ (DVC-cached stage outputs)
     @property
     def data_dir(self) -> Path:
@@ -299,7 +294,7 @@ class Layout:
 
     @property
     def mlflow_run(self) -> Path:
-        """What the track stage logged, the same on every machine (DVC-cached output, not in git)."""
+        """What the figures stage logged to MLflow, the same on every machine (DVC-cached output, not in git)."""
         return self.reports / "mlflow_run.json"
 
     @property

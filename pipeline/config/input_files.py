@@ -46,18 +46,19 @@ def input_file_deps(params: dict, root: Path, keys: tuple[str, ...], inside: tup
 
 
 def check_tracked(params: dict, root: Path, dvc_yaml: Path, keys: tuple[str, ...]) -> None:
-    """Refuse a run whose dvc.yaml does not list a file that the config keys `keys` (the registry's
-    `input_file_keys`) name (a plain `dvc exp run -S texts.file=...` composes params.yaml but not dvc.yaml): DVC
-    would never see an edit of that file."""
+    """Refuse a run whose dvc.yaml does not list a file that the config keys `keys` (a stage's `input_files` in the
+    registry) name (a plain `dvc exp run -S texts.file=...` composes params.yaml but not dvc.yaml): DVC would never
+    see an edit of that file."""
     import yaml
 
-    if not dvc_yaml.exists():  # not run by DVC (an in-process run): nothing to keep in step
+    deps = input_file_deps(params, root, keys)
+    if not deps or not dvc_yaml.exists():  # no such file; or not run by DVC (an in-process run): nothing to check
         return
     stages = (yaml.safe_load(dvc_yaml.read_text(encoding="utf-8")) or {}).get("stages", {})
     listed = {dep for stage in stages.values() for dep in stage.get("deps", [])}
     missing = [
         dep
-        for dep in input_file_deps(params, root, keys)
+        for dep in deps
         if dep not in listed and not any(dep.startswith(folder.rstrip("/") + "/") for folder in listed)
     ]
     if missing:

@@ -2,9 +2,9 @@
 
 `conf/` (Hydra) is the single source of truth. `python -m pipeline.compose [overrides]` and
 `dvc exp run -S ...` write `params.yaml` from it; DVC stages read `params.yaml`. Since a plain
-`dvc repro` does not compose, the check_params stage (upstream of every other) checks that
-`params.yaml` still agrees with `conf/` (see `check_fresh`) and refuses a stale one with a message
-that says how to regenerate it.
+`dvc repro` does not compose, each stage it runs checks that `params.yaml` still agrees with `conf/`
+(see `check_fresh`; pipeline.stages._cli) and refuses a stale one with a message that says how to
+regenerate it; the tokenize stage depends on conf/, so that an edit of conf/ alone reaches that check.
 """
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ def check_fresh(params: dict, root: Path | None = None) -> None:
 
 
 def load(root: Path | None = None) -> Config:
-    """params.yaml, checked against conf/ and validated (what the check_params stage checks), as a Config."""
+    """params.yaml, checked against conf/ and validated (what a stage run by a plain `dvc repro` checks), as a Config."""
     root = root or checkout_root()
     params = read_params(root)
     check_fresh(params, root)

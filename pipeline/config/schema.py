@@ -836,7 +836,7 @@ def register() -> None:
     Hydra applies `+key=value` with OmegaConf's force_add, which adds keys even to structured configs, so the
     schema's types alone do not stop `+sweep.w3=1` during composition: `validate` refuses it (an unknown key) in
     every place that takes a composed config, before anything is written or run (`python -m pipeline.compose` /
-    `pipeline.repro`, each `python -m pipeline` job, the check_params stage after `dvc exp run -S`).
+    `pipeline.repro`, each `python -m pipeline` job, each stage that `dvc exp run -S` runs).
     """
     from hydra.core.config_store import ConfigStore
 

@@ -479,8 +479,8 @@ def _log_artifacts(client, run_id: str, layout: "Layout", artifacts: tuple[tuple
     """Each output of `artifacts` ((Layout attribute, artifact folder)) under its folder, an HTML page with the PNGs
     of the logged folders referenced (`linked_report`), and `inputs`, each once (large files compressed:
     `_log_file`). An output that a partial result
-    lacks (a test's tree without the report) is left out: the track stage's inputs are these outputs, so DVC has
-    checked that they exist."""
+    lacks (a test's tree without the report) is left out: these outputs are the figures stage's inputs or its own
+    outputs, so DVC has checked that they exist."""
     import tempfile
 
     logged = [(getattr(layout, name), folder or None) for name, folder in artifacts]
@@ -493,7 +493,7 @@ def _log_artifacts(client, run_id: str, layout: "Layout", artifacts: tuple[tuple
     }
     from pipeline.base.progress import Progress
 
-    progress = Progress("track: artifacts", len(logged) + len(inputs))
+    progress = Progress("mlflow: artifacts", len(logged) + len(inputs))
     for done, (path, folder) in enumerate(logged, 1):
         if path.is_dir():
             client.log_artifacts(run_id, str(path), folder)

@@ -1,8 +1,11 @@
 """What every stage entry point does around its work: read params.yaml, report user errors in one line.
 
 params.yaml reaches a stage as the schema's dataclasses (`pipeline.config.schema.Config`, built by `validate`: a
-few ms, measured): the check_params stage, upstream of every other, has also checked it is fresh and that the files
-it names exist before any of them runs. A user error, a full disk or an unwritable folder exits 2 with one
+few ms, measured). Under `python -m pipeline.repro` that is all: it composed params.yaml from conf/, checked it and
+wrote dvc.yaml just before `dvc repro`. Under a plain `dvc repro` or `dvc exp run`, which compose nothing or only
+params.yaml, each stage first makes the same checks (`check_params`: a stale params.yaml, input files, limits, its
+own input files listed in dvc.yaml), so that none computes from a config that pipeline.repro would have refused,
+whatever order DVC runs the stages in. A user error, a full disk or an unwritable folder exits 2 with one
 message on stderr, or in $PE_ERROR_FILE when that is set, so that `python -m pipeline.repro` prints it once, after
 DVC's own report. Bugs keep their traceback.
 
@@ -31,8 +34,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("pipeline")
 ERROR_FILE_ENV = "PE_ERROR_FILE"
 # `dvc exp run -S` writes params.yaml before any stage runs and leaves it so when a stage fails; every later plain
-# `dvc repro` then fails at check_params the same way. Outside `pipeline.repro` (which puts params.yaml back itself)
-# the message of such a failure says how to get params.yaml back.
+# `dvc repro` then fails on the same params.yaml. Outside `pipeline.repro` (which puts params.yaml back itself) the
+# message of such a failure says how to get params.yaml back.
 RESTORE_PARAMS = (
     " params.yaml holds these values because `dvc exp run -S` (or `python -m pipeline.compose`) wrote them, and DVC "
     "does not put it back when a stage fails. To get the previous params.yaml back: `python -m pipeline.compose` "
@@ -82,9 +85,36 @@ def _print_help(name: str, run: Callable) -> None:
     )
 
 
-def stage_main(name: str, run: Callable[[Config, Layout, Path], object]) -> None:
+class _ParamsError(PipelineError):
+    """params.yaml itself is refused (invalid, stale, a file it names): outside pipeline.repro the message says how to
+    get the previous params.yaml back."""
+
+
+def check_params(raw: dict, root: Path, layout: Layout, input_files: tuple[str, ...]) -> Config:
+    """params.yaml (`raw`) as a Config, with the checks pipeline.repro makes when it composes: not stale against conf/
+    (a stat of conf/'s files when params.yaml is newer, else a composition), the files it names and the limits, and
+    the stage's own input files (`input_files`, config keys: the registry's) listed as deps in dvc.yaml."""
+    from pipeline.config import check_fresh, check_runnable
+    from pipeline.config.input_files import check_tracked
+    from pipeline.config.schema import validate
+
+    cfg = validate(raw)
+    check_fresh(raw, root)
+    check_runnable(cfg, root)
+    check_tracked(raw, root, layout.dvc_yaml, input_files)
+    return cfg
+
+
+def stage_main(
+    name: str,
+    run: Callable[[Config, Layout, Path], object],
+    *,
+    input_files: tuple[str, ...] = (),
+    check: Callable[[Config, Path], None] | None = None,
+) -> None:
     """Run `run(cfg, layout, root)` for the checkout in the cwd (cfg: params.yaml validated, as a Config); exit 2
-    with one message on a user error."""
+    with one message on a user error. Outside pipeline.repro, params.yaml is checked first (`check_params`, with the
+    stage's `input_files`), then `check(cfg, root)`, what else this stage checks before a plain `dvc repro` computes."""
     from contextlib import nullcontext
 
     from pipeline.base.files import clean_stale_temporaries
@@ -105,9 +135,19 @@ def stage_main(name: str, run: Callable[[Config, Layout, Path], object]) -> None
         with workspace_lock(root, f"dvc repro (stage {name})") if holder is None else nullcontext():
             layout = Layout(root)
             clean_stale_temporaries([*layout.work_dirs, download_cache(root)])  # a killed run's, if any
-            run(validate(read_params_file(layout.params)), layout, root)
+            raw = read_params_file(layout.params)
+            if holder is not None:  # pipeline.repro composed and checked it
+                cfg = validate(raw)
+            else:
+                try:
+                    cfg = check_params(raw, root, layout, input_files)
+                except PipelineError as exc:
+                    raise _ParamsError(str(exc)) from None
+                if check is not None:
+                    check(cfg, root)
+            run(cfg, layout, root)
     except PipelineError as exc:
-        hint = workspace_holder() is None and (name == "check_params" or os.environ.get("DVC_EXP_NAME"))
+        hint = workspace_holder() is None and (isinstance(exc, _ParamsError) or os.environ.get("DVC_EXP_NAME"))
         hint = hint and "python -m pipeline.compose" not in str(exc)  # a stale params.yaml's message says it
         _report(f"error in stage {name}: {exc}{RESTORE_PARAMS if hint else ''}")
         raise SystemExit(2) from None

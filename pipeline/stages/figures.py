@@ -3,15 +3,25 @@ sentence and the crossover summary (reports/figures/sweep/), drawn by pipeline.o
 the set (all, summary, none). The encode stage draws the encoding's figures (reports/figures/encode/), so a change of
 the weights re-draws only these. Then reports/report.html, one self-contained page with the narrative, every figure,
 the numbers and the explorer (pipeline.outputs.report): the page shows the figures, so it is rebuilt whenever they are.
+Then, as DVC runs it (`run_and_log`), one MLflow run of the result: the config as params, the metrics, every output
+the registry declares with `log` (figures, plot data, report) and the inputs (pipeline.outputs.tracking.log_result).
 
-Reads params: figures, metrics.groups, encoding (for the report's text); files: tokens.json, data/encode/,
-data/sweep/, metrics.json, reports/sentences.csv, reports/plots/ratio_sweep.csv, the encode stage's figures,
-reports/relative.json.
+`run` draws and writes the report only: a Hydra job (pipeline.__main__) runs it and logs its own child run.
+
+Reads params: figures, metrics.groups, encoding (for the report's text), and to log the run, the whole config;
+files: tokens.json, data/encode/, data/sweep/, metrics.json, reports/sentences.csv, reports/plots/ratio_sweep.csv,
+the encode stage's figures, reports/relative.json, and what the run logs (pipeline/registry.py).
+
+The run record: reports/mlflow_last_run.json (run id, store URI without password, where each input file is stored:
+the next run references the unchanged ones instead of uploading them again; not versioned: it differs per machine)
+and the DVC output reports/mlflow_run.json, which holds only what is the same everywhere (whether and where to the
+result was logged by experiment name), so that logging a run does not change dvc.lock. The run's start is the
+pipeline's, not this stage's (`pipeline_start`), so its duration covers the repro.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 import logging
 from pathlib import Path
 
@@ -23,19 +33,116 @@ if TYPE_CHECKING:
 log = logging.getLogger("pipeline")
 
 
-def run(params: Config, layout: Layout, root: Path) -> list[str]:
-    """The figures, then the report page that shows them; returns the PNG names written."""
-    names = draw_figures(params, layout)
+def run(params: Config, layout: Layout, root: Path, while_drawing: Callable[[], None] | None = None) -> list[str]:
+    """The figures, then the report page that shows them; returns the PNG names written. while_drawing: work for
+    this process while forked workers draw (see `render`)."""
+    names = draw_figures(params, layout, while_drawing)
     write_report(params, layout)
     return names
 
 
-def draw_figures(params: Config, layout: Layout) -> list[str]:
+def run_and_log(params: Config, layout: Layout, root: Path) -> dict:
+    """What DVC runs: `run`, then the MLflow run of the result. mlflow's import and the store's opening (about
+    1.2 s of CPU) are done while the forked figure workers draw: forked first, they do not load mlflow."""
+    import time
+
+    started = time.time()
+    tracking = params.tracking
+    if not tracking.enabled:
+        run(params, layout, root)
+        return log_run(params, layout, root, started)
+    from pipeline.outputs.tracking import check_reachable, prepare_store
+
+    check_reachable(tracking.uri, root)  # a server gone since pipeline.repro checked it: before drawing
+    opened = []
+
+    def open_store() -> None:
+        opened.append(prepare_store(tracking.uri, tracking.experiment, root))
+
+    run(params, layout, root, while_drawing=open_store)
+    if not opened:  # nothing to draw (figures=none)
+        open_store()
+    return log_run(params, layout, root, started)
+
+
+def start_inputs() -> tuple[list[str], list[str]]:
+    """This stage's inputs that stages write (pipeline/registry.py), as (DVC-cached, kept in git): a fresh clone has
+    none of the cached ones, so their files were written (or checked out) by this repro; the others (metrics, plot
+    data) carry the clone's time."""
+    from pipeline.registry import BY_NAME, STAGES
+
+    cache = {out.layout: out.cache for stage in STAGES for out in stage.outputs}
+    inputs = [name for name in BY_NAME["figures"].inputs if name in cache]
+    return [name for name in inputs if cache[name]], [name for name in inputs if not cache[name]]
+
+
+def pipeline_start(layout: Layout, now: float) -> float:
+    """When this repro's stages wrote their first output (seconds): the earliest modification time among the
+    input files of this stage written after the previous DVC-path run ended (mlflow_last_run.json). Without
+    a previous run, only the DVC-cached inputs count (git's files carry the clone's time). An output's time
+    is its stage's end, so the first stage that ran is counted from its end; `now` (this stage's start) if none is
+    newer."""
+    from pipeline.base.files import read_json
+
+    previous = read_json(layout.mlflow_last_run).get("end_time") if layout.mlflow_last_run.exists() else None
+    cached, in_git = start_inputs()
+    names = cached + (in_git if previous else [])
+    since = previous / 1000 if previous else 0.0
+    times = []
+    for name in names:
+        path = getattr(layout, name)
+        for file in path.rglob("*") if path.is_dir() else [path]:
+            if file.is_file() and since < file.stat().st_mtime <= now:
+                times.append(file.stat().st_mtime)
+    return min(times, default=now)
+
+
+def log_run(params: Config, layout: Layout, root: Path, started: float) -> dict:
+    """Log the result as one MLflow run (unless tracking is disabled), then write its records."""
+    from dataclasses import asdict
+
+    from pipeline.base.files import read_json, write_json
+    from pipeline.registry import logged_outputs
+
+    if not params.tracking.enabled:
+        record = {"enabled": False}
+    else:
+        from pipeline.outputs.tracking import log_result, runs_page, without_credentials
+
+        # the previous run's record: its unchanged input files are referenced, not uploaded again
+        previous = read_json(layout.mlflow_last_run) if layout.mlflow_last_run.exists() else None
+        record = {
+            "enabled": True,
+            **log_result(
+                asdict(params),
+                layout,
+                root,
+                artifacts=logged_outputs(),
+                extra_tags={"runner": "dvc"},
+                start_time=int(pipeline_start(layout, started) * 1000),
+                previous=previous,
+            ),
+        }
+        uri = record["tracking_uri"]
+        # the URI as logged is redacted (no password); the link has no user info; a local store has no server
+        # (and so no port) yet: the server command prints the link with its port
+        browse = (
+            runs_page(without_credentials(uri), record["experiment_id"])
+            if uri.startswith(("http://", "https://"))
+            else "python -m pipeline.server (it prints the link to the runs)"
+        )
+        log.info("mlflow: run %s in %s; browse: %s", record["run_id"], uri, browse)
+    write_json(layout.mlflow_last_run, record)
+    write_json(layout.mlflow_run, {"logged": params.tracking.enabled, "experiment": params.tracking.experiment})
+    return record
+
+
+def draw_figures(params: Config, layout: Layout, while_drawing: Callable[[], None] | None = None) -> list[str]:
     """Render into a fresh folder swapped in at the end, so that no figure of an older config lingers."""
     from pipeline.base.files import replace_dir
 
     names: list[str] = []
-    replace_dir(layout.sweep_figures_dir, lambda tmp: names.extend(render(params, layout, tmp)))
+    replace_dir(layout.sweep_figures_dir, lambda tmp: names.extend(render(params, layout, tmp, while_drawing)))
     log.info("figures: %d PNG files in %s", len(names), layout.sweep_figures_dir)
     return names
 
@@ -73,9 +180,11 @@ def sentence_columns(table: dict, count: int) -> list[dict]:
     return [{name: values[table["sentence"] == s] for name, values in table.items()} for s in range(count)]
 
 
-def render(params: Config, layout: Layout, out: Path) -> list[str]:
+def render(params: Config, layout: Layout, out: Path, while_drawing: Callable[[], None] | None = None) -> list[str]:
     """Queue a job per figure of the configured set (figures.name; kinds: pipeline.config.figure_sets.FIGURE_SETS),
-    the longest first, then draw them (figures.workers processes). Returns the PNG names written."""
+    the longest first, then draw them (figures.workers processes). while_drawing: run in this process once the
+    workers are forked, while they draw (`Batch.drawing`); not run when there is nothing to draw. Returns the PNG
+    names written."""
     from pipeline.base.files import read_json
     from pipeline.config.figure_sets import drawn_kinds, shown_sentences
 
@@ -100,7 +209,12 @@ def render(params: Config, layout: Layout, out: Path) -> list[str]:
         render_projections(params, meta, shown, layout, path, batch)
     if "crossover" in kinds and shown < len(meta["sentences"]):
         render_summary(layout, meta, shown, path, batch, cfg.dpi)
-    for names in batch.run(cfg.workers):
+    if while_drawing is None:  # a Hydra job: figures a sweep's earlier job drew are linked (batch.cache)
+        results = batch.run(cfg.workers)
+    else:  # DVC's run (no figure cache): forked workers draw while this process does `while_drawing`
+        with batch.drawing(cfg.workers) as results:
+            while_drawing()
+    for names in results:
         written += names or []
     return written
 
@@ -202,4 +316,4 @@ def render_summary(layout: Layout, meta: dict, shown: int, path, batch, dpi: int
 if __name__ == "__main__":
     from pipeline.stages._cli import stage_main
 
-    stage_main("figures", run)
+    stage_main("figures", run_and_log)

@@ -1,4 +1,10 @@
-"""Stage tokenize: texts -> word index, sequences, padded ids and padding mask (data/tokens/tokens.json)."""
+"""Stage tokenize: texts -> word index, sequences, padded ids and padding mask (data/tokens/tokens.json).
+
+Under a plain `dvc repro` it is also the pipeline's gate (pipeline/registry.py): conf/ is one of its deps, so that an
+edit of conf/ that params.yaml does not have yet stops the run here (every stage checks that params.yaml is fresh,
+pipeline.stages._cli), and it checks that the MLflow store answers before anything is computed (`check_tracking`).
+Under `python -m pipeline.repro` both were checked before `dvc repro` started.
+"""
 
 from __future__ import annotations
 
@@ -30,7 +36,17 @@ def run(params: Config, layout: Layout, root: Path) -> dict:
     return tokens
 
 
+def check_tracking(params: Config, root: Path) -> None:
+    """A dead MLflow server, or a damaged store, is reported now, by the first stage of a plain `dvc repro`, not after
+    the computing (the figures stage logs the run last)."""
+    if params.tracking.enabled:
+        from pipeline.outputs.tracking import check_reachable
+
+        check_reachable(params.tracking.uri, root)
+
+
 if __name__ == "__main__":
+    from pipeline.registry import BY_NAME
     from pipeline.stages._cli import stage_main
 
-    stage_main("tokenize", run)
+    stage_main("tokenize", run, input_files=BY_NAME["tokenize"].input_files, check=check_tracking)

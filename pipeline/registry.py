@@ -204,8 +204,8 @@ _COMPUTE: tuple[Stage, ...] = (
             ),
         ),
     ),
-    # kept apart from sweep: alone it takes 3.5-3.7 s CPU, 1.8 s of which importing torch and matplotlib (measured);
-    # merged, every `sweep.*` edit would pay its ~1.9 s of work and 0.3 s of matplotlib again
+    # kept apart from sweep: alone it takes about 3.1 s CPU (numpy, its r* bisections and one matplotlib figure;
+    # measured after the stage dropped torch); merged, every `sweep.*` edit would pay that again
     Stage(
         "study",
         "exact r* of many random sentences and the texts file, per GloVe dimension (reports/study/)",

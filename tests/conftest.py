@@ -65,6 +65,30 @@ def checkout(tmp_path) -> Path:
     return copy_checkout(tmp_path / "project")
 
 
+def copy_project(src: Path, dest: Path) -> Path:
+    """A copy of a project folder (git, DVC cache, outputs), file by file; DVC's own state (.dvc/tmp: its hash
+    cache, locks, journal) left out, as in a fresh clone that pulled the outputs."""
+    shutil.copytree(src, dest, symlinks=True, ignore=lambda d, names: {"tmp"} if Path(d) == src / ".dvc" else set())
+    return dest
+
+
+@pytest.fixture(scope="session")
+def ran_project(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """A fresh copy of the project after the README's first command (`python -m pipeline.repro`, the default config,
+    logging into a throwaway store outside it) and that command's result: made once per test process, so that the
+    tests that start from a project that has run (`ran_checkout`) do not each pay a full run (about 20 s of CPU)."""
+    base = tmp_path_factory.mktemp("ran")
+    project = copy_checkout(base / "project")
+    result = run([sys.executable, "-m", "pipeline.repro"], project, MLFLOW_TRACKING_URI=f"sqlite:///{base / 'ran.db'}")
+    return project, result
+
+
+@pytest.fixture
+def ran_checkout(ran_project, tmp_path) -> Path:
+    """A throwaway copy of `ran_project`: what a fresh clone holds after `python -m pipeline.repro`."""
+    return copy_project(ran_project[0], tmp_path / "project")
+
+
 # ---------------------------------------------------------------- the stages in-process on a small store
 
 SEED_WORDS = "king queen man woman dog wolf football basketball red green yellow".split()

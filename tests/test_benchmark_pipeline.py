@@ -50,6 +50,8 @@ def test_quick_benchmark_measures_every_section(checkout, tmp_path):
             "texts=queen_king",
             "-o",
             "sweep.ratios.points=5",
+            "-o",
+            "figures=none",  # every section still runs every stage; drawing is the figure tests' concern
         ],
         cwd=REPO,
         timeout=1800,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import copy_checkout, run
+from conftest import copy_project
 from test_mlflow_server import Server
 from test_sweeps import runs_by_kind
 
@@ -43,12 +43,11 @@ def link_copy(src: Path, dest: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def clones(tmp_path_factory) -> list[Path]:
+def clones(ran_project, tmp_path_factory) -> list[Path]:
     """CLONES + 1 copies of the project that have run once (into a throwaway store): a writer then recomputes
     only the stages its override changes (sweep, figures), which keeps 8 writers affordable."""
     base = tmp_path_factory.mktemp("concurrency")
-    first = copy_checkout(base / "clone0")
-    run([PY, "-m", "pipeline.repro"], first, MLFLOW_TRACKING_URI=f"sqlite:///{base / 'prep.db'}")
+    first = copy_project(ran_project[0], base / "clone0")
     return [first] + [link_copy(first, base / f"clone{i}") for i in range(1, CLONES + 1)]
 
 
@@ -68,7 +67,7 @@ def eight_writers(clones: list[Path], uri: str, tag: str) -> list[tuple[str, sub
                 "hydra/launcher=parallel",
                 f"hydra.launcher.n_jobs={JOBS}",
                 f"sweep.w2={points}",
-                "figures.dpi=40",
+                "figures=summary",
                 f"hydra.sweep.dir=multirun_{tag}",
             ],
         )
@@ -77,7 +76,7 @@ def eight_writers(clones: list[Path], uri: str, tag: str) -> list[tuple[str, sub
         (
             f"repro {i}",
             clone,
-            [PY, "-m", "pipeline.repro", f"sweep.w2={10 + i + (0 if tag == 'sqlite' else 10)}", "figures.dpi=40"],
+            [PY, "-m", "pipeline.repro", f"sweep.w2={10 + i + (0 if tag == 'sqlite' else 10)}", "figures=summary"],
         )
         for i, clone in enumerate(clones[1:], 1)
     ]

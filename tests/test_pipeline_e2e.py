@@ -136,9 +136,9 @@ def test_dvc_repro_end_to_end(checkout, private_mlflow_store):
     assert "error in stage tokenize: params.yaml is stale" in stale.stderr
 
 
-def test_dvc_exp_run_with_set_param(checkout, private_mlflow_store):
+def test_dvc_exp_run_with_set_param(ran_checkout, private_mlflow_store):
     """`dvc exp run -S` composes conf/ through DVC's Hydra integration; `dvc exp show` lists the metrics."""
-    run([PY, "-m", "pipeline.repro"], checkout)
+    checkout = ran_checkout
     run(["git", "add", "-A"], checkout)
     run(
         ["git", "commit", "-qm", "baseline", "--allow-empty"],
@@ -190,13 +190,11 @@ def tree_state(checkout: Path) -> dict[str, bytes]:
 
 
 @pytest.fixture(scope="module")
-def reproduced(tmp_path_factory):
-    """A fresh clone after the README's first command (MLflow logging off: these tests look at files)."""
-    from conftest import copy_checkout
+def reproduced(ran_project, tmp_path_factory):
+    """A fresh clone after the README's first command (these tests look at files; their runs log nothing)."""
+    from conftest import copy_project
 
-    checkout = copy_checkout(tmp_path_factory.mktemp("reproduced") / "project")
-    run([PY, "-m", "pipeline.repro", "tracking=disabled"], checkout)
-    return checkout
+    return copy_project(ran_project[0], tmp_path_factory.mktemp("reproduced") / "project")
 
 
 BAD_INPUTS = {
@@ -255,11 +253,11 @@ def test_unknown_key_is_refused_before_anything_is_written(reproduced):
 # ---------------------------------------------------------------- output folders hold exactly one run's files
 
 
-def test_checkout_and_exp_apply_leave_exact_output_folders(checkout, private_mlflow_store):
+def test_checkout_and_exp_apply_leave_exact_output_folders(ran_checkout, private_mlflow_store):
     """Fewer weight pairs -> fewer figures; going back and forth never leaves the other run's PNGs."""
-    run([PY, "-m", "pipeline.repro", "tracking=disabled"], checkout)
+    checkout = ran_checkout
     run(["git", "add", "-A"], checkout)
-    run(["git", "commit", "-qm", "baseline"], checkout, **GIT_ID)
+    run(["git", "commit", "-qm", "baseline", "--allow-empty"], checkout, **GIT_ID)
     figures = checkout / "reports/figures"
     baseline = sorted(p.name for p in figures.glob("*/*"))
     assert len(baseline) == 32  # 26 + RoPE's and ALiBi's 4 + the families' 2

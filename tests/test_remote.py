@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, copy_checkout, run
+from conftest import REPO, copy_project, run
 
 PY = sys.executable
 GIT_ID = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@l", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@l"}
@@ -28,11 +28,10 @@ def use_remote(checkout: Path, remote: Path) -> None:
 
 
 @pytest.mark.slow
-def test_push_then_pull_in_a_second_clone_leaves_nothing_to_reproduce(tmp_path):
+def test_push_then_pull_in_a_second_clone_leaves_nothing_to_reproduce(ran_project, tmp_path):
     remote = tmp_path / "remote"
-    first = copy_checkout(tmp_path / "first")
+    first = copy_project(ran_project[0], tmp_path / "first")  # a clone after `python -m pipeline.repro`
     use_remote(first, remote)
-    run([PY, "-m", "pipeline.repro"], first)
     run(["git", "add", "-A"], first)
     run(["git", "commit", "-qm", "pipeline run", "--allow-empty"], first, **GIT_ID)
     run(["dvc", "push"], first)

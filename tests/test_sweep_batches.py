@@ -133,6 +133,9 @@ def test_sweep_and_study_stages_import_no_torch(tmp_path, small_store):
     run_stages(params, tmp_path, small_store, upto="encode")  # the sweep's inputs (the encode stage uses torch)
     shutil.copytree(small_store, tmp_path / "data" / "glove")
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params), encoding="utf-8")
+    (tmp_path / "unused.txt").write_text(
+        "king 1 2 3 4 5 6 7 8\n", encoding="utf-8"
+    )  # glove.path: every stage checks it
     env = dict(os.environ, PE_PROJECT_ROOT=str(tmp_path), PYTHONPATH=str(REPO))
     out = subprocess.run(
         [sys.executable, "-c", PROBE], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300

@@ -406,9 +406,11 @@ def queue_status(checkout: Path) -> str:
 
 
 @pytest.mark.slow
-def test_dvc_queue_two_points_log_to_the_project_store(checkout, monkeypatch):
-    """`dvc exp run --queue -S 'sweep.w2=1,10'` + `dvc queue start -j 2` in a fresh clone: both run in DVC temp
-    copies (.dvc/tmp/exps/), log to the project's own mlflow.db (the default store), and `dvc exp show` lists them."""
+def test_dvc_queue_two_points_log_to_the_project_store(ran_checkout, monkeypatch):
+    """`dvc exp run --queue -S 'sweep.w2=1,10'` + `dvc queue start -j 2` in a clone that has run once: both run in
+    DVC temp copies (.dvc/tmp/exps/), log to the project's own mlflow.db (the default store), and `dvc exp show`
+    lists them."""
+    checkout = ran_checkout
     monkeypatch.delenv("MLFLOW_TRACKING_URI")  # the default store: <project root>/mlflow.db
     queued = run(["dvc", "exp", "run", "--queue", "-S", "sweep.w2=1,10", "-S", "glove=6B-50d"], checkout, **GIT_ID)
     assert queued.stdout.count("Queued experiment") == 2

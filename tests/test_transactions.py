@@ -21,7 +21,7 @@ import psutil
 import pytest
 import yaml
 
-from conftest import copy_checkout, run
+from conftest import copy_project, run
 
 pytestmark = pytest.mark.slow
 PY = sys.executable
@@ -29,10 +29,9 @@ IN_USE = "is in use by another run"
 
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory) -> Path:
+def project(ran_project, tmp_path_factory) -> Path:
     """A copy of the project that has run once, with its outputs committed: `git status` is the workspace check."""
-    root = copy_checkout(tmp_path_factory.mktemp("transactions") / "project")
-    run([PY, "-m", "pipeline.repro"], root)
+    root = copy_project(ran_project[0], tmp_path_factory.mktemp("transactions") / "project")
     run(["git", "add", "-A"], root)
     run(["git", "-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-qm", "ran", "--allow-empty"], root)
     return root

@@ -10,7 +10,7 @@ Memory estimates are peak RSS, each a stage process's baseline (its imports) plu
                                                            odd d (f = ceil(N / max_matrix_size); an even-d
                                                            sinusoid needs none): knobs encoding.max_len,
                                                            encoding.max_offset, encoding.max_matrix_size
-    sweep    260 MB + (P + 1 + m) n^2 16 + P S 6 kB        one batched PCA per sentence (each weighting's n x n
+    sweep     80 MB + (P + 1 + m) n^2 16 + P S 6 kB        one batched PCA per sentence (each weighting's n x n
                                                            Gram matrix and eigenvectors) and what every pair keeps
                                                            per sentence (projections, metrics, their JSON): knobs
                                                            sweep.w1 / sweep.w2, sweep.ratios.points,
@@ -45,10 +45,11 @@ MEMORY_SHARE = 0.8
 MAX_FIGURES = 2000
 GB = 1e9
 
-# The RSS of a stage process after its imports: encode (numpy, torch) at max_len=100 342 MB, sweep 259 MB with one
-# pair; a Hydra job's process imports both.
+# The RSS of a stage process after its imports: encode (numpy, torch) at max_len=100 342 MB; the sweep (numpy only)
+# 80 MB, fitted to its peak RSS at n = 100-400 words and 43-642 weightings (67-467 MB measured, the formula within
+# -13 %..+28 %, closest for the large batches it exists to refuse); a Hydra job's process imports both.
 ENCODE_BASE = 345e6
-SWEEP_BASE = 260e6
+SWEEP_BASE = 80e6
 # A Hydra job kept by the sweeper until the sweep ends (hydra.core.utils.JobReturn: the job's config and a copy of
 # the Hydra config): 219 kB, the RSS of holding 200 deep copies of a composed config; its override list 170 B
 # (BasicSweeper.split_arguments of range(0, 10**6): 169 B a job).

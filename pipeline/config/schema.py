@@ -189,7 +189,7 @@ class DownloadConfig(_Checked):
 class GloveConfig(_Checked):
     """Where the GloVe vectors come from. An option file (conf/glove/<option>.yaml) sets name, source, dim and the
     keys its source reads; every other key keeps its default here. Each kind of source (pipeline.inputs.
-    glove_sources.SOURCES) reads the key of its own name (package, url, zip, path), null unless it is the source."""
+    glove_sources.SOURCES) reads the key of its own name (`glove.path` for `path`), null unless it is the source."""
 
     KEY = "glove"
     name: str = MISSING

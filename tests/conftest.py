@@ -21,7 +21,7 @@ def pytest_xdist_auto_num_workers(config) -> int:
     """`-n auto` (pyproject's addopts): one worker more than the cores this process may use. Most tests wait on
     subprocesses (the pipeline's stages, DVC, git, servers, chromium): with one worker a core, the 2 cores of the CI
     machine were busy 1.58 of 2 on average (a run of the slow files: 10 min 9 s user + 1 min 7 s system CPU over
-    7 min 7 s wall)."""
+    7 min 7 s wall). Two more workers (cores + 2) were no faster: the whole suite 896 s against 865 s."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return cores + 1
 
@@ -82,14 +82,30 @@ def copy_project(src: Path, dest: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def ran_project(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+def ran_project(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess, str]:
     """A fresh copy of the project after the README's first command (`python -m pipeline.repro`, the default config,
-    logging into a throwaway store outside it) and that command's result: made once per test process, so that the
-    tests that start from a project that has run (`ran_checkout`) do not each pay a full run (about 20 s of CPU)."""
-    base = tmp_path_factory.mktemp("ran")
-    project = copy_checkout(base / "project")
-    result = run([sys.executable, "-m", "pipeline.repro"], project, MLFLOW_TRACKING_URI=f"sqlite:///{base / 'ran.db'}")
-    return project, result
+    logging into its own store outside the project), that command's result and the store's URI: made once per
+    pytest run, the first xdist worker that asks making it under a file lock (filelock, as pytest-xdist's docs
+    show), so that the tests that start from a project that has run (`ran_checkout`) do not each pay a full run
+    (about 20 s of CPU). Tests only copy it (`copy_project`), never run anything in it."""
+    import json
+
+    from filelock import FileLock
+
+    temp = tmp_path_factory.getbasetemp()
+    shared = temp.parent if os.environ.get("PYTEST_XDIST_WORKER") else temp  # parent: this run's, shared by workers
+    base, done = shared / "ran", shared / "ran" / "result.json"
+    store = f"sqlite:///{base / 'ran.db'}"
+    with FileLock(str(shared / "ran.lock")):
+        if not done.exists():
+            base.mkdir(exist_ok=True)
+            result = run(
+                [sys.executable, "-m", "pipeline.repro"], copy_checkout(base / "project"), MLFLOW_TRACKING_URI=store
+            )
+            done.write_text(
+                json.dumps([result.args, result.returncode, result.stdout, result.stderr]), encoding="utf-8"
+            )
+    return base / "project", subprocess.CompletedProcess(*json.loads(done.read_text(encoding="utf-8"))), store
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, run
+from conftest import REPO, copy_project, run
 
 pytestmark = pytest.mark.slow
 PY = sys.executable
@@ -41,11 +41,12 @@ def ran_stages(output: str) -> list[str]:
     return [line.split("'")[1] for line in output.splitlines() if line.startswith("Running stage '")]
 
 
-def test_dvc_repro_end_to_end(checkout, private_mlflow_store):
-    """README's main command in a fresh clone: every stage runs, outputs and the MLflow run are complete, the
-    tracked files come out byte-identical (git status clean), a second repro does nothing, a sweep change
-    re-runs only what depends on it, a stale params.yaml stops it."""
-    first = run([PY, "-m", "pipeline.repro"], checkout)
+def test_dvc_repro_end_to_end(ran_project, tmp_path, private_mlflow_store):
+    """README's main command in a fresh clone (the run `ran_project` made, looked at, never changed): every stage
+    runs, outputs and the MLflow run are complete, the tracked files come out byte-identical (git status clean);
+    then in a copy, a second repro does nothing, a sweep change re-runs only what depends on it, a stale
+    params.yaml stops it."""
+    checkout, first, first_store = ran_project
     # tokenize first (dvc.yaml's order): it checks the tracking store before anything is computed
     assert ran_stages(first.stdout) == ["tokenize", "glove", "encode", "sweep", "figures"]
     assert git_status(checkout) == "", "the README's first command changed tracked files"
@@ -69,6 +70,30 @@ def test_dvc_repro_end_to_end(checkout, private_mlflow_store):
     figures = sorted(p.name for p in (checkout / "reports/figures").glob("*/*.png"))
     assert len(figures) == 32  # 18 of the encode stage, 14 of the sweep's (figures stage)
 
+    record = json.loads((checkout / "reports/mlflow_last_run.json").read_text())
+    assert json.loads((checkout / "reports/mlflow_run.json").read_text()) == {
+        "logged": True,
+        "experiment": "positional-encoding",
+    }
+    assert record["tracking_uri"] == first_store
+    client, exp, runs = mlflow_runs(first_store)
+    assert [r.info.run_id for r in runs] == [record["run_id"]]
+    logged = runs[0]
+    assert logged.info.status == "FINISHED"
+    assert logged.info.run_name.startswith("6B-50d seed sinusoidal · ")  # what it is, and its config's short hash
+    # the run spans the repro (from this repro's first stage output), not only the stage that logs it
+    assert logged.info.start_time <= (checkout / "data/glove/manifest.json").stat().st_mtime * 1000
+    assert {d.dataset.name for d in logged.inputs.dataset_inputs} == {"glove 6B-50d", "texts seed"}
+    assert logged.data.params["glove.name"] == "6B-50d" and logged.data.params["tokenizer.maxlen"] == "100"
+    assert logged.data.metrics["encoding.norm_max_abs_dev"] == pytest.approx(metrics["encoding"]["norm_max_abs_dev"])
+    assert "sweep.s1.w1_1-w2_10.pca_disparity" in logged.data.metrics
+    assert len(logged.data.tags["git_commit"]) >= 40
+    artifacts = {a.path for a in client.list_artifacts(logged.info.run_id, "figures")}
+    assert "figures/projection_s1_w1_1-w2_10.png" in artifacts and len(artifacts) == 32
+    assert "report.html" in {a.path for a in client.list_artifacts(logged.info.run_id)}
+    assert exp.artifact_location.startswith("file://")
+
+    checkout = copy_project(checkout, tmp_path / "project")
     # a module of a library package: dvc status names exactly the stages whose code deps reach that package (a
     # directory dep, pipeline/dvcyaml.py), and Python's rewritten bytecode (__pycache__, .dvcignore) changes nothing
     from pipeline.dvcyaml import code_deps
@@ -86,29 +111,6 @@ def test_dvc_repro_end_to_end(checkout, private_mlflow_store):
     (checkout / "pipeline/outputs/__pycache__/report.cpython-311.pyc").write_bytes(b"new bytecode")
     assert json.loads(run(["dvc", "status", "--json"], checkout).stdout) == {}
 
-    record = json.loads((checkout / "reports/mlflow_last_run.json").read_text())
-    assert json.loads((checkout / "reports/mlflow_run.json").read_text()) == {
-        "logged": True,
-        "experiment": "positional-encoding",
-    }
-    assert record["tracking_uri"] == private_mlflow_store
-    client, exp, runs = mlflow_runs(private_mlflow_store)
-    assert [r.info.run_id for r in runs] == [record["run_id"]]
-    logged = runs[0]
-    assert logged.info.status == "FINISHED"
-    assert logged.info.run_name.startswith("6B-50d seed sinusoidal · ")  # what it is, and its config's short hash
-    # the run spans the repro (from this repro's first stage output), not only the stage that logs it
-    assert logged.info.start_time <= (checkout / "data/glove/manifest.json").stat().st_mtime * 1000
-    assert {d.dataset.name for d in logged.inputs.dataset_inputs} == {"glove 6B-50d", "texts seed"}
-    assert logged.data.params["glove.name"] == "6B-50d" and logged.data.params["tokenizer.maxlen"] == "100"
-    assert logged.data.metrics["encoding.norm_max_abs_dev"] == pytest.approx(metrics["encoding"]["norm_max_abs_dev"])
-    assert "sweep.s1.w1_1-w2_10.pca_disparity" in logged.data.metrics
-    assert len(logged.data.tags["git_commit"]) >= 40
-    artifacts = {a.path for a in client.list_artifacts(logged.info.run_id, "figures")}
-    assert "figures/projection_s1_w1_1-w2_10.png" in artifacts and len(artifacts) == 32
-    assert "report.html" in {a.path for a in client.list_artifacts(logged.info.run_id)}
-    assert exp.artifact_location.startswith("file://") or private_mlflow_store.startswith("http")
-
     again = run(["dvc", "repro"], checkout)
     assert ran_stages(again.stdout) == [] and "up to date" in again.stdout
 
@@ -124,7 +126,7 @@ def test_dvc_repro_end_to_end(checkout, private_mlflow_store):
     assert "reports/metrics.json" not in shown and "pca_disparity" not in shown
     full_diff = run(["dvc", "metrics", "diff", "HEAD", "--md", "--targets", "reports/metrics.json"], checkout).stdout
     assert full_diff.count("pca_disparity") > 0
-    assert len(mlflow_runs(private_mlflow_store)[2]) == 3  # first run, forced re-run, sweep change
+    assert len(mlflow_runs(private_mlflow_store)[2]) == 2  # the copy's forced re-run and sweep change
 
     # conf/ edited after params.yaml was composed, then plain `dvc repro`: refused, nothing else runs
     sweep_conf = checkout / "conf/sweep/seed.yaml"

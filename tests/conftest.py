@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.hookimpl(optionalhook=True)  # pytest -p no:xdist knows no such hook
 def pytest_xdist_auto_num_workers(config) -> int:
     """`-n auto` (pyproject's addopts): one worker more than the cores this process may use. Most tests wait on
     subprocesses (the pipeline's stages, DVC, git, servers, chromium): with one worker a core, the 2 cores of the CI
@@ -74,10 +75,22 @@ def checkout(tmp_path) -> Path:
     return copy_checkout(tmp_path / "project")
 
 
-def copy_project(src: Path, dest: Path) -> Path:
+def copy_project(src: Path, dest: Path, link: tuple[str, ...] = ()) -> Path:
     """A copy of a project folder (git, DVC cache, outputs), file by file; DVC's own state (.dvc/tmp: its hash
-    cache, locks, journal) left out, as in a fresh clone that pulled the outputs."""
-    shutil.copytree(src, dest, symlinks=True, ignore=lambda d, names: {"tmp"} if Path(d) == src / ".dvc" else set())
+    cache, locks, journal) left out, as in a fresh clone that pulled the outputs. Files under the folders `link`
+    (relative, POSIX, e.g. "data/") are hard-linked instead: only for files that are replaced, never written in
+    place."""
+
+    def copy(s: str, d: str) -> None:
+        (os.link if link and Path(s).relative_to(src).as_posix().startswith(link) else shutil.copy2)(s, d)
+
+    shutil.copytree(
+        src,
+        dest,
+        symlinks=True,
+        copy_function=copy,
+        ignore=lambda d, names: {"tmp"} if Path(d) == src / ".dvc" else set(),
+    )
     return dest
 
 

@@ -6,7 +6,6 @@ finished, and no "database is locked" may reach the user."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -26,20 +25,8 @@ LOCKED = ("database is locked", "OperationalError")
 
 def link_copy(src: Path, dest: Path) -> Path:
     """A second clone of a clone that has run: DVC outputs and cache hard-linked (they are replaced, never written
-    in place), everything else copied; DVC's own state (.dvc/tmp) left out."""
-
-    def copy(s: str, d: str) -> None:
-        rel = Path(s).relative_to(src).as_posix()
-        (os.link if rel.startswith(("data/", ".dvc/cache/")) else shutil.copy2)(s, d)
-
-    shutil.copytree(
-        src,
-        dest,
-        symlinks=True,
-        copy_function=copy,
-        ignore=lambda d, names: {"tmp"} if Path(d) == src / ".dvc" else set(),
-    )
-    return dest
+    in place), everything else copied."""
+    return copy_project(src, dest, link=("data/", ".dvc/cache/"))
 
 
 @pytest.fixture(scope="module")

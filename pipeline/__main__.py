@@ -28,7 +28,9 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from pipeline.base.paths import checkout_root
-from pipeline.config.schema import GloveConfig  # registers the config schema before @hydra.main composes conf/
+from pipeline.config.schema import GloveConfig, register
+
+register()  # the config schema, before @hydra.main composes conf/
 
 log = logging.getLogger("pipeline")
 CONF_DIR = str(checkout_root() / "conf")

@@ -83,6 +83,7 @@ def test_editing_a_texts_or_glove_file_outside_the_workspace_reruns_its_stages(t
             "-m",
             "pipeline.repro",
             "tracking=disabled",
+            "figures=none",  # what re-runs is the question, not what it draws (the figure tests' concern)
             "texts=file",
             f"texts.file={texts}",
             "glove=path",

@@ -39,6 +39,9 @@ def compose(overrides: Iterable[str] = (), root: Path | None = None) -> dict:
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
+    from pipeline.config.schema import register
+
+    register()
     conf_dir = Layout(root or checkout_root()).conf_dir
     overrides = list(overrides)
     check_list_overrides(overrides)  # before Hydra parses millions of items

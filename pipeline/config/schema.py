@@ -831,7 +831,10 @@ def validate(params: dict, composed: Any = None) -> Config:
 
 
 def register() -> None:
-    """Make Hydra compose conf/ on this schema (Hydra's ConfigStore; conf/config.yaml names it first).
+    """Make Hydra compose conf/ on this schema (Hydra's ConfigStore; conf/config.yaml names it first). Called by
+    whatever composes conf/ (`pipeline.config.params.compose`, the Hydra app `pipeline.__main__`, and, for DVC's
+    own composition, the plugin hydra_plugins/pe_pipeline_schema), not on import: a stage only validates params.yaml,
+    and Hydra's import (0.25-0.35 s, measured) was most of what a stage paid for the schema.
 
     Hydra applies `+key=value` with OmegaConf's force_add, which adds keys even to structured configs, so the
     schema's types alone do not stop `+sweep.w3=1` during composition: `validate` refuses it (an unknown key) in
@@ -847,6 +850,3 @@ def register() -> None:
     # relative dir against the cwd, and `cd conf && python -m pipeline` would write conf/outputs/ (a change of the
     # stages' conf dependency). Registered here, where every composition of conf/ (Hydra app, DVC, tests) gets it.
     OmegaConf.register_new_resolver("pe_root", lambda: checkout_root().as_posix(), replace=True)
-
-
-register()

@@ -33,19 +33,6 @@ from pipeline.inputs.glove_sources import FILE_KEYS as GLOVE_FILE_KEYS
 
 # Inputs that no stage produces (Layout attributes): the config and the user's sentence files.
 EXTERNAL_INPUTS = ("conf_dir", "params", "texts_dir")
-ALL_PARAMS = (
-    "glove",
-    "texts",
-    "tokenizer",
-    "encoding",
-    "sweep",
-    "metrics",
-    "figures",
-    "tutorials",
-    "tracking",
-    "relative",
-    "study",
-)
 
 
 # The figure settings the encode stage's figures read (the figures stage reads the whole group; max_sentences: the
@@ -252,17 +239,21 @@ STAGES: tuple[Stage, ...] = (
     # process imports mlflow and opens the store while its forked figure workers draw (`Batch.drawing`,
     # pipeline.stages.figures.run_and_log): 4.7 s wall against 5.2 s (4.8-5.6) for the same stage opening the store
     # after drawing, for 0.4 s more CPU (the three processes share 2 cores); at load 3.3-6.8 no wall difference.
-    # The run's params are the whole config: an edit of any key re-runs this stage, so a `study.*`, `tracking.*` or
-    # `glove.download.*` edit now re-draws the sweep's figures too, where it re-ran track alone (`pipeline.repro
-    # tracking.experiment=x`: 7.1-7.7 -> 10.2-11.4 s CPU; `study.seed=N`: 12.1-12.9 -> 15.0-15.9 s CPU, at load
-    # 4.8-6.3), while a `sweep.*` edit saves a process and check_params (`benchmarks.pipeline`, load 3: 12.6-13.9 ->
-    # 10.3-10.4 s wall). A Hydra job runs `run` (figures and report) and logs its own child run (pipeline.__main__).
+    # The run's params are the whole config, read from its params.yaml input (a file dep: `params` below), not
+    # declared key by key: the same re-runs, and dvc.lock records one hash instead of every value (DVC parses and
+    # rewrites dvc.lock, in pure Python, after each stage it runs: most of DVC's own CPU in a profile of a fresh run;
+    # these values were 3.5 of its 18.6 kB; `dvc exp show` still lists params.yaml whole). Any key's edit re-runs it, so
+    # a `study.*`, `tracking.*` or `glove.download.*` edit now re-draws the sweep's figures too, where it re-ran
+    # track alone (`pipeline.repro tracking.experiment=x`: 7.1-7.7 -> 10.2-11.4 s CPU; `study.seed=N`: 12.1-12.9 ->
+    # 15.0-15.9 s CPU, at load 4.8-6.3), while a `sweep.*` edit saves a process and check_params
+    # (`benchmarks.pipeline`, load 3: 12.6-13.9 -> 10.3-10.4 s wall). A Hydra job runs `run` (figures and report)
+    # and logs its own child run (pipeline.__main__).
     Stage(
         "figures",
         "the notebook's projections, the panels and ratio sweeps, labelled (reports/figures/sweep/), "
         "reports/report.html: one self-contained page (narrative, every figure, numbers, explorer), and one MLflow "
         "run: the config as params, the metrics, figures, report and inputs as artifacts",
-        params=ALL_PARAMS,
+        params=(),
         inputs=tuple(dict.fromkeys(_DRAWN_FROM + _LOGGED_FROM)),
         # mlflow_run.json is DVC-cached, not in git: a fresh clone has none, so its first repro logs a run
         outputs=(Output("sweep_figures_dir", log="figures"), Output("report_html", log=""), Output("mlflow_run")),

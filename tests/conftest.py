@@ -27,19 +27,6 @@ def pytest_xdist_auto_num_workers(config) -> int:
     return cores + 1
 
 
-def pytest_collection_modifyitems(config, items) -> None:
-    """The files with slow tests first, the most slow tests first, each file's tests in their own order. xdist's
-    `--dist loadfile` (pyproject's addopts, with `--no-loadscope-reorder`) hands out whole files in this order, so
-    the long ones start while there are short ones left to fill the other workers; its own order (the files with the
-    most tests first) started the one-test files of minutes (the kill test, the benchmark) last, and the run ended
-    with them running alone."""
-    slow: dict[str, int] = {}  # file -> its slow tests, in collection order
-    for item in items:
-        slow[item.path] = slow.get(item.path, 0) + (item.get_closest_marker("slow") is not None)
-    position = {path: k for k, path in enumerate(slow)}
-    items.sort(key=lambda item: (-slow[item.path], position[item.path]))  # stable: a file's tests keep their order
-
-
 @pytest.fixture(autouse=True)
 def private_mlflow_store(tmp_path, monkeypatch):
     """MLFLOW_TRACKING_URI -> a fresh SQLite store in this test's tmp dir."""

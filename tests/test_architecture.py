@@ -239,16 +239,12 @@ def run_recorded(stage, params: dict, base: Path, glove: Path | None) -> ReadLog
 
 def check_reads(stage, log: ReadLog) -> None:
     from pipeline.base.paths import Layout
-    from pipeline.registry import ALL_PARAMS
 
-    declared = ("",) if stage.params == ALL_PARAMS else stage.params
+    declared = ("",) if "params" in stage.inputs else stage.params  # params.yaml, a file dep: every key
     undeclared = sorted(k for k in log.keys if not covered(k, declared))
     assert not undeclared, f"stage {stage.name} reads params {undeclared} that the registry does not declare"
     unused = sorted(
-        d
-        for d in stage.params
-        if stage.params != ALL_PARAMS
-        and not any(k == d or k.startswith(d + ".") or d.startswith(k + ".") for k in log.keys)
+        d for d in stage.params if not any(k == d or k.startswith(d + ".") or d.startswith(k + ".") for k in log.keys)
     )
     assert not unused, f"stage {stage.name} declares params {unused} that it never reads"
     rel = Layout(Path("."))
@@ -354,11 +350,3 @@ def test_dvc_parses_its_yaml_files_with_libyaml():
 
     assert CParser is not None and YAML(typ="safe").Parser is CParser
     assert parse_yaml("stages: {a: {cmd: [x]}}", "dvc.yaml") == {"stages": {"a": {"cmd": ["x"]}}}
-
-
-def test_the_registry_s_list_of_every_group_is_the_schema_s():
-    """ALL_PARAMS (the registry stays light: it does not import the schema) names the schema's groups, in order."""
-    from pipeline.config.schema import GROUPS
-    from pipeline.registry import ALL_PARAMS
-
-    assert tuple(ALL_PARAMS) == tuple(GROUPS)

@@ -174,6 +174,15 @@ def test_compose_and_a_dvc_stage_take_the_lock_too(clean):
     assert yaml.safe_load((root / "params.yaml").read_text())["sweep"]["w2"] == 2
 
 
+def test_a_refused_config_ends_the_dvc_child_started_beside_it(clean):
+    """`pipeline.repro` starts its dvc child (its imports) while it composes: a config refused then ends it, and the
+    workspace is as it was."""
+    root = clean
+    refused = run([PY, "-m", "pipeline.repro", "sweep.w2=abc"], root, check=False)
+    assert refused.returncode == 2 and "sweep.w2" in refused.stderr and "Traceback" not in refused.stderr
+    assert processes_in(root) == [] and changed(root) == []
+
+
 # ---------------------------------------------------------------- stop signals
 
 

@@ -18,7 +18,7 @@ def test_seed_sentences_through_sweep(tmp_path, small_store):
     """The seed's tokens, an embedding matrix with the store's rows, PE diagnostics, 5 projections per sentence."""
     from pipeline.base.files import read_json
 
-    layout = run_stages(params_for(), tmp_path, small_store)
+    layout = run_stages(params_for("figures=none"), tmp_path, small_store)
     tokens = read_json(layout.tokens)
     assert tokens["word_index"] == {w: i + 1 for i, w in enumerate(SEED_WORDS)}
     assert tokens["sequences"] == [list(range(1, 12)), [3, 2, 11, 8, 10, 5, 4, 7, 1, 9, 6]]
@@ -47,7 +47,7 @@ def test_seed_sentences_through_sweep(tmp_path, small_store):
 def test_sweep_matches_sklearn_pca(tmp_path, small_store):
     from sklearn.decomposition import PCA
 
-    layout = run_stages(params_for(), tmp_path, small_store)
+    layout = run_stages(params_for("figures=none"), tmp_path, small_store)
     emb = np.load(layout.encode_dir / "embeddings.npy").astype(np.float64)
     pe = np.load(layout.encode_dir / "pe.npy").astype(np.float64)
     coords = np.load(layout.sweep_dir / "projections.npz")["s1_coords"]
@@ -76,7 +76,7 @@ def test_figures_stage_writes_every_figure(tmp_path, small_store):
 
 
 def test_all_oov_sentence_is_refused(tmp_path, small_store):
-    params = params_for("texts.sentences=[king queen man,zebra unicorn narwhal]")
+    params = params_for("figures=none", "texts.sentences=[king queen man,zebra unicorn narwhal]")
     with pytest.raises(PipelineError, match=r"every word of sentence 1 .*zebra unicorn narwhal.* missing"):
         run_stages(params, tmp_path, small_store)
 
@@ -84,7 +84,7 @@ def test_all_oov_sentence_is_refused(tmp_path, small_store):
 def test_partly_oov_sentence_gets_zero_rows_and_is_reported(tmp_path, small_store, caplog):
     from pipeline.base.files import read_json
 
-    params = params_for("texts.sentences=[king zebra queen,man woman dog]")
+    params = params_for("figures=none", "texts.sentences=[king zebra queen,man woman dog]")
     with caplog.at_level(logging.WARNING, logger="pipeline"):
         layout = run_stages(params, tmp_path, small_store)
     encoded = read_json(layout.encode_summary)
@@ -98,6 +98,7 @@ def test_text_longer_than_maxlen_is_truncated_with_a_warning(tmp_path, small_sto
     from pipeline.base.files import read_json
 
     params = params_for(
+        "figures=none",
         "tokenizer.maxlen=4",
         "tokenizer.truncating=post",
         "encoding.max_len=10",
@@ -114,16 +115,16 @@ def test_text_longer_than_maxlen_is_truncated_with_a_warning(tmp_path, small_sto
 
 def test_one_token_sentence_is_refused(tmp_path, small_store):
     with pytest.raises(PipelineError, match=r"sentence 1 .* 1 token.* at least 2"):
-        run_stages(params_for("texts.sentences=[king queen,wolf]"), tmp_path, small_store)
+        run_stages(params_for("figures=none", "texts.sentences=[king queen,wolf]"), tmp_path, small_store)
 
 
 def test_max_len_shorter_than_padding_is_refused(tmp_path, small_store):
     with pytest.raises(PipelineError, match=r"encoding\.max_len = 50 .* tokenizer\.maxlen"):
-        run_stages(params_for("encoding.max_len=50"), tmp_path, small_store)
+        run_stages(params_for("figures=none", "encoding.max_len=50"), tmp_path, small_store)
 
 
 def test_glove_dim_mismatch_with_the_store_is_refused(tmp_path, small_store):
-    params = params_for()
+    params = params_for("figures=none")
     params["glove"]["dim"] = 50
     with pytest.raises(PipelineError, match=r"glove\.dim = 50 .* 8 dimensions"):
         run_stages(params, tmp_path, small_store)
@@ -142,13 +143,15 @@ def test_learned_encoding_runs_the_whole_sweep(tmp_path, small_store):
     """encoding=learned: a seeded random table in place of the sinusoid, compared by the same metrics."""
     from pipeline.base.files import read_json
 
-    sinusoid = read_json(run_stages(params_for(), tmp_path / "sin", small_store).metrics)
+    sinusoid = read_json(run_stages(params_for("figures=none"), tmp_path / "sin", small_store).metrics)
     learned_layout = run_stages(
-        params_for("encoding=learned", "encoding.scale=1.2247"), tmp_path / "learned", small_store
+        params_for("figures=none", "encoding=learned", "encoding.scale=1.2247"), tmp_path / "learned", small_store
     )
     learned = read_json(learned_layout.metrics)
     again = read_json(
-        run_stages(params_for("encoding=learned", "encoding.scale=1.2247"), tmp_path / "again", small_store).metrics
+        run_stages(
+            params_for("figures=none", "encoding=learned", "encoding.scale=1.2247"), tmp_path / "again", small_store
+        ).metrics
     )
     assert learned == again  # seeded: the same table, the same numbers
     assert learned["sweep"].keys() == sinusoid["sweep"].keys()
@@ -194,7 +197,7 @@ def test_sweep_writes_projections_at_fixed_precision(tmp_path, small_store):
     """The saved projections are already rounded (rounding again changes nothing), and so are the metrics."""
     from pipeline.base.files import SIGNIFICANT_DIGITS, round_significant
 
-    layout = run_stages(params_for(), tmp_path, small_store)
+    layout = run_stages(params_for("figures=none"), tmp_path, small_store)
     with np.load(layout.sweep_dir / "projections.npz") as arrays:
         for name in ("s0_coords", "s1_grid_coords"):
             coords = arrays[name]

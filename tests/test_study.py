@@ -106,6 +106,7 @@ def test_sentence_crossover_is_the_sweeps(tmp_path, small_store, monkeypatch):
     texts = tmp_path / "data" / "texts" / "seed.txt"
     texts.parent.mkdir(parents=True)
     params = params_for(
+        "figures=none",  # the stages' figures are not looked at here; the study's own is drawn whatever the set
         "study.sentences=3",
         "study.lengths=[4,6]",
         "study.vocabulary=15",

@@ -129,7 +129,7 @@ def test_sweep_and_study_stages_import_no_torch(tmp_path, small_store):
     import shutil
 
     overrides = ("study.sentences=3", "study.lengths=[4]", "study.vocabulary=15", "study.dims=[8]")
-    params = params_for(*overrides, "study.texts_file=null")
+    params = params_for(*overrides, "study.texts_file=null", "figures=none")
     run_stages(params, tmp_path, small_store, upto="encode")  # the sweep's inputs (the encode stage uses torch)
     shutil.copytree(small_store, tmp_path / "data" / "glove")
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params), encoding="utf-8")

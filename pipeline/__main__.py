@@ -246,7 +246,9 @@ def check_command_line(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
+    import gc
     import sys
 
     check_command_line(sys.argv[1:])
     app()
+    gc.freeze()  # no final collection of the jobs' heap (pipeline.stages._cli.stage_main says why)

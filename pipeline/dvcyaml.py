@@ -61,6 +61,12 @@ _IMPORT = re.compile(
 _PACKAGE_DATA = re.compile(r"^PACKAGE_DATA[ \t]*=[ \t]*(\([^)]*\)|\[[^\]]*\])", re.MULTILINE)
 
 
+@functools.lru_cache(maxsize=None)
+def _source(path: Path) -> str:
+    """A module's text, read once per process (dvc.yaml's stages share most of their modules)."""
+    return path.read_text(encoding="utf-8")
+
+
 def _names(text: str) -> list[str]:
     """`a.b as c, d` or `(b as c,\n d)` -> ["a.b", "d"] / ["b", "d"]."""
     return [part.split()[0] for part in text.strip("() \t\n").replace("\n", " ").split(",") if part.strip()]
@@ -71,7 +77,7 @@ def _imported_modules(path: Path, module: str) -> frozenset[str]:
     """Every module an import statement in `path` names (at any depth), as absolute dotted names."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found: set[str] = set()
-    for match in _IMPORT.finditer(path.read_text(encoding="utf-8")):
+    for match in _IMPORT.finditer(_source(path)):
         if match["names"] is not None:
             found.update(_names(match["names"]))
             continue
@@ -90,7 +96,7 @@ def _imported_modules(path: Path, module: str) -> frozenset[str]:
 
 def package_data(path: Path) -> list[Path]:
     """The files a module declares it reads from beside itself: `PACKAGE_DATA = ("templates/x.j2", ...)`."""
-    match = _PACKAGE_DATA.search(path.read_text(encoding="utf-8"))
+    match = _PACKAGE_DATA.search(_source(path))
     return [path.parent / name for name in ast.literal_eval(match[1])] if match else []
 
 

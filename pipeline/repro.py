@@ -147,11 +147,7 @@ def _end_dvc(dvc: subprocess.Popen) -> None:
         except ProcessLookupError:  # stopped before the child made its group
             dvc.kill()
     dvc.wait()
-    if dvc.stdin and not dvc.stdin.closed:
-        try:
-            dvc.stdin.close()
-        except BrokenPipeError:
-            pass
+    dvc.stdin.close()  # nothing written to it here: closing cannot fail
 
 
 def _restore_failed(root: Path, exc: OSError) -> str:

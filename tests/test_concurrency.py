@@ -23,19 +23,16 @@ JOBS = 4
 LOCKED = ("database is locked", "OperationalError")
 
 
-def link_copy(src: Path, dest: Path) -> Path:
-    """A second clone of a clone that has run: DVC outputs and cache hard-linked (they are replaced, never written
-    in place), everything else copied."""
-    return copy_project(src, dest, link=("data/", ".dvc/cache/"))
-
-
 @pytest.fixture(scope="module")
 def clones(ran_project, tmp_path_factory) -> list[Path]:
     """CLONES + 1 copies of the project that have run once (into a throwaway store): a writer then recomputes
     only the stages its override changes (sweep, figures), which keeps 8 writers affordable."""
     base = tmp_path_factory.mktemp("concurrency")
     first = copy_project(ran_project[0], base / "clone0")
-    return [first] + [link_copy(first, base / f"clone{i}") for i in range(1, CLONES + 1)]
+    # the others: DVC outputs and cache hard-linked (they are replaced, never written in place), the rest copied
+    return [first] + [
+        copy_project(first, base / f"clone{i}", link=("data/", ".dvc/cache/")) for i in range(1, CLONES + 1)
+    ]
 
 
 def eight_writers(clones: list[Path], uri: str, tag: str) -> list[tuple[str, subprocess.CompletedProcess]]:

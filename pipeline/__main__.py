@@ -14,7 +14,7 @@ Sweeps should use figures=summary (README, "Sweeps").
 
 A job that fails (a bad override value, a bug) does not stop the sweep: it writes its error into
 <job dir>/job_result.json and a FAILED child run; the other jobs go on, and at the end
-pipeline.outputs.tracking.MultirunParentRun reports which jobs failed and why, and exits 1.
+pipeline.outputs.parent_run.MultirunParentRun reports which jobs failed and why, and exits 1.
 """
 
 from __future__ import annotations
@@ -94,14 +94,12 @@ def run_job(
     parent_run_id: str | None = None,
     overrides: list[str] = (),
     cache: Path | None = None,
-    composed: DictConfig | None = None,
 ) -> dict:
     """The registry's in-process stages for one composed config into `out`; returns the MLflow record.
 
     cache: the sweep's folder of shared outputs (pipeline.stage_cache): a stage whose inputs and params an earlier
     job of the sweep had already (tokens and encoding, in a sweep over `sweep.*`) is not run again, nor a figure
-    drawn from the same data (pipeline.outputs.figure_cache). composed: the config Hydra composed on the schema
-    (`params` as a DictConfig), whose types need no second check.
+    drawn from the same data (pipeline.outputs.figure_cache).
     """
     from pipeline.base.files import write_text
     from pipeline.base.paths import Layout
@@ -110,7 +108,7 @@ def run_job(
     from pipeline.registry import job_stages, logged_outputs
     from pipeline.stage_cache import run_stages
 
-    cfg = check(params, root, composed)  # the one validation of this job; the stages read cfg
+    cfg = check(params, root)  # the one validation of this job; the stages read cfg
     if cfg.tracking.enabled:
         check_reachable(cfg.tracking.uri, root)
     layout = Layout(out, glove=shared_glove_store(cfg.glove, root), shared=cache)
@@ -195,7 +193,6 @@ def app(cfg: DictConfig) -> None:
             parent_run_id=parent,
             overrides=overrides,
             cache=Path(hydra_cfg.sweep.dir).resolve() / CACHE_DIR if multirun else None,
-            composed=cfg,
         )
     except Exception as exc:
         if isinstance(exc, PipelineError):

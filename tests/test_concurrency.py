@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import copy_project
+from conftest import copy_project, run
 from test_mlflow_server import Server
 from test_sweeps import runs_by_kind
 
@@ -25,10 +25,12 @@ LOCKED = ("database is locked", "OperationalError")
 
 @pytest.fixture(scope="module")
 def clones(ran_project, tmp_path_factory) -> list[Path]:
-    """CLONES + 1 copies of the project that have run once (into a throwaway store): a writer then recomputes
-    only the stages its override changes (sweep, figures), which keeps 8 writers affordable."""
+    """CLONES + 1 copies of the project that have run with figures=summary (into a throwaway store): a writer then
+    recomputes only the stages its override changes (sweep, figures), which keeps 8 writers affordable (from the
+    default run, each would run encode again too: figures.name is one of its params)."""
     base = tmp_path_factory.mktemp("concurrency")
     first = copy_project(ran_project[0], base / "clone0")
+    run([PY, "-m", "pipeline.repro", "figures=summary"], first, MLFLOW_TRACKING_URI=f"sqlite:///{base / 'setup.db'}")
     # the others: DVC outputs and cache hard-linked (they are replaced, never written in place), the rest copied
     return [first] + [
         copy_project(first, base / f"clone{i}", link=("data/", ".dvc/cache/")) for i in range(1, CLONES + 1)

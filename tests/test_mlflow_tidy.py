@@ -76,7 +76,7 @@ def test_sweep_parent_run_is_named_by_its_sweep(tmp_path, private_mlflow_store):
     from hydra import compose, initialize_config_dir
     from mlflow.tracking import MlflowClient
 
-    from pipeline.outputs.tracking import MultirunParentRun
+    from pipeline.outputs.parent_run import MultirunParentRun
 
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
         cfg = compose(

@@ -149,3 +149,32 @@ def test_study_always_covers_the_configured_store_and_skips_lengths_it_cannot_fi
     assert list(summary["stores"]) == ["d8"] and "glove=6B-7d" in summary["missing_dims"]["d7"]
     assert summary["skipped_lengths"] == [too_long]
     assert set(summary["dims"]["d8"]["by_length"]) == {"L3"} and summary["dims"]["d8"]["random"]["sentences"] == 2
+
+
+def test_the_study_writes_the_same_bytes_whatever_the_number_of_workers(tmp_path, small_store, monkeypatch):
+    """The sentences are split into parts measured by forked workers (one per core), the longest first: the files
+    are the same bytes as when this process measures every part itself, in order (one core), with two dimensions."""
+    from pipeline.base import worker_pool
+    from pipeline.base.paths import Layout
+    from pipeline.inputs.glove_store import GloveStore, write_store
+    from pipeline.registry import BY_NAME
+
+    monkeypatch.setenv("PE_PROJECT_ROOT", str(tmp_path))
+    small = GloveStore.open(small_store)
+    wider = np.random.default_rng(3).normal(size=(len(small.words), 12)).astype(np.float32)
+    write_store(tmp_path / "data" / "cache" / "stores" / "test-12d", wider, small.words, {"source": "test"})
+    params = params_for(
+        "study.sentences=7",
+        "study.lengths=[3,5,6]",
+        "study.vocabulary=15",
+        "study.dims=[8,12]",
+        "study.texts_file=null",
+    )
+    written = {}
+    for workers in (1, 3):
+        monkeypatch.setattr(worker_pool, "usable_cores", lambda workers=workers: workers)
+        layout = Layout(tmp_path / f"w{workers}", glove=small_store)
+        summary = BY_NAME["study"].run(typed(params), layout, tmp_path)
+        written[workers] = [path.read_bytes() for path in (layout.study_table, layout.study_summary)]
+    assert list(summary["stores"]) == ["d8", "d12"] and summary["dims"]["d12"]["random"]["sentences"] == 21
+    assert written[1] == written[3]

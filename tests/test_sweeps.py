@@ -159,7 +159,7 @@ def test_launcher_configs_compose(launcher, target, expect):
     conf = OmegaConf.to_container(cfg.hydra.launcher, resolve=False)
     assert conf["_target_"].endswith(target)
     assert {k: conf[k] for k in expect} == expect
-    assert cfg.hydra.callbacks.mlflow_parent._target_ == "pipeline.outputs.tracking.MultirunParentRun"
+    assert cfg.hydra.callbacks.mlflow_parent._target_ == "pipeline.outputs.parent_run.MultirunParentRun"
 
 
 def test_parent_run_is_closed_failed_when_a_sweep_breaks_off(tmp_path, private_mlflow_store):
@@ -167,7 +167,7 @@ def test_parent_run_is_closed_failed_when_a_sweep_breaks_off(tmp_path, private_m
     sweep whose jobs all vanished ends FAILED with exit status 1."""
     from hydra import compose, initialize_config_dir
 
-    from pipeline.outputs.tracking import MultirunParentRun
+    from pipeline.outputs.parent_run import MultirunParentRun
 
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
         cfg = compose("config", overrides=[f"hydra.sweep.dir={tmp_path / 'sweep'}"], return_hydra_config=True)

@@ -21,6 +21,7 @@ import atexit
 import contextlib
 import gc
 import multiprocessing
+import os
 from collections.abc import Iterator
 from multiprocessing.pool import Pool
 
@@ -30,6 +31,11 @@ _kept: tuple[int, Pool] | None = None  # (processes, the pool) while kept
 
 def fork_available() -> bool:
     return "fork" in multiprocessing.get_all_start_methods()
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity: a container's or a cluster job's share)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def keep() -> None:

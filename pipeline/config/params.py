@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Iterable
 
 import yaml
 
@@ -82,10 +82,10 @@ def read_params(root: Path | None = None) -> dict:
     return read_params_file(Layout(root or checkout_root()).params)
 
 
-def check(params: dict, root: Path, composed: Any = None) -> Config:
-    """Everything that can be known before running: the schema's rules, then `check_runnable`. composed: see
-    schema.validate. Returns the validated config as the schema's dataclasses."""
-    cfg = validate(params, composed)
+def check(params: dict, root: Path) -> Config:
+    """Everything that can be known before running: the schema's rules, then `check_runnable`. Returns the validated
+    config as the schema's dataclasses."""
+    cfg = validate(params)
     check_runnable(cfg, root)
     return cfg
 

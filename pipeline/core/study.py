@@ -69,6 +69,12 @@ def crossovers(e: np.ndarray, p: np.ndarray, neighbours: int, ratios: np.ndarray
     ]
 
 
+def crossovers_of(task: tuple) -> list[dict]:
+    """crossovers(*task), task = (e, p, neighbours, ratios): one part of the study, as a worker pool's imap passes it
+    (a module-level function: the stage's own module runs as __main__, whose functions a pool cannot name)."""
+    return crossovers(*task)
+
+
 def random_sentences(vocabulary: Sequence[str], count: int, lengths: Sequence[int], seed: int) -> dict[int, list]:
     """For each length L, `count` sentences of L distinct words drawn uniformly from `vocabulary` (a list of
     words), reproducibly: the draw for L depends only on (seed, L), so adding a length or a dimension leaves the

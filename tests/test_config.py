@@ -662,3 +662,26 @@ def test_values_are_literal_text_never_omegaconf_interpolations():
     texts = ["king ${document.title=42} queen", "a \\${x} b", "a \\\\${y} b", "${a}${b}"]
     params["texts"]["sentences"] = texts
     assert schema.validate(params).texts.sentences == texts
+
+
+def test_validate_checks_every_type_the_schema_declares_and_refuses_others():
+    """validate builds the dataclasses itself (no OmegaConf in a stage): each field's type is one it can check (the
+    defaults validate, so every field was checked); an Optional int, a list of lists and a mapping are checked inside;
+    a type it cannot check is a developer's error, said as such."""
+    from dataclasses import make_dataclass
+    from typing import Tuple
+
+    params = config.compose([], REPO)
+    params["glove"]["package"] = 5
+    with pytest.raises(
+        PipelineError, match=r"config key glove\.package = 5 has the wrong type: it must be of type str"
+    ):
+        config.validate(params)
+    params = config.compose([], REPO)
+    params["metrics"]["groups"] = [["a", "b"], "c"]
+    with pytest.raises(PipelineError, match=r"config key metrics\.groups\[1\] = 'c' has the wrong type: .* a list"):
+        config.validate(params)
+
+    Odd = make_dataclass("Odd", [("pair", Tuple[int, int])])  # the type itself, not a string to resolve here
+    with pytest.raises(TypeError, match=r"validate cannot check odd\.pair's schema type"):
+        schema._build(Odd, {"pair": [1, 2]}, "odd")

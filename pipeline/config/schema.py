@@ -772,7 +772,7 @@ def _typed(hint: Any, value: Any, key: str) -> Any:
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if hint is Any:
         return value
-    if origin is typing.Union:  # Optional[X]
+    if origin is typing.Union and len(args) == 2 and args[1] is type(None):  # Optional[X]
         return None if value is None else _typed(args[0], value, key)
     if is_dataclass(hint):
         return _build(hint, value, key)
@@ -784,6 +784,11 @@ def _typed(hint: Any, value: Any, key: str) -> Any:
         if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
             raise _wrong_type(key, value, "a mapping")
         return {k: _typed(args[1], item, f"{key}.{k}") for k, item in value.items()}
+    if hint not in (bool, int, float, str):
+        raise TypeError(
+            f"validate cannot check {key}'s schema type {hint!r}: declare bool, int, float, str, Any, a dataclass, or "
+            "Optional, List or Dict of those (or teach _typed the new type)"
+        )
     if hint is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if not isinstance(value, hint) or (hint is not bool and isinstance(value, bool)):

@@ -22,7 +22,7 @@ import contextlib
 import gc
 import multiprocessing
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from multiprocessing.pool import Pool
 
 _keep = False
@@ -75,6 +75,18 @@ def pool(processes: int) -> Iterator[Pool]:
         raise
     if not _keep:
         _end(current)
+
+
+@contextlib.contextmanager
+def imap(function: Callable, items: Iterable, processes: int) -> Iterator[Iterator]:
+    """function(item) for each of `items`, in order, as an iterator: computed by `processes` forked workers (`pool`;
+    Pool.imap's feeder blocks while the pipe to them is full, so large items are read little ahead of the workers),
+    or lazily in this process when processes < 1 or fork is unavailable."""
+    if processes < 1 or not fork_available():
+        yield map(function, items)
+        return
+    with pool(processes) as workers:
+        yield workers.imap(function, items, chunksize=1)
 
 
 def _start(processes: int) -> Pool:

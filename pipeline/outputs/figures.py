@@ -76,12 +76,10 @@ class Batch:
         on entry), and wait for them at its end; yields the list that then holds their results, in the order queued.
         One worker: the jobs are drawn at the block's end, in this process. An error inside the block or in a job
         ends the workers."""
-        import os
-
         from pipeline.base import worker_pool
 
         results: list = []
-        workers = min(workers, os.cpu_count() or 1)
+        workers = min(workers, worker_pool.usable_cores())
         if workers < 2 or not worker_pool.fork_available():
             yield results
             results += self.run(1, what)
@@ -124,19 +122,11 @@ class Batch:
 
     def _draw_jobs(self, indices: list[int], workers: int, results: list, progress: Progress) -> None:
         """Draw the jobs `indices` into `results`, counting each drawn in `progress`."""
-        import os
-
         from pipeline.base import worker_pool
 
-        workers = min(workers, len(indices), os.cpu_count() or 1) if workers > 1 else 0
-        if workers < 1 or not worker_pool.fork_available():
-            for done, k in enumerate(indices, 1):
-                results[k] = _draw(self.jobs[k])
-                progress.update(done)
-            return
-        with worker_pool.pool(workers) as pool:
-            pending = pool.imap(_draw, [self.jobs[k] for k in indices], chunksize=1)  # results in order, as drawn
-            for done, (k, result) in enumerate(zip(indices, pending), 1):
+        workers = min(workers, len(indices), worker_pool.usable_cores()) if workers > 1 else 0
+        with worker_pool.imap(_draw, [self.jobs[k] for k in indices], workers) as drawn:  # in order, as drawn
+            for done, (k, result) in enumerate(zip(indices, drawn), 1):
                 results[k] = result
                 progress.update(done)
 

@@ -21,7 +21,6 @@ files: the GloVe store, study.texts_file (under data/texts/).
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
-import contextlib
 import logging
 from pathlib import Path
 
@@ -71,7 +70,7 @@ def run(params: Config, layout: Layout, root: Path) -> dict:
     from pipeline.inputs.tokens import tokenize
 
     cfg, enc = params.study, params.encoding
-    workers = worker_pool.usable_cores() if worker_pool.fork_available() else 1
+    cores = worker_pool.usable_cores()
     stores, missing, available = find_stores(list(cfg.dims), layout, root)
     ratios = ratio_grid(params.sweep.ratios)
     neighbours = params.metrics.neighbours
@@ -119,20 +118,18 @@ def run(params: Config, layout: Layout, root: Path) -> dict:
         (d, part.tolist())
         for d in cases
         for batch in sentence_batches([len(case[3]) for case in cases[d]])
-        for part in np.array_split(np.array(batch), min(len(batch), 2 * workers))
+        for part in np.array_split(np.array(batch), min(len(batch), 2 * cores))
     ]
     parts.sort(key=lambda part: -cases[part[0]][part[1][0]][0])
 
-    def tasks():  # built as the workers take them (Pool.imap's feeder blocks on a full pipe): memory stays bounded
+    def tasks():  # built as the workers take them (worker_pool.imap): memory stays bounded
         for d, part in parts:
             e = np.stack([np.asarray(stores[d].lookup(cases[d][i][3])[0], dtype=np.float64) for i in part])
             p = np.stack([encodings[d][cases[d][i][4]] for i in part])
             yield e, p, neighbours, ratios
 
     results = {d: [None] * len(group) for d, group in cases.items()}
-    with worker_pool.pool(workers) if workers > 1 else contextlib.nullcontext() as pool:
-        measure = study_lib.crossovers_of
-        answers = pool.imap(measure, tasks()) if pool is not None else map(measure, tasks())
+    with worker_pool.imap(study_lib.crossovers_of, tasks(), cores if cores > 1 else 0) as answers:
         # imported while the workers compute (matplotlib: about 0.7 s of CPU)
         from pipeline.outputs.study_figures import crossover_study
 

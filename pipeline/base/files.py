@@ -187,14 +187,18 @@ def write_npy(path: Path, array: np.ndarray) -> None:
 
 
 def write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    """Like np.savez, but byte-for-byte reproducible: np.savez stamps each member with the current time."""
+    """Like np.savez, but byte-for-byte reproducible: np.savez stamps each member with the current time. Zip64
+    headers only for a member that needs them (2 GiB or more): Python's zipfile writes forced ones differently from one
+    patch release to the next (3.11.2 and 3.11.7 gave other bytes, so another dvc.lock), plain ones alike."""
     import zipfile
 
     with atomic_path(path) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED) as archive:
         for name, array in arrays.items():
+            array = np.asanyarray(array)
             info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
-            with archive.open(info, "w", force_zip64=True) as member:
-                np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
+            huge = array.nbytes + 2**16 >= zipfile.ZIP64_LIMIT  # 2**16: room for the .npy header
+            with archive.open(info, "w", force_zip64=huge) as member:
+                np.lib.format.write_array(member, array, allow_pickle=False)
 
 
 def replace_dir(target: Path, build: "callable[[Path], None]") -> None:

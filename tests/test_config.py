@@ -666,7 +666,7 @@ def test_values_are_literal_text_never_omegaconf_interpolations():
 
 def test_validate_checks_every_type_the_schema_declares_and_refuses_others():
     """validate builds the dataclasses itself (no OmegaConf in a stage): each field's type is one it can check (the
-    defaults validate, so every field was checked); an Optional int, a list of lists and a mapping are checked inside;
+    defaults validate, so every field was checked); an Optional string and a list of lists are checked inside;
     a type it cannot check is a developer's error, said as such."""
     from dataclasses import make_dataclass
     from typing import Tuple

@@ -1,19 +1,13 @@
-"""Outputs are the same bytes on every machine: tracked numbers are written at a fixed precision
-(pipeline.base.files.SIGNIFICANT_DIGITS), so that BLAS/LAPACK summing in another order (another CPU, another
-thread count) does not change a file."""
+"""Tracked numbers are written at a fixed precision (pipeline.base.files.SIGNIFICANT_DIGITS), the same decimal text
+for a value on every machine. (That the values themselves have the same bits on every machine, CPU, BLAS kernel and
+thread count is tests/test_machine_independence.py's.)"""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
-import pytest
 
-from conftest import REPO
 from pipeline.base.files import SIGNIFICANT_DIGITS, read_columns, round_significant, write_columns, write_json
 
 # The same Procrustes disparity computed on two CPUs: they differ in the last bit.
@@ -100,63 +94,3 @@ def test_csv_writes_last_bit_neighbours_as_the_same_bytes(tmp_path):
     assert (tmp_path / "a.csv").read_text() == "k,value,missing\n1,0.00212554076,nan\n2,7.07106781187,None\n"
     table = read_columns(tmp_path / "a.csv")
     assert table["value"].tolist() == [0.00212554076, 7.07106781187] and np.isnan(table["missing"]).all()
-
-
-# ---------------------------------------------------------------- the stages with 1 and 2 threads
-
-DRIVER = """
-import sys
-import torch
-threads, out, store, tests = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
-torch.set_num_threads(threads)
-sys.path.insert(0, tests)
-from pathlib import Path
-from conftest import params_for, run_stages
-run_stages(params_for(*sys.argv[5:]), Path(out), Path(store), upto="sweep")
-"""
-
-
-def run_with_threads(threads: int, out: Path, store: Path, overrides: list[str]) -> None:
-    env = dict(
-        os.environ,
-        PE_PROJECT_ROOT=str(REPO),
-        **{name: str(threads) for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")},
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", DRIVER, str(threads), str(out), str(store), str(REPO / "tests"), *overrides],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr
-
-
-def output_files(base: Path) -> dict[str, bytes]:
-    return {path.relative_to(base).as_posix(): path.read_bytes() for path in sorted(base.rglob("*")) if path.is_file()}
-
-
-@pytest.mark.parametrize(
-    "overrides", [[], ["encoding=learned", "encoding.scale=1.2247"]], ids=["sinusoidal", "learned"]
-)
-def test_tokenize_encode_sweep_give_the_same_bytes_with_one_and_two_threads(tmp_path, small_store, overrides):
-    for threads in (1, 2):
-        run_with_threads(threads, tmp_path / f"threads{threads}", small_store, overrides)
-    one, two = output_files(tmp_path / "threads1"), output_files(tmp_path / "threads2")
-    for name in (
-        "reports/metrics.json",
-        "reports/plots/ratio_sweep.csv",
-        "reports/sentences.csv",
-        "data/sweep/ratio_sweep.csv",
-        "data/sweep/projections.npz",
-        "data/sweep/projections.json",
-        "data/encode/encode.json",
-        "data/relative/rope.npz",
-        "data/relative/alibi.npz",
-        "reports/relative.json",
-    ):
-        assert name in one, f"{name} was not written"
-    assert one.keys() == two.keys()
-    differ = [name for name in one if one[name] != two[name]]
-    assert not differ, f"these outputs depend on the thread count: {differ}"

@@ -199,7 +199,7 @@ def test_the_workers_of_a_killed_process_exit():
     assert out.returncode == -9, out.stderr
     pids = [int(pid) for pid in out.stdout.split()]
     assert len(pids) == 2
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60  # guards a hang: the workers exit within a second when the machine is quiet
     while any(running(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not any(running(pid) for pid in pids)

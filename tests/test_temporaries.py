@@ -46,7 +46,7 @@ def killed_writer(kind: str, target: Path, reaped: bool = True) -> subprocess.Po
     if reaped:
         proc.wait(10)
     else:
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60  # guards a hang: SIGKILL takes milliseconds when the machine is quiet
         while psutil.Process(proc.pid).status() != psutil.STATUS_ZOMBIE:
             assert time.monotonic() < deadline
             time.sleep(0.01)

@@ -1,11 +1,12 @@
 """Atomic writes and hashing: a crash leaves either the old file or the new one, never half of one.
 
-Numbers in written files have a fixed precision, so that a file has the same bytes on every machine: BLAS and
-LAPACK sum in another order on another CPU or thread count, and the last bits of a result change with it.
-`write_json` and `write_columns` round every float to SIGNIFICANT_DIGITS significant digits of max(|x|, 1)
-(12 significant digits above 1, 11 decimal places below: a small number computed from O(1) ones, such as a
-deviation or a Procrustes disparity, carries their absolute rounding noise, not noise relative to itself);
-float64 arrays derived from such sums are rounded with `round_significant` before they are saved.
+Numbers in written files have a fixed precision: `write_json` and `write_columns` round every float to
+SIGNIFICANT_DIGITS significant digits of max(|x|, 1) (12 significant digits above 1, 11 decimal places below: a
+small number computed from O(1) ones, such as a deviation or a Procrustes disparity, carries their absolute rounding
+noise, not noise relative to itself), so that files read as numbers and a diff shows changes, not float noise.
+That every number has the same bits on every machine comes from how it is computed (pipeline.core.portable), not
+from this rounding: a one-ulp difference would still cross a rounding boundary with probability ~ 2^-52 / 10^-12
+per value.
 """
 
 from __future__ import annotations

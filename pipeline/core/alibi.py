@@ -7,7 +7,7 @@ Slopes (the paper, section 3, and the official `get_slopes`): for n heads, n a p
 sequence starting at 2^(-8/n) with ratio 2^(-8/n): m_h = 2^(-8 (h + 1) / n), h = 0 .. n-1 (8 heads: 1/2, 1/4,
 ..., 1/256). Otherwise, with p the largest power of two below n: the p slopes of p heads, then every other
 slope of the 2p sequence (its 1st, 3rd, ...) for the n - p remaining heads. Exponents are exact fractions;
-each slope is one float64 power of two.
+each slope is 2 to that exponent, correctly rounded (pipeline.core.portable.cr_pow: the same bits on every machine).
 
 The bias is Toeplitz in (i, j) (it depends only on i - j). The official implementation adds m_h j to row i
 instead of -m_h (i - j): the two differ by m_h i, a constant per row, which the softmax over j cancels.
@@ -36,8 +36,10 @@ def slope_exponents(heads: int) -> list[Fraction]:
 
 def slopes(heads: int, device: torch.device | str | None = None, dtype: torch.dtype = torch.float64) -> torch.Tensor:
     """(heads,) ALiBi slopes m_h, computed in float64 and rounded once to `dtype`."""
-    exponents = torch.tensor([float(e) for e in slope_exponents(heads)], dtype=torch.float64)
-    return torch.pow(2.0, exponents).to(torch.device(device or "cpu"), dtype)
+    from pipeline.core.portable import cr_pow
+
+    values = torch.tensor([cr_pow(2.0, float(e)) for e in slope_exponents(heads)], dtype=torch.float64)
+    return values.to(torch.device(device or "cpu"), dtype)
 
 
 def bias(slope: torch.Tensor, length: int, *, causal: bool = True) -> torch.Tensor:
@@ -60,7 +62,9 @@ def penalty(slope: torch.Tensor, distances: torch.Tensor) -> torch.Tensor:
 
 def half_weight_distance(slope: torch.Tensor) -> torch.Tensor:
     """(heads,) distance ln(2) / m_h at which the bias halves a key's softmax weight (equal content scores)."""
-    return torch.log(torch.tensor(2.0, dtype=torch.float64)) / slope.to(torch.float64)
+    from pipeline.core.portable import cr_log
+
+    return cr_log(2.0) / slope.to(torch.float64)
 
 
 def toeplitz_deviation(matrix: torch.Tensor) -> float:

@@ -18,6 +18,7 @@ import torch
 from pipeline.base.errors import PipelineError
 from pipeline.base.files import round_significant
 from pipeline.core import encoding as pe_lib
+from pipeline.core import portable
 from pipeline.core.device import resolve_dtype
 
 
@@ -91,7 +92,8 @@ def summary(
     norm_positions, distance_pairs = probes(cfg)
 
     def distance(p: int, q: int) -> float:
-        return float(torch.linalg.vector_norm(pe[p].to(norms.dtype) - pe[q].to(norms.dtype)))
+        diff = pe[p].to(norms.dtype) - pe[q].to(norms.dtype)
+        return float(portable.tree_sum(diff * diff).sqrt())
 
     return {
         "kind": cfg.name,

@@ -11,10 +11,12 @@ interleaved one, so norms, dot products and distances do not depend on the layou
 fairseq also space their frequencies as base^(-i/(m-1)) and pad odd d with a zero column: only their
 column layout is offered here.)
 
-Accuracy: the angles p * w_i are formed in float64 and only the result is rounded (once: see
-`round_once`) to the output dtype, so float32/float16/bfloat16 are within their own rounding of the
-float64 reference at any position (float32 angles are off by 5e-4 at 4k positions). Devices without float64 (MPS) get the encoding
-computed on the CPU in float64 and copied over: the same values as on the CPU.
+Accuracy: sin(p w_i) and cos(p w_i) are computed in float64 (pipeline.core.sinusoid: correctly rounded
+frequencies, angle addition from portable sin/cos tables, within a few ulp) and only the result is rounded (once:
+see `round_once`) to the output dtype, so float32/float16/bfloat16 are within their own rounding of the float64
+reference at any position (float32 angles are off by 5e-4 at 4k positions). Every value has the same bits on every
+CPU and GPU (pipeline.core.portable). Devices without float64 (MPS) get the encoding and its diagnostics computed on
+the CPU in float64: the same values as on the CPU.
 
 Diagnostics. Over the m pairs the dot products and distances depend only on k = a - b (Toeplitz):
 
@@ -25,17 +27,21 @@ to the squared distances: Toeplitz plus a rank-one term, still exact from O(n) n
 `sinusoidal_profiles` computes these 1-D profiles, `profile_matrices` expands them to full matrices and
 `profile_block_means` to exact block averages (the figures' resolution) with no n x n work.
 The generic path (`dot_product_matrix`, `distance_matrix`, `block_means`, `band_gram`, `offset_distances`)
-takes any encoding matrix (learned, user-supplied) and uses matrix products accumulated in float64.
+takes any encoding matrix (learned, user-supplied) and uses float64 matrix products made exact
+(`portable.exact_matmul`). Sums go through `portable.tree_sum` (a fixed order): the diagnostics, like the table, have
+the same bits on every CPU, thread count and GPU.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Iterator, NamedTuple
+from typing import NamedTuple
 
+import numpy as np
 import torch
 
+from pipeline.core import portable, sinusoid
 from pipeline.core.choices import LAYOUTS
 from pipeline.core.device import float64_capable, has_float64
 
@@ -66,35 +72,15 @@ def check_layout(layout: str) -> str:
 
 
 def inverse_frequencies(d_model: int, base: float, device: torch.device | str | None = None) -> torch.Tensor:
-    """(ceil(d_model/2),) frequencies w_i = 1 / base^(2i/d), computed in float64 (float32 once moved to MPS)."""
-    work = _work_device(device)
-    two_i = torch.arange(0, d_model, 2, device=work, dtype=torch.float64)
-    w = 1.0 / torch.pow(torch.tensor(float(base), dtype=torch.float64, device=work), two_i / d_model)
+    """(ceil(d_model/2),) frequencies w_i = base^(-2i/d), float64, each correctly rounded
+    (pipeline.core.sinusoid.frequencies); float32 once moved to MPS."""
+    w = torch.from_numpy(sinusoid.frequencies(d_model, base))
     return w.to(torch.device(device or "cpu"), float64_capable(device))
 
 
-def _sin_cos_rows(start: int, n: int, w: torch.Tensor) -> Iterator[tuple[slice, torch.Tensor, torch.Tensor]]:
-    """Yield (rows, sin, cos), float64 (r, h) blocks of sin(p w) and cos(p w) for p = start .. start + n - 1.
-
-    Angle addition, p = start + q B + r: sin/cos of (start + q B) w and of r w come from two small tables
-    ((n/B + B) h trig calls instead of n h), the rest is multiply-adds; error ~3 float64 ulp.
-    """
-    h = w.numel()
-    cpu = w.device.type == "cpu"
-    step_elems = 2**16 if cpu else 2**24  # keep CPU temporaries in cache; fewer launches on GPUs
-    B = max(1, min(math.isqrt(n) + 1, step_elems // h))
-    nq = -(-n // B)
-    r_angle = torch.arange(B, dtype=w.dtype, device=w.device)[:, None] * w
-    sin_r, cos_r = torch.sin(r_angle), torch.cos(r_angle)  # (B, h)
-    qs = max(1, step_elems // (B * h))
-    for q0 in range(0, nq, qs):
-        q1 = min(nq, q0 + qs)
-        q_angle = (start + B * torch.arange(q0, q1, dtype=w.dtype, device=w.device))[:, None, None] * w
-        sin_q, cos_q = torch.sin(q_angle), torch.cos(q_angle)  # (q1 - q0, 1, h)
-        sin = torch.addcmul(sin_q * cos_r, cos_q, sin_r).reshape(-1, h)  # sin(a + b) = sin a cos b + cos a sin b
-        cos = torch.addcmul(cos_q * cos_r, -sin_q, sin_r).reshape(-1, h)  # cos(a + b) = cos a cos b - sin a sin b
-        first, last = q0 * B, min(n, q1 * B)
-        yield slice(first, last), sin[: last - first], cos[: last - first]
+def _float64(x: torch.Tensor) -> torch.Tensor:
+    """x in float64 where float64 work happens: its device, or the CPU for devices without float64 (MPS)."""
+    return x.to(_work_device(x.device), torch.float64)
 
 
 def round_once(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -105,6 +91,8 @@ def round_once(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     the second rounding exact, as float32 carries at least two more bits than either half format.
     """
     if dtype not in (torch.float16, torch.bfloat16):
+        if x.device.type == "cpu" and dtype == torch.float32:  # numpy's cast: the same rounding, no thread start-up
+            return torch.from_numpy(x.numpy().astype(np.float32))
         return x.to(dtype)
     x32 = x.to(torch.float32)
     bits = x32.view(torch.int32)
@@ -137,7 +125,13 @@ def sinusoidal_encoding(
     h, m = w.numel(), d_model // 2
     pe = torch.empty(max_len, d_model, dtype=dtype, device=work)
     sin_cols, cos_cols = (pe[:, 0::2], pe[:, 1::2]) if layout == "interleaved" else (pe[:, :h], pe[:, h:])
-    for rows, sin, cos in _sin_cos_rows(start, max_len, w):
+    # rows at a time, whole blocks of sinusoid.ROW_BLOCK (each chunk recomputes one block's table): bounded
+    # temporaries on the CPU, fewer launches on a GPU (an entry does not depend on its chunk)
+    blocks = max(4, (2**20 if work.type == "cpu" else 2**24) // (h * sinusoid.ROW_BLOCK))
+    rows_at_once = blocks * sinusoid.ROW_BLOCK
+    for first in range(0, max_len, rows_at_once):
+        rows = slice(first, min(max_len, first + rows_at_once))
+        sin, cos = sinusoid.sin_cos_rows(start + first, rows.stop - first, w)
         sin_cols[rows] = round_once(sin, dtype)
         cos_cols[rows] = round_once(cos[:, :m], dtype)
     return pe.to(device)
@@ -164,9 +158,11 @@ def offset_distance_closed_form(offsets: torch.Tensor, d_model: int, base: float
     """
     w = inverse_frequencies(d_model, base, _work_device(offsets.device))
     k = offsets.to(w.device, w.dtype)[:, None]
-    paired = (2.0 * torch.sin(0.5 * k * w[: d_model // 2])).square().sum(dim=1)
+    chord = 2.0 * portable.sin_cos(0.5 * k * w[: d_model // 2])[0]
+    paired = portable.tree_sum(chord * chord, axis=1)
     if d_model % 2:
-        paired = paired + 2.0 * torch.sin(0.5 * k[:, 0] * w[-1]).square()  # mean of (sin a - sin b)^2
+        last = portable.sin_cos(0.5 * k[:, 0] * w[-1])[0]
+        paired = paired + 2.0 * (last * last)  # mean of (sin a - sin b)^2
     return paired.sqrt().to(offsets.device, float64_capable(offsets.device))
 
 
@@ -201,7 +197,8 @@ def sinusoidal_profiles(
     """1-D profiles of the n x n dot-product and distance matrices of the sinusoidal encoding (any layout).
 
     dot(k) = sum_i cos(k w_i) for k = q B + r is ([cos qBw, sin qBw] @ [cos rw, -sin rw]^T)[q, r]: one small
-    float64 matrix product, ((n/B + B) m trig calls). dist2 = 2m - 2 dot: absolute error ~ m * 1e-16.
+    float64 matrix product (exact: portable.exact_matmul), ((n/B + B) m portable sin/cos). dist2 = 2m - 2 dot:
+    absolute error ~ m * 1e-16.
     """
     _check_sizes(n, d_model)
     work = _work_device(device)
@@ -215,15 +212,17 @@ def sinusoidal_profiles(
         nq = -(-n // B)
         q_angle = (B * torch.arange(nq, dtype=torch.float64, device=work))[:, None] * w
         r_angle = torch.arange(B, dtype=torch.float64, device=work)[:, None] * w
-        left = torch.cat([torch.cos(q_angle), torch.sin(q_angle)], dim=1)  # (nq, 2m)
-        right = torch.cat([torch.cos(r_angle), -torch.sin(r_angle)], dim=1)  # (B, 2m)
-        dot = (left @ right.T).reshape(-1)[:n]
+        sin_q, cos_q = portable.sin_cos(q_angle)
+        sin_r, cos_r = portable.sin_cos(r_angle)
+        left = torch.cat([cos_q, sin_q], dim=1)  # (nq, 2m)
+        right = torch.cat([cos_r, -sin_r], dim=1)  # (B, 2m)
+        dot = portable.exact_matmul(left, right.T).reshape(-1)[:n]
         dot[0] = m  # cos(0) = 1, exactly
     dist2 = (2.0 * m - 2.0 * dot).clamp_min_(0.0)
     dist2[0] = 0.0
     unpaired = None
     if d_model % 2:
-        unpaired = torch.sin(torch.arange(n, dtype=torch.float64, device=work) * w_all[-1])
+        unpaired = portable.sin_cos(torch.arange(n, dtype=torch.float64, device=work) * w_all[-1])[0]
     return Profiles(dot, dist2, unpaired)
 
 
@@ -255,7 +254,7 @@ def profile_matrices(
         dot = toeplitz_rows(profiles.dot.to(device, dtype))
         dist = toeplitz_rows(profiles.distance.to(device, dtype))
         return dot, dist
-    dot = toeplitz_rows(profiles.dot).addr_(u, u).to(device, dtype)
+    dot = (toeplitz_rows(profiles.dot) + u[:, None] * u[None, :]).to(device, dtype)
     dist = toeplitz_rows(profiles.dist2)
     step = max(1, 2**22 // dist.shape[1])
     for a0 in range(0, dist.shape[0], step):
@@ -282,7 +281,7 @@ def _toeplitz_block_means(profile: torch.Tensor, factor: int) -> torch.Tensor:
     t = torch.arange(-(f - 1), f, device=profile.device)
     index = (n - 1) + f * torch.arange(M, device=profile.device)[:, None] + t[None, :]  # (M, 2f - 1)
     weights = (f - t.abs()).to(profile.dtype) / f**2
-    return (v[index] * weights).sum(dim=1)
+    return portable.tree_sum(v[index] * weights, axis=1)
 
 
 def profile_block_means(profiles: Profiles, factor: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -300,8 +299,8 @@ def profile_block_means(profiles: Profiles, factor: int) -> tuple[torch.Tensor, 
     u = profiles.unpaired
     if u is None:
         return dot, toeplitz_rows(_toeplitz_block_means(profiles.distance, f))
-    u_mean = u[: M * f].reshape(M, f).mean(dim=1)
-    dot.addr_(u_mean, u_mean)
+    u_mean = portable.tree_mean(u[: M * f].reshape(M, f), axis=1)
+    dot = dot + u_mean[:, None] * u_mean[None, :]
     dist = torch.empty(M, M, dtype=torch.float64, device=u.device)
     step = max(1, 2**22 // (f * n))  # block rows per chunk
     for i0 in range(0, M, step):
@@ -309,23 +308,31 @@ def profile_block_means(profiles: Profiles, factor: int) -> tuple[torch.Tensor, 
         rows = slice(i0 * f, i1 * f)
         d2 = toeplitz_rows(profiles.dist2, rows)[:, : M * f]
         d2.add_((u[rows, None] - u[None, : M * f]).square_()).sqrt_()
-        dist[i0:i1] = d2.reshape(i1 - i0, f, M, f).mean(dim=(1, 3))
+        dist[i0:i1] = _block_mean(d2, f)
     # the diagonal blocks' means include the exact zeros of a == b: nothing to fix
     return dot, dist
+
+
+def _block_mean(rows: torch.Tensor, f: int) -> torch.Tensor:
+    """(R f, M f) -> (R, M): the mean of each f x f block, summed in a fixed order (portable.tree_sum)."""
+    R, M = rows.shape[0] // f, rows.shape[1] // f
+    blocks = rows.reshape(R, f, M, f)
+    return portable.tree_sum(portable.tree_sum(blocks, axis=3), axis=1) / (f * f)
 
 
 # ---------------------------------------------------------------- generic path: any encoding matrix
 
 
 def position_norms(pe: torch.Tensor) -> torch.Tensor:
-    """(n,) Euclidean norm of every row, accumulated in float64 (float32 on MPS)."""
-    return torch.linalg.vector_norm(pe.to(float64_capable(pe.device)), dim=1)
+    """(n,) Euclidean norm of every row, accumulated in float64 in a fixed order (on the CPU for MPS)."""
+    x = _float64(pe)
+    return portable.tree_sum(x * x, axis=1).sqrt()
 
 
 def dot_product_matrix(pe: torch.Tensor) -> torch.Tensor:
-    """(n, n) PE PE^T, accumulated in float64 (float32 on MPS)."""
-    x = pe.to(float64_capable(pe.device))
-    return x @ x.T
+    """(n, n) PE PE^T in float64, exact before its final rounding (portable.exact_matmul; on the CPU for MPS)."""
+    x = _float64(pe)
+    return portable.exact_matmul(x, x.T)
 
 
 def _refine(
@@ -341,18 +348,20 @@ def _refine(
     a, b = (dist2 < bound).nonzero(as_tuple=True)
     for s in range(0, a.numel(), 4096):
         i, j = a[s : s + 4096], b[s : s + 4096]
-        dist2[i, j] = (x_a[i] - x_b[j]).square().sum(dim=1)
+        diff = x_a[i] - x_b[j]
+        dist2[i, j] = portable.tree_sum(diff * diff, axis=1)
     return dist2
 
 
 def distance_matrix(pe: torch.Tensor, gram: torch.Tensor | None = None) -> torch.Tensor:
     """(n, n) Euclidean distances ||PE(a) - PE(b)|| of any matrix, from its Gram matrix, numerically careful.
 
-    Accumulated in float64 (float32 on MPS); entries where |x_a|^2 + |x_b|^2 - 2 x_a.x_b may cancel are
-    recomputed from the differences; never negative under the root; symmetric; exact zeros on the diagonal.
+    In float64 (on the CPU for MPS), the Gram matrix exact before its rounding; entries where
+    |x_a|^2 + |x_b|^2 - 2 x_a.x_b may cancel are recomputed from the differences; never negative under the root;
+    symmetric; exact zeros on the diagonal.
     """
-    x = pe.to(float64_capable(pe.device))
-    dist2 = x @ x.T if gram is None else gram.to(x.dtype, copy=True)
+    x = _float64(pe)
+    dist2 = portable.exact_matmul(x, x.T) if gram is None else gram.to(x.device, x.dtype, copy=True)
     sq = torch.diagonal(dist2).clone()
     dist2.mul_(-2.0).add_(sq[:, None]).add_(sq[None, :])
     dist = _refine(dist2, sq, sq, x, x).clamp_min_(0.0).sqrt_()
@@ -364,37 +373,39 @@ def distance_matrix(pe: torch.Tensor, gram: torch.Tensor | None = None) -> torch
 def block_means(pe: torch.Tensor, factor: int) -> tuple[torch.Tensor, torch.Tensor]:
     """f x f block means of the dot-product and distance matrices of any (n, d) matrix: two (M, M), M = n // f.
 
-    Computed a band of rows at a time (O(n f d) memory, never n x n), float64 accumulation, careful
+    Computed a band of rows at a time (O(n f d) memory, never n x n), exact float64 products, careful
     distances as `distance_matrix`. Covers positions 0 .. M f - 1, as `profile_block_means`.
     """
-    x = pe.to(float64_capable(pe.device))
+    x = _float64(pe)
     f = factor
     M = x.shape[0] // f
     x = x[: M * f]
-    sq = x.square().sum(dim=1)
+    sq = portable.tree_sum(x * x, axis=1)
     dot = torch.empty(M, M, dtype=x.dtype, device=x.device)
     dist = torch.empty_like(dot)
     step = max(1, 2**22 // (f * M * f))
     for i0 in range(0, M, step):
         i1 = min(M, i0 + step)
         rows = slice(i0 * f, i1 * f)
-        gram = x[rows] @ x.T  # (rows, M f)
+        gram = portable.exact_matmul(x[rows], x.T)  # (rows, M f)
         dist2 = (-2.0 * gram).add_(sq[rows, None]).add_(sq[None, :])
         _refine(dist2, sq[rows], sq, x[rows], x).clamp_min_(0.0)
         diagonal = torch.arange(rows.start, rows.stop, device=x.device)
         dist2[diagonal - rows.start, diagonal] = 0.0
-        dot[i0:i1] = gram.reshape(i1 - i0, f, M, f).mean(dim=(1, 3))
-        dist[i0:i1] = dist2.sqrt_().reshape(i1 - i0, f, M, f).mean(dim=(1, 3))
+        dot[i0:i1] = _block_mean(gram, f)
+        dist[i0:i1] = _block_mean(dist2.sqrt_(), f)
     return dot, 0.5 * (dist + dist.T)
 
 
 def band_gram(pe: torch.Tensor, max_offset: int, chunk_elems: int = 2**22) -> torch.Tensor:
     """(n, K+1) band of the Gram matrix: band[p, k] = PE(p) . PE(p+k) (0 where p + k >= n), K = max_offset.
 
-    Blocks of B rows times their B + K neighbours (an overlapping view, no copy) in one batched matrix
-    product per chunk of rows, float64 (float32 on MPS): O(n (B + K) d) work, O(chunk d) extra memory.
+    Blocks of B rows times their B + K neighbours (an overlapping view) in one batched matrix product per chunk
+    of rows, float64 and exact (portable.exact_matmul; on the CPU for MPS): O(n (B + K) d) work, O(chunk d) extra
+    memory.
     """
-    work = float64_capable(pe.device)
+    pe = pe.to(_work_device(pe.device))
+    work = torch.float64
     (n, d), K = pe.shape, max_offset
     B = max(16, K)
     band = torch.zeros(n, K + 1, dtype=work, device=pe.device)
@@ -409,11 +420,11 @@ def band_gram(pe: torch.Tensor, max_offset: int, chunk_elems: int = 2**22) -> to
         if nb:
             rows = x[: nb * B].view(nb, B, d)
             neighbours = x.as_strided((nb, B + K, d), (B * d, d, 1), x.storage_offset())
-            gram = torch.bmm(rows, neighbours.transpose(1, 2))  # (nb, B, B + K)
+            gram = portable.exact_matmul(rows, neighbours.transpose(1, 2))  # (nb, B, B + K)
             band[c0 : c0 + nb * B] = gram.as_strided((nb, B, K + 1), (B * (B + K), B + K + 1, 1)).reshape(-1, K + 1)
         b = r - nb * B
         if b:
-            gram = x[nb * B : r] @ x[nb * B :].T  # (b, b + K)
+            gram = portable.exact_matmul(x[nb * B : r], x[nb * B :].T)  # (b, b + K)
             band[c0 + nb * B : c0 + r] = gram.as_strided((b, K + 1), (b + K + 1, 1))
     return band
 
@@ -441,7 +452,9 @@ def _offsets_from_band(pe: torch.Tensor, band: torch.Tensor) -> tuple[torch.Tens
     suspect = valid & (dist2 < _REFINE_BELOW.get(dist2.dtype, 1e-2) * (sq[:, None] + sq_ahead))
     p, k = suspect.nonzero(as_tuple=True)
     if len(p):
-        dist2[p, k] = (pe[p].to(dist2.dtype) - pe[p + k + 1].to(dist2.dtype)).square().sum(dim=1)
+        x = pe.to(dist2.device, dist2.dtype)
+        diff = x[p] - x[p + k + 1]
+        dist2[p, k] = portable.tree_sum(diff * diff, axis=1)
     dist = dist2.clamp_min_(0.0).sqrt_()
     lo = torch.where(valid, dist, torch.inf).amin(dim=0)
     hi = torch.where(valid, dist, -torch.inf).amax(dim=0)

@@ -12,7 +12,8 @@ Every metric is invariant to a global scale of Z, so for W1 > 0 it depends only 
     group_distance_ratio  mean distance within the configured semantic groups / mean over all pairs
                         (< 1: groups such as king/queen stay together; >= 1: they are scattered)
     angular_order_2d    share of consecutive positions (i, i+1) whose angle around the centroid turns
-                        the dominant way (1: the words fall in clockwise or anticlockwise order)
+                        the dominant way (1: the words fall in clockwise or anticlockwise order); the turn's
+                        direction is the sign of the cross product of the two centred points
 
 Every function works on a batch: leading axes of B weightings of one sentence (B,), or of S sentences of the same
 length (S, B) measured against their own references (`Reference` of S sentences: the sweep measures thousands of
@@ -22,6 +23,10 @@ contiguous axis, in the same order, as one pair of one sentence alone.
 
 The crossover (`crossover`, `switch_points`) is the exact ratio at which the k-NN curves switch, found by
 bisection between the grid points that bracket a switch (pipeline.core.sweep evaluates the metrics there).
+
+Every value has the same bits on every machine: elementwise IEEE arithmetic, numpy sums along an axis (pairwise, in
+an order no CPU dispatch changes), stable sorts (ties keep their index order whatever sorting kernel the CPU gets),
+and closed forms where a library would call LAPACK (the Procrustes disparity of 2-D points).
 """
 
 from __future__ import annotations
@@ -120,7 +125,7 @@ def reference_ranks(reference: np.ndarray) -> np.ndarray:
     n = reference.shape[-2]
     dist_ref = pairwise_distances(reference) + np.diag(np.full(n, np.inf))
     rank = np.empty(dist_ref.shape, dtype=np.int64)
-    order = np.argsort(dist_ref, axis=-1)
+    order = np.argsort(dist_ref, axis=-1, kind="stable")  # ties (repeated words) by index, as scikit-learn's
     np.put_along_axis(rank, order, np.broadcast_to(np.arange(1, n + 1), order.shape), axis=-1)
     return rank
 
@@ -228,13 +233,17 @@ def group_distance_ratio(dist: np.ndarray, words: Sequence[str], groups: Sequenc
 
 
 def angular_orders(coords: np.ndarray) -> np.ndarray:
-    """(...,) share of steps i -> i+1 that turn the dominant way around the centroid of coords (..., n, 2)."""
+    """(...,) share of steps i -> i+1 that turn the dominant way around the centroid of coords (..., n, 2).
+
+    A step turns anticlockwise when the cross product x_i y_(i+1) - y_i x_(i+1) of the centred points is > 0 (the
+    sign of the sine of the angle between them), clockwise when < 0; a step along a line through the centroid (no
+    turn or half a turn) or from the centroid itself counts for neither way."""
     if coords.shape[-2] < 2:
         return np.full(coords.shape[:-2], np.nan)
     centred = coords - coords.mean(axis=-2, keepdims=True)
-    angles = np.arctan2(centred[..., 1], centred[..., 0])
-    steps = np.angle(np.exp(1j * np.diff(angles, axis=-1)))  # wrapped to (-pi, pi]
-    return np.maximum((steps > 0).mean(axis=-1), (steps < 0).mean(axis=-1))
+    x, y = centred[..., 0], centred[..., 1]
+    cross = x[..., :-1] * y[..., 1:] - y[..., :-1] * x[..., 1:]
+    return np.maximum((cross > 0).mean(axis=-1), (cross < 0).mean(axis=-1))
 
 
 def angular_order(coords: np.ndarray) -> float:
@@ -244,8 +253,12 @@ def angular_order(coords: np.ndarray) -> float:
 
 def procrustes_disparities(reference: np.ndarray, others: np.ndarray) -> np.ndarray:
     """(..., B) scipy.spatial.procrustes disparity of each of others (..., B, n, 2) against reference (..., n, 2)
-    (one per sentence), batched (equal to scipy's within 1e-15); nan where either projection collapsed to one
-    point."""
+    (one per sentence), batched; nan where either projection collapsed to one point.
+
+    With both sets centred and scaled to unit norm, the best rotation (or reflection) and scale leave
+    1 - (s1 + s2)^2, s the singular values of the 2 x 2 cross-product M = a^T b, and for a 2 x 2 matrix
+    (s1 + s2)^2 = ||M||_F^2 + 2 |det M|: a closed form with no SVD (which would go through LAPACK), equal to scipy's
+    within 1e-15."""
     reference, others = np.asarray(reference, dtype=np.float64), np.asarray(others, dtype=np.float64)
     a = (reference - reference.mean(axis=-2, keepdims=True))[..., None, :, :]  # (..., 1, n, 2)
     b = others - others.mean(axis=-2, keepdims=True)
@@ -253,9 +266,10 @@ def procrustes_disparities(reference: np.ndarray, others: np.ndarray) -> np.ndar
     collapsed = ~(np.ptp(others, axis=-2).any(axis=-1)) | ~(np.ptp(reference, axis=-2).any(axis=-1))[..., None]
     safe = np.where(collapsed, 1.0, norm_b)
     a, b = a / np.where(norm_a == 0, 1.0, norm_a)[..., None, None], b / safe[..., None, None]
-    u, w, vt = np.linalg.svd(np.swapaxes(np.swapaxes(b, -1, -2) @ a, -1, -2))
-    rotated = b @ np.swapaxes(u @ vt, -1, -2) * w.sum(axis=-1)[..., None, None]
-    disparity = np.square(a - rotated).sum(axis=(-2, -1))
+    m = [[(a[..., i] * b[..., j]).sum(axis=-1) for j in range(2)] for i in range(2)]  # M[i][j] = sum_p a_pi b_pj
+    frobenius = (m[0][0] * m[0][0] + m[0][1] * m[0][1]) + (m[1][0] * m[1][0] + m[1][1] * m[1][1])
+    determinant = m[0][0] * m[1][1] - m[0][1] * m[1][0]
+    disparity = np.maximum(1.0 - (frobenius + 2.0 * np.abs(determinant)), 0.0)
     return np.where(collapsed, np.nan, disparity)
 
 

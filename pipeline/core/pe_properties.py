@@ -34,9 +34,11 @@ PROPERTIES = ("wang_monotonicity", "wang_translation_invariance", "wang_symmetry
 
 
 def softmax_rows(logits: np.ndarray) -> np.ndarray:
-    """Row-stochastic softmax of each row; -inf entries get weight 0."""
+    """Row-stochastic softmax of each row; -inf entries get weight 0 (portable.exp: the same bits everywhere)."""
+    from pipeline.core.portable import exp
+
     shifted = logits - logits.max(axis=1, keepdims=True)
-    weights = np.exp(shifted)
+    weights = exp(shifted)
     return weights / weights.sum(axis=1, keepdims=True)
 
 
@@ -78,12 +80,14 @@ def wang_translation_invariance(p: np.ndarray) -> float:
     values = p.ravel()
     keep = np.isfinite(values)
     offset, values = offset[keep], values[keep]
-    total = float(((values - values.mean()) ** 2).sum())
+    centred = values - values.mean()
+    total = float((centred * centred).sum())
     if total == 0:
         return 1.0
     counts = np.bincount(offset, minlength=2 * n - 1)
     means = np.bincount(offset, weights=values, minlength=2 * n - 1) / np.maximum(counts, 1)
-    within = float(((values - means[offset]) ** 2).sum())
+    residual = values - means[offset]
+    within = float((residual * residual).sum())
     return 1.0 - within / total
 
 
@@ -93,13 +97,13 @@ def wang_symmetry(p: np.ndarray) -> float | None:
         return None
     centred = np.where(both, p - p[both].mean(), 0.0)
     sym, anti = (centred + centred.T) / 2, (centred - centred.T) / 2
-    s, k = float((sym**2).sum()), float((anti**2).sum())
+    s, k = float((sym * sym).sum()), float((anti * anti).sum())
     return s / (s + k) if s + k > 0 else 1.0
 
 
 def chen_locality(a: np.ndarray) -> float:
     n = a.shape[0]
-    factor = 2.0 ** -np.abs(np.arange(n)[:, None] - np.arange(n)[None, :])
+    factor = np.ldexp(1.0, -np.abs(np.arange(n)[:, None] - np.arange(n)[None, :]))  # 2^-|i-j|, exact
     return float((a * factor).sum(axis=1).mean())
 
 

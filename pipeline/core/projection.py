@@ -1,12 +1,16 @@
 """The sweep's batched PCA in numpy, oriented as scikit-learn orients it, and the disparity between projections.
 
 `weighted_pca`: W1 E + W2 P for every weight pair and every sentence of one length, from three n x n Gram matrices
-per sentence and one stacked eigh (LAPACK per matrix: a matrix's result has the same bits alone or in a batch).
+per sentence (exact products, pipeline.core.portable.exact_matmul) and one stacked eigh (pipeline.core.eigen, matrix
+by matrix): a pair's result has the same bits alone or in a batch, and on every machine.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from pipeline.core.eigen import eigh
+from pipeline.core.portable import exact_matmul
 
 
 def weighted_pca(embeddings, encodings, w1, w2, n_components: int = 2) -> tuple[np.ndarray, np.ndarray]:
@@ -43,13 +47,14 @@ def weighted_pca(embeddings, encodings, w1, w2, n_components: int = 2) -> tuple[
 
     e_c = e - e.mean(axis=1, keepdims=True)
     p_c = p - p.mean(axis=1, keepdims=True)
-    g_ee, g_pp, g_ep = e_c @ e_c.swapaxes(1, 2), p_c @ p_c.swapaxes(1, 2), e_c @ p_c.swapaxes(1, 2)
+    g_ee, g_pp = exact_matmul(e_c, e_c.swapaxes(1, 2)), exact_matmul(p_c, p_c.swapaxes(1, 2))
+    g_ep = exact_matmul(e_c, p_c.swapaxes(1, 2))
     g_mixed = g_ep + g_ep.swapaxes(1, 2)
     a, b, c = (w1 * w1)[:, None, None], (w1 * w2)[:, None, None], (w2 * w2)[:, None, None]  # (P, 1, 1)
     gram = a * g_ee[:, None] + b * g_mixed[:, None] + c * g_pp[:, None]  # (S, P, n, n): every pair's Gram
     trace = lambda g: np.trace(g, axis1=-2, axis2=-1)[:, None]  # noqa: E731  (S, 1)
     total = a[:, 0, 0] * trace(g_ee) + b[:, 0, 0] * trace(g_mixed) + c[:, 0, 0] * trace(g_pp)  # (n-1) variance
-    evals, evecs = np.linalg.eigh(gram)  # ascending
+    evals, evecs = eigh(gram)  # ascending
     lam = np.maximum(evals[..., ::-1][..., :k], 0.0)  # (S, P, k), descending
     u = evecs[..., ::-1][..., :k]  # (S, P, n, k)
 
@@ -58,7 +63,7 @@ def weighted_pca(embeddings, encodings, w1, w2, n_components: int = 2) -> tuple[
     step = max(1, 2**22 // (S * d * k))  # pairs at a time: the components (S, step, d, k) stay small
     for j in range(0, len(w1), step):
         uj = u[:, j : j + step]
-        v = w1[j : j + step, None, None] * (e_t @ uj) + w2[j : j + step, None, None] * (p_t @ uj)  # s_c * V_c
+        v = w1[j : j + step, None, None] * exact_matmul(e_t, uj) + w2[j : j + step, None, None] * exact_matmul(p_t, uj)
         pivot = np.take_along_axis(v, np.abs(v).argmax(axis=-2)[..., None, :], axis=-2)[..., 0, :]
         sign[:, j : j + step] = np.where(pivot < 0, -1.0, 1.0)
     coords = u * (np.sqrt(lam) * sign)[..., None, :]
@@ -69,10 +74,8 @@ def weighted_pca(embeddings, encodings, w1, w2, n_components: int = 2) -> tuple[
 
 def procrustes_disparity(reference, other) -> float:
     """scipy.spatial.procrustes disparity in [0, 1]: 0 when `other` is `reference` up to shift, scale,
-    rotation and reflection; 1 when nothing of its shape is left. Both (n_points, 2)."""
-    from scipy.spatial import procrustes
+    rotation and reflection; 1 when nothing of its shape is left; nan when either collapsed to one point. Both
+    (n_points, 2) (pipeline.core.metrics.procrustes_disparities, for one pair)."""
+    from pipeline.core.metrics import procrustes_disparities
 
-    reference, other = np.asarray(reference, dtype=np.float64), np.asarray(other, dtype=np.float64)
-    if not (np.ptp(reference, axis=0).any() and np.ptp(other, axis=0).any()):
-        return float("nan")  # a projection collapsed to one point has no shape to compare
-    return float(procrustes(reference, other)[2])
+    return float(procrustes_disparities(np.asarray(reference)[None], np.asarray(other)[None, None])[0, 0])

@@ -2,8 +2,9 @@
 tutorial 001's layers. torch is imported inside the functions, so that importing INITS (as the config schema
 does) stays light.
 
-Random tables are drawn on the CPU from a `torch.Generator` in float32, then moved and cast, so the same seed
-gives the same values on every device and dtype."""
+Random tables are drawn on the CPU from a `torch.Generator` (uniform: float32 draws; normal: float64 uniforms through
+a portable Box-Muller, pipeline.core.portable), then moved and cast, so the same seed gives the same values on every
+machine, device and dtype."""
 
 from __future__ import annotations
 
@@ -42,7 +43,14 @@ def random_table(
     if init == "uniform":
         return (2.0 * torch.rand(rows, cols, generator=generator) - 1.0) * scale
     if init == "normal":
-        return torch.randn(rows, cols, generator=generator) * scale
+        # float64 uniforms (53 bits from the generator) through a portable Box-Muller: torch.randn's own transform
+        # vectorises by CPU capability, so its last bits vary between machines
+        from pipeline.core.portable import box_muller
+
+        count = rows * cols
+        u = torch.rand(2, (count + 1) // 2, generator=generator, dtype=torch.float64)
+        z1, z2 = box_muller(u[0], u[1])
+        return (torch.stack([z1, z2], dim=1).reshape(-1)[:count].reshape(rows, cols) * scale).to(torch.float32)
     raise PipelineError(f"init = {init!r} is invalid: use one of {', '.join(INITS)}.")
 
 

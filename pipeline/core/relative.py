@@ -2,7 +2,7 @@
 ALiBi's biases, for the validated `relative` config (pipeline.config.validate).
 
 RoPE (pipeline.core.rope), at head dimension d = relative.rope.d_head:
-  - the relative-only check: a seeded random query q and key k (float64 normal draws) rotated to every
+  - the relative-only check: a seeded random query q and key k (float64 normal draws, portable) rotated to every
     position 0 .. N-1 (N = relative.rope.positions), in both layouts, in float64 and in float32; the spread over
     m of the scores with the same m - n (0 for a function of m - n), and the distance to the closed form;
   - RoFormer's long-term decay bound over distances 0 .. relative.rope.max_distance for the base, a larger base,
@@ -10,8 +10,9 @@ RoPE (pipeline.core.rope), at head dimension d = relative.rope.d_head:
 ALiBi (pipeline.core.alibi): for each head count of relative.alibi.heads its slopes, the (heads, L, L) bias
 (L = relative.alibi.length) and the penalty over distances 0 .. relative.alibi.max_distance.
 
-Arrays are float64 rounded to 12 significant digits of their largest magnitude (their last bits vary by CPU),
-so that files and figures are the same on every machine.
+Every number is computed with portable arithmetic (pipeline.core.portable: the same bits on every machine); arrays
+are written as float64 at 12 significant digits of their largest magnitude, so that rounding noise of float64 (a
+spread of 1e-13 that is 0 in theory) reads as 0.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import numpy as np
 import torch
 
 from pipeline.base.files import round_significant
-from pipeline.core import alibi, rope
+from pipeline.core import alibi, portable, rope
 from pipeline.core.device import has_float64
 
 
@@ -45,9 +46,9 @@ def _work(device: torch.device) -> torch.device:
 
 
 def query_key(d_head: int, seed: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    """(d,) q and k drawn N(0, 1) in float64 from a CPU generator seeded `seed` (the same on every device)."""
-    generator = torch.Generator().manual_seed(seed)
-    q, k = torch.randn(2, d_head, dtype=torch.float64, generator=generator)
+    """(d,) q and k drawn N(0, 1) in float64 from a generator seeded `seed` (portable.standard_normal: the same on
+    every machine and device)."""
+    q, k = torch.from_numpy(portable.standard_normal(seed, (2, d_head)))
     return q.to(device), k.to(device)
 
 
@@ -136,20 +137,26 @@ def alibi_diagnostics(cfg: Any, device: torch.device) -> tuple[dict[str, np.ndar
 
 
 def gaussian_pairs(samples: int, d_head: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """(samples, d/2) complex q and k pairs, N(0, 1) float64 coordinates, from a numpy generator seeded `seed`."""
-    x = np.random.default_rng(seed).standard_normal((2, samples, d_head))
+    """(samples, d/2) complex q and k pairs, N(0, 1) float64 coordinates, seeded `seed` (portable.standard_normal)."""
+    x = portable.standard_normal(seed, (2, samples, d_head))
     h = d_head // 2
     return x[0, :, :h] + 1j * x[0, :, h:], x[1, :, :h] + 1j * x[1, :, h:]
 
 
 def rope_profiles(inv_freq: np.ndarray, factor: float, q: np.ndarray, k: np.ndarray, offsets: np.ndarray) -> dict:
     """Scores a^2 Re sum_i q_i conj(k_i) e^{i delta theta_i} over offsets delta (K,): `self` the mean with k = q
-    (a^2 sum_i |q_i|^2 cos(delta theta_i)), `mean` and `std` over the independent pairs (q, k) (Barbero et al.)."""
-    phase = np.exp(1j * offsets[:, None] * inv_freq[None, :])  # (K, h)
+    (a^2 sum_i |q_i|^2 cos(delta theta_i)), `mean` and `std` over the independent pairs (q, k) (Barbero et al.).
+
+    In real arithmetic (Re w e^{i a} = Re w cos a - Im w sin a, w = q conj(k)) with exact products
+    (portable.exact_matmul): complex multiplication may be fused into multiply-adds by some CPUs."""
+    sin, cos = portable.sin_cos(offsets[:, None] * inv_freq[None, :])  # (K, h)
     a2 = factor * factor
-    independent = a2 * ((q * k.conj()) @ phase.T).real  # (S, K)
+    w_re = q.real * k.real + q.imag * k.imag
+    w_im = q.imag * k.real - q.real * k.imag
+    independent = a2 * (portable.exact_matmul(w_re, cos.T) - portable.exact_matmul(w_im, sin.T))  # (S, K)
+    power = (q.real * q.real + q.imag * q.imag).mean(axis=0)  # (h,) mean of |q_i|^2
     return {
-        "self": a2 * (phase.real @ (np.abs(q) ** 2).mean(axis=0)),
+        "self": a2 * portable.exact_matmul(cos, power[:, None])[:, 0],
         "mean": independent.mean(axis=0),
         "std": independent.std(axis=0),
     }
@@ -167,13 +174,13 @@ def family_proximities(rel: Any, sinusoids: dict, learned: np.ndarray, biases: n
     n, d_head = cfg.positions, rel.rope.d_head
     out = {"nope": ("NoPE: no position signal, P = 0", np.zeros((n, n)), np.full((n, n), 1.0 / n))}
     for layout, pe in sinusoids.items():
-        p = pe @ pe.T
+        p = portable.exact_matmul(pe, pe.T)
         out[f"sinusoidal_{layout}"] = (
             f"sinusoidal ({layout}): PE(i) . PE(j)",
             p,
             pp.softmax_rows(p / np.sqrt(pe.shape[1])),
         )
-    p = learned @ learned.T
+    p = portable.exact_matmul(learned, learned.T)
     out["learned"] = ("learned (seeded, untrained): PE(i) . PE(j)", p, pp.softmax_rows(p / np.sqrt(learned.shape[1])))
     q, _ = gaussian_pairs(cfg.samples, d_head, cfg.seed)
     offsets = np.arange(-(n - 1), n, dtype=np.float64)
@@ -232,5 +239,5 @@ def _round12(x: np.ndarray) -> np.ndarray:
 def distance_grid(max_distance: int) -> np.ndarray:
     """Every distance 0..256, then about 200 log-spaced ones up to max_distance (integers)."""
     dense = np.arange(min(256, max_distance) + 1)
-    sparse = np.geomspace(257, max(max_distance, 257), 200).round().astype(np.int64) if max_distance > 256 else []
+    sparse = portable.geomspace(257, max(max_distance, 257), 200).round().astype(np.int64) if max_distance > 256 else []
     return np.unique(np.concatenate([dense, sparse])).astype(np.int64)

@@ -14,8 +14,11 @@ score of a query at m and a key at n depends only on m - n:
 
     (R_m q) . (R_n k) = Re sum_i (q_i conj(k_i)) e^{i (m - n) theta_i},   q_i = q[pair i] as a complex number.
 
-Accuracy: the angles m theta_i are formed in float64 and rounded once (`round_once`) to the output dtype, as the
-sinusoidal encoding does; devices without float64 (MPS) get the tables computed on the CPU and copied over.
+Accuracy: the angles m theta_i are formed in float64, their cos and sin computed portably (pipeline.core.portable:
+the same bits on every CPU and GPU) and rounded once (`round_once`) to the output dtype, as the sinusoidal encoding
+does; devices without float64 (MPS) get the tables computed on the CPU and copied over. The diagnostics' products and
+sums are exact or in a fixed order (portable.exact_matmul, tree_sum), so their bits do not depend on the machine
+either.
 
 Base scaling (context extension by a factor s):
     a larger base          theta_i = base'^(-2i/d)
@@ -35,6 +38,7 @@ from typing import NamedTuple
 
 import torch
 
+from pipeline.core import portable
 from pipeline.core.choices import ROPE_LAYOUTS as LAYOUTS
 from pipeline.core.device import float64_capable, has_float64
 from pipeline.core.encoding import inverse_frequencies, round_once
@@ -98,7 +102,8 @@ def angle_tables(
     device = torch.device(device or "cpu")
     theta = frequencies(d_head, base, position_scale, device)
     angle = positions.to(theta.device, torch.float64)[:, None] * theta[None, :]
-    return round_once(torch.cos(angle), dtype).to(device), round_once(torch.sin(angle), dtype).to(device)
+    sin, cos = portable.sin_cos(angle)
+    return round_once(cos, dtype).to(device), round_once(sin, dtype).to(device)
 
 
 def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str = "half_split") -> torch.Tensor:
@@ -138,12 +143,12 @@ def pair_permutation(d_head: int) -> torch.Tensor:
 # ---------------------------------------------------------------- diagnostics
 
 
-def _as_complex(x: torch.Tensor, layout: str) -> torch.Tensor:
-    """(..., d) real -> (..., d/2) complex128 pairs, as `layout` pairs them."""
+def _pairs(x: torch.Tensor, layout: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """(..., d) real -> the (..., d/2) real and imaginary parts of its pairs as complex numbers, float64, as `layout`
+    pairs them."""
     x = x.to(torch.float64)
     h = x.shape[-1] // 2
-    re, im = (x[..., 0::2], x[..., 1::2]) if layout == "interleaved" else (x[..., :h], x[..., h:])
-    return torch.complex(re, im)
+    return (x[..., 0::2], x[..., 1::2]) if layout == "interleaved" else (x[..., :h], x[..., h:])
 
 
 def relative_scores(
@@ -157,11 +162,14 @@ def relative_scores(
 ) -> torch.Tensor:
     """Closed form of the score of q (d,) at m and k (d,) at n for offsets delta = m - n (K,): float64 (K,).
 
-    Re sum_i q_i conj(k_i) e^{i delta theta_i}: what every (m, n) with m - n = delta must give."""
+    Re sum_i q_i conj(k_i) e^{i delta theta_i}: what every (m, n) with m - n = delta must give. In real arithmetic
+    (w = q_i conj(k_i); Re w e^{i a} = Re w cos a - Im w sin a), summed in a fixed order."""
     theta = frequencies(q.shape[-1], base, position_scale, q.device).to(q.device)
-    weights = _as_complex(q, layout) * _as_complex(k, layout).conj()
+    (qr, qi), (kr, ki) = _pairs(q, layout), _pairs(k, layout)
+    w_re, w_im = qr * kr + qi * ki, qi * kr - qr * ki
     angle = offsets.to(theta.device, torch.float64)[:, None] * theta[None, :]
-    return (weights[None, :] * torch.polar(torch.ones_like(angle), angle)).sum(dim=-1).real
+    sin, cos = portable.sin_cos(angle)
+    return portable.tree_sum(w_re[None, :] * cos - w_im[None, :] * sin, axis=-1)
 
 
 class ScoreCheck(NamedTuple):
@@ -199,7 +207,7 @@ def score_check(
     queries = apply_rope(q.to(dtype).expand(n, -1), base=base, layout=layout, position_scale=position_scale)
     keys = apply_rope(k.to(dtype).expand(n, -1), base=base, layout=layout, position_scale=position_scale)
     work = float64_capable(device)
-    scores = queries.to(work) @ keys.to(work).T
+    scores = portable.exact_matmul(queries.to(work), keys.to(work).T)
     offsets = torch.arange(-(n - 1), n, device=device)
     closed = relative_scores(q, k, offsets, base, layout=layout, position_scale=position_scale).to(work)
     hi, lo = diagonals(scores)
@@ -220,17 +228,22 @@ def decay_bound(
 ) -> torch.Tensor:
     """RoFormer's relative upper bound (1/(d/2)) sum_{j=1}^{d/2} |S_j|, S_j = sum_{k<j} e^{i delta theta_k}, for
     each relative distance delta in `distances` (K,): float64 (K,). At delta = 0 it is (d/2 + 1) / 2. theta: (d/2,)
-    float64 frequencies of a scaling (pipeline.core.rope_scaling) instead of base and position_scale."""
+    float64 frequencies of a scaling (pipeline.core.rope_scaling) instead of base and position_scale.
+
+    Computed on the CPU with numpy (its cumulative sums run in sequence, the same on every machine) and returned on
+    distances' device."""
+    import numpy as np
+
     if theta is None:
-        theta = frequencies(d_head, base, position_scale, distances.device)
-    theta = theta.to(distances.device)
-    out = torch.empty(distances.numel(), dtype=torch.float64, device=distances.device)
-    flat = distances.reshape(-1).to(torch.float64)
-    for s in range(0, flat.numel(), chunk):
-        angle = flat[s : s + chunk, None] * theta[None, :]  # (c, d/2)
-        partial = torch.cumsum(torch.polar(torch.ones_like(angle), angle), dim=-1)  # S_1 .. S_{d/2}
-        out[s : s + chunk] = partial.abs().mean(dim=-1)
-    return out.reshape(distances.shape)
+        theta = frequencies(d_head, base, position_scale)
+    theta = theta.detach().cpu().to(torch.float64).numpy()
+    flat = distances.detach().cpu().reshape(-1).to(torch.float64).numpy()
+    out = np.empty(flat.size)
+    for s in range(0, flat.size, chunk):
+        sin, cos = portable.sin_cos(flat[s : s + chunk, None] * theta[None, :])  # (c, d/2)
+        re, im = np.cumsum(cos, axis=-1), np.cumsum(sin, axis=-1)  # S_1 .. S_{d/2}
+        out[s : s + chunk] = np.sqrt(re * re + im * im).mean(axis=-1)
+    return torch.from_numpy(out).reshape(distances.shape).to(distances.device)
 
 
 def decay_at_rest(d_head: int) -> float:
@@ -240,4 +253,4 @@ def decay_at_rest(d_head: int) -> float:
 
 def lowest_wavelength(d_head: int, base: float, position_scale: float = 1.0) -> float:
     """2 pi / theta_{d/2 - 1}: the period, in positions, of the slowest rotating pair."""
-    return 2 * math.pi * position_scale * float(base) ** ((d_head - 2) / d_head)
+    return 2 * math.pi * position_scale * portable.cr_pow(float(base), (d_head - 2) / d_head)

@@ -1,4 +1,5 @@
-"""RoPE's frequency scalings for longer contexts, computed in numpy float64 (no torch, no transformers).
+"""RoPE's frequency scalings for longer contexts, computed in numpy float64 (no torch, no transformers), their powers
+and logarithms correctly rounded (pipeline.core.portable: the same bits on every machine).
 
 Each scaling gives the (d/2,) inverse frequencies theta_i of a head of dimension d and an attention factor a (the
 cos and sin tables are multiplied by a, so every score q . R(m - n) k by a^2). They follow the reference, HF
@@ -24,6 +25,8 @@ from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
+from pipeline.core.portable import cr_log, cr_pow, cr_powers
+
 SCALINGS = ("default", "linear", "ntk", "dynamic", "yarn", "llama3", "longrope")
 
 
@@ -40,12 +43,14 @@ def ntk_base(base: float, scale: float, d_head: int) -> float:
         raise ValueError(f"the head dimension d_head = {d_head} must be even and >= 2 (RoPE rotates pairs)")
     if d_head == 2:
         raise ValueError("NTK-aware scaling needs d_head > 2 (its exponent is d / (d - 2))")
-    return float(base) * float(scale) ** (d_head / (d_head - 2))
+    return float(base) * cr_pow(float(scale), d_head / (d_head - 2))
 
 
 def default_frequencies(d_head: int, base: float) -> np.ndarray:
-    """(d/2,) theta_i = 1 / base^(2i/d), float64."""
-    return 1.0 / float(base) ** (np.arange(0, d_head, 2, dtype=np.float64) / d_head)
+    """(d/2,) theta_i = base^(-2i/d), float64 (the sinusoid's, pipeline.core.sinusoid.frequencies)."""
+    from pipeline.core.sinusoid import frequencies
+
+    return frequencies(d_head, base)
 
 
 def wavelengths(inv_freq: np.ndarray) -> np.ndarray:
@@ -64,13 +69,13 @@ def ntk(d_head: int, base: float, factor: float) -> RopeFrequencies:
 def dynamic(d_head: int, base: float, factor: float, original: int, seq_len: int) -> RopeFrequencies:
     """Dynamic NTK at sequence length seq_len (below the original context L: L, i.e. the base unchanged)."""
     seq_len = max(seq_len, original)
-    scaled = base * (factor * seq_len / original - (factor - 1)) ** (d_head / (d_head - 2))
+    scaled = base * cr_pow(factor * seq_len / original - (factor - 1), d_head / (d_head - 2))
     return RopeFrequencies(default_frequencies(d_head, scaled), 1.0)
 
 
 def yarn_attention_factor(factor: float) -> float:
     """YaRN's a = 0.1 ln s + 1 (1 for s <= 1)."""
-    return 1.0 if factor <= 1 else 0.1 * math.log(factor) + 1.0
+    return 1.0 if factor <= 1 else 0.1 * cr_log(factor) + 1.0
 
 
 def yarn_correction_range(
@@ -80,7 +85,7 @@ def yarn_correction_range(
     context L (floored) and the one with beta_slow (ceiled), within [0, d - 1]."""
 
     def dim(rotations: float) -> float:
-        return d_head * math.log(original / (rotations * 2 * math.pi)) / (2 * math.log(base))
+        return d_head * cr_log(original / (rotations * 2 * math.pi)) / (2 * cr_log(base))
 
     return max(math.floor(dim(beta_fast)), 0), min(math.ceil(dim(beta_slow)), d_head - 1)
 
@@ -118,7 +123,7 @@ def longrope_factors(d_head: int, factor: float, short: Sequence[float], long: S
     shape)."""
     h = d_head // 2
     short = np.asarray(short, dtype=np.float64) if len(short) else np.ones(h)
-    long = np.asarray(long, dtype=np.float64) if len(long) else float(factor) ** (np.arange(h) / max(h - 1, 1))
+    long = np.asarray(long, dtype=np.float64) if len(long) else cr_powers(float(factor), np.arange(h) / max(h - 1, 1))
     for name, values in (("short", short), ("long", long)):
         if values.shape != (h,):
             raise ValueError(f"LongRoPE {name} factors: {values.size} values, d_head / 2 = {h} needed")
@@ -136,7 +141,7 @@ def longrope(
 ) -> RopeFrequencies:
     short_f, long_f = longrope_factors(d_head, factor, short, long)
     ext = long_f if seq_len > original else short_f
-    attention = 1.0 if factor <= 1 else math.sqrt(1 + math.log(factor) / math.log(original))
+    attention = 1.0 if factor <= 1 else math.sqrt(1 + cr_log(factor) / cr_log(original))
     return RopeFrequencies(default_frequencies(d_head, base) / ext, attention)
 
 

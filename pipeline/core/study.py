@@ -14,31 +14,17 @@ from typing import Sequence
 
 import numpy as np
 
-from pipeline.core.choices import LAYOUTS
 from pipeline.core.metrics import RTOL, Reference, crossover, valid_neighbours
+from pipeline.core.sinusoid import table as sinusoid_table
 from pipeline.core.sweep import exact_switches, wins_at
 
 
 def sinusoid(n: int, d: int, base: float, layout: str, dtype: str) -> np.ndarray:
-    """(n, d) float64: the sinusoidal encoding of positions 0..n-1 (pipeline.core.encoding.sinusoidal_encoding, in
-    numpy: the study needs no torch), angles p w_i in float64 with w_i = base^(-2i/d), rounded once to `dtype`
-    (float32 or float64, pipeline.core.choices.DTYPES), in `layout` (interleaved or concatenated).
-
-    In float32 (the default) the values are the encoding core's, bit for bit, up to 1,000 positions and d = 300 (a
-    test checks; from about 1,300 positions an ulp differs here and there: the core forms angles by angle addition,
-    within 3 float64 ulp); in float64 they agree within 1e-12.
-    """
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout {layout!r} is not one of {', '.join(LAYOUTS)}")
-    w = 1.0 / np.power(float(base), np.arange(0, d, 2, dtype=np.float64) / d)
-    angle = np.arange(n, dtype=np.float64)[:, None] * w
-    sin, cos = np.sin(angle).astype(dtype), np.cos(angle[:, : d // 2]).astype(dtype)
-    pe = np.empty((n, d), dtype=np.float64)
-    if layout == "interleaved":
-        pe[:, 0::2], pe[:, 1::2] = sin, cos
-    else:
-        pe[:, : w.size], pe[:, w.size :] = sin, cos
-    return pe
+    """(n, d) float64: the sinusoidal encoding of positions 0..n-1, rounded once to `dtype` (float32 or float64,
+    pipeline.core.choices.DTYPES), in `layout` (interleaved or concatenated): the encoding core's values
+    (pipeline.core.encoding.sinusoidal_encoding) bit for bit, at any length (both are pipeline.core.sinusoid's), in
+    numpy: the study needs no torch."""
+    return sinusoid_table(n, d, base, layout, dtype)
 
 
 def crossovers(e: np.ndarray, p: np.ndarray, neighbours: int, ratios: np.ndarray, rtol: float = RTOL) -> list[dict]:

@@ -3,9 +3,10 @@ to 2-D with PCA and measured (pipeline.core.metrics); arrays and dicts in, array
 only (no torch: the sweep stage starts in a fraction of torch's import time).
 
 Per sentence three batches of weights go through one batched PCA: the configured pairs (baseline W1=1, W2=0
-first), the Transformer's scaling W1 = sqrt(d), W2 = 1, and the ratio grid W1 = 1, W2 = r. Projections are
-rounded to SIGNIFICANT_DIGITS of each frame's largest coordinate before anything is measured or saved, so that
-metrics, files and figures agree and do not change with the CPU's summation order. The metrics of the whole
+first), the Transformer's scaling W1 = sqrt(d), W2 = 1, and the ratio grid W1 = 1, W2 = r. Every number has the
+same bits on every machine (pipeline.core.portable, pipeline.core.eigen); projections are rounded to
+SIGNIFICANT_DIGITS of each frame's largest coordinate before anything is measured or saved, so that metrics, files
+and figures agree. The metrics of the whole
 batch are computed at once too (pipeline.core.metrics.batch_metrics, in chunks of bounded memory).
 
 Sentences of the same length go through together, up to SENTENCES_AT_ONCE at a time: one PCA, one batch of
@@ -29,6 +30,7 @@ import numpy as np
 from pipeline.base.files import round_significant
 from pipeline.base.progress import Progress
 from pipeline.base.trees import flatten
+from pipeline.core.portable import cr_log10, logspace
 from pipeline.core.metrics import (
     RTOL,
     Reference,
@@ -83,8 +85,9 @@ class Sweep:
 
 
 def ratio_grid(cfg: Any) -> np.ndarray:
-    """(points,) r = W2 / W1 values, log-spaced from sweep.ratios.min to sweep.ratios.max."""
-    return np.logspace(np.log10(cfg.min), np.log10(cfg.max), cfg.points)
+    """(points,) r = W2 / W1 values, log-spaced from sweep.ratios.min to sweep.ratios.max (numpy.logspace, its
+    logarithms and powers correctly rounded)."""
+    return logspace(cr_log10(cfg.min), cr_log10(cfg.max), cfg.points)
 
 
 def transformer_pair(d_model: int) -> WeightPair:
@@ -177,7 +180,7 @@ def crossover_entry(ratios: np.ndarray, on_grid: np.ndarray, switches: list, k: 
     r_star = crossover(ratios, on_grid, switches)
     return {
         "r_star": r_star,
-        "log10_r_star": None if r_star is None else math.log10(r_star),
+        "log10_r_star": None if r_star is None else cr_log10(r_star),
         "neighbours": k,
         "switch_points": {
             str(i): {"r": r, "to": "position" if state else "meaning"} for i, (r, state) in enumerate(switches)
@@ -463,7 +466,7 @@ def ratio_columns(sweep: Sweep, sentences: int | None = None) -> dict[str, np.nd
     columns: dict[str, np.ndarray] = {
         "sentence": np.repeat(np.arange(len(chosen)), len(sweep.ratios)),
         "r": np.tile(sweep.ratios, len(chosen)),
-        "log10_r": np.tile(np.log10(sweep.ratios), len(chosen)),
+        "log10_r": np.tile([cr_log10(r) for r in sweep.ratios.tolist()], len(chosen)),
     }
     for key in chosen[0].curves if chosen else ():
         columns[key] = np.concatenate([sentence.curves[key] for sentence in chosen])

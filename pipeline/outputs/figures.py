@@ -197,6 +197,48 @@ def colour_scale(values: np.ndarray, diverging: str, sequential: str, centred: b
     return {"cmap": sequential, "vmin": float(np.nanmin(values)), "vmax": float(np.nanmax(values))}
 
 
+def log10_values(values: Any) -> np.ndarray:
+    """log10 of positive values, each correctly rounded (pipeline.core.portable.cr_log10). A log axis plots these on
+    a linear axis (log_axis): matplotlib's own log scale takes numpy's log10, whose last bits vary by CPU, and a
+    pixel with them now and then."""
+    from pipeline.core.portable import cr_log10
+
+    return np.array([cr_log10(v) for v in np.asarray(values, dtype=np.float64).reshape(-1).tolist()]).reshape(
+        np.shape(values)
+    )
+
+
+def log_axis(axis, plain: bool = False, subs: Sequence[int] = (2, 3, 4, 5, 6, 7, 8, 9)) -> None:
+    """Tick and label an axis whose data are log10 values (log10_values) as a logarithmic axis: major ticks at the
+    integers k, labelled 10^k (plain: the number itself, "0.1"), minor ticks at log10(m) + k for m in `subs`
+    (labelled too when plain)."""
+    from matplotlib.ticker import FuncFormatter, Locator, MultipleLocator
+
+    from pipeline.core.portable import cr_log10
+
+    offsets = [(m, cr_log10(m)) for m in subs]
+
+    class MinorTicks(Locator):
+        def __call__(self):
+            lo, hi = sorted(self.axis.get_view_interval())
+            return [
+                k + o for k in range(int(np.floor(lo)), int(np.ceil(hi)) + 1) for _, o in offsets if lo <= k + o <= hi
+            ]
+
+    def number(value: float) -> str:
+        k = int(np.floor(value + 1e-9))
+        m = next((m for m, o in offsets if abs(value - k - o) < 1e-9), 1)
+        return f"{float(f'{m}e{k}'):g}"  # parsed from decimal text: exact, whatever the machine
+
+    axis.set_major_locator(MultipleLocator(1.0))
+    axis.set_minor_locator(MinorTicks())
+    if plain:
+        axis.set_major_formatter(FuncFormatter(lambda v, _: number(v)))
+        axis.set_minor_formatter(FuncFormatter(lambda v, _: number(v)))
+    else:
+        axis.set_major_formatter(FuncFormatter(lambda v, _: f"$10^{{{int(round(v))}}}$"))
+
+
 def integer_ticks(*axes) -> None:
     """Ticks only at whole numbers (positions, offsets, dimensions): never 2.5 for an integer axis."""
     from matplotlib.ticker import MaxNLocator
@@ -454,20 +496,25 @@ def shared_projection(xs: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Project several (n, d) point sets onto one 2-D PCA basis so that panels share axes and signs.
 
     Each set is centred and scaled to unit RMS first (W1 = 10 must not outweigh W1 = 1); the basis is
-    the PCA of all of them stacked, oriented as scikit-learn orients components. Returns (n, 2) per set,
-    rounded to SIGNIFICANT_DIGITS of the largest coordinate (the SVD's last bits vary between CPUs, and
-    a figure drawn from them would change bytes).
+    the PCA of all of them stacked (the top two eigenvectors of their d x d scatter matrix), oriented as
+    scikit-learn orients components. Returns (n, 2) per set, rounded to SIGNIFICANT_DIGITS of the largest
+    coordinate. Exact products and a portable eigensolver (pipeline.core.portable, pipeline.core.eigen): the same
+    bits on every machine.
     """
+    from pipeline.core.eigen import eigh
+    from pipeline.core.portable import exact_matmul
+
     normed = []
     for x in xs:
         centred = np.asarray(x, dtype=np.float64) - np.asarray(x, dtype=np.float64).mean(axis=0)
-        rms = np.sqrt((centred**2).sum(axis=1).mean()) or 1.0
+        rms = np.sqrt((centred * centred).sum(axis=1).mean()) or 1.0
         normed.append(centred / rms)
     stacked = np.concatenate(normed)
-    _, _, vt = np.linalg.svd(stacked - stacked.mean(axis=0), full_matrices=False)
-    basis = vt[:2]
+    stacked = stacked - stacked.mean(axis=0)
+    _, vectors = eigh(exact_matmul(stacked.T, stacked))  # ascending eigenvalues
+    basis = vectors[:, ::-1][:, :2].T.copy()  # (2, d): the two largest
     basis *= np.sign(basis[np.arange(2), np.abs(basis).argmax(axis=1)])[:, None]
-    panels = np.stack([x @ basis.T for x in normed])
+    panels = np.stack([exact_matmul(x, basis.T) for x in normed])
     return list(round_significant(panels, floor=float(np.abs(panels).max())))
 
 
@@ -553,15 +600,22 @@ def ratio_curves(
 ) -> None:
     """Metrics against r = W2/W1 (log axis), the crossover r* and the named weight pairs marked."""
     fig, ax = plt.subplots(figsize=(12, 5.2), layout="constrained")
+    log_r = log10_values(ratios)
     for label, values in curves.items():
-        ax.plot(ratios, values, label=label, linewidth=1.8)
-    ax.set_xscale("log")
+        ax.plot(log_r, values, label=label, linewidth=1.8)
+    log_axis(ax.xaxis)
     styles = [":", "-.", (0, (1, 3)), (0, (5, 2)), (0, (3, 1, 1, 1))]
     for i, (name, r) in enumerate(marks.items()):
-        ax.axvline(r, color="0.35", linestyle=styles[i % len(styles)], linewidth=1.2, label=f"{name} (r = {r:.3g})")
+        ax.axvline(
+            log10_values(r),
+            color="0.35",
+            linestyle=styles[i % len(styles)],
+            linewidth=1.2,
+            label=f"{name} (r = {r:.3g})",
+        )
     if r_star is not None:
         ax.axvline(
-            r_star,
+            log10_values(r_star),
             color="black",
             linestyle="--",
             linewidth=2,
@@ -582,13 +636,13 @@ def crossover_summary(r_star: Sequence[float | None], path: Path, *, shown: int,
     found = np.array([r for r in r_star if r is not None], dtype=np.float64)
     fig, ax = plt.subplots(figsize=(9, 4.5), layout="constrained")
     if len(found):
-        lo, hi = np.log10(found.min()), np.log10(found.max())
-        ax.hist(found, bins=np.logspace(lo - 0.05, hi + 0.05, 31), color="tab:blue", edgecolor="white")
-        ax.axvline(
-            float(np.median(found)), color="black", linestyle="--", label=f"median r* = {float(np.median(found)):.3g}"
-        )
+        log_found = log10_values(found)
+        lo, hi = float(log_found.min()), float(log_found.max())
+        ax.hist(log_found, bins=np.linspace(lo - 0.05, hi + 0.05, 31), color="tab:blue", edgecolor="white")
+        median = float(np.median(found))
+        ax.axvline(log10_values(median), color="black", linestyle="--", label=f"median r* = {median:.3g}")
         ax.legend(loc="upper right")
-    ax.set_xscale("log")
+    log_axis(ax.xaxis)
     integer_ticks(ax.yaxis)
     ax.set(
         xlabel="r* = W2 / W1 where positional neighbours overtake semantic ones",

@@ -180,10 +180,11 @@ def rope_decay(
     styles = ["-", "--", "-.", ":"]
     short = distance <= min(256, int(distance[-1]))
     positive = distance >= 1
+    log_distance = fig.log10_values(distance[positive])
     for i, (label, bound) in enumerate(curves.items()):
         near.plot(distance[short], bound[short], linestyle=styles[i % 4], linewidth=1.2, label=label)
         envelope = np.maximum.accumulate(bound[::-1])[::-1]
-        far.plot(distance[positive], envelope[positive], linestyle=styles[i % 4], linewidth=1.4, label=label)
+        far.plot(log_distance, envelope[positive], linestyle=styles[i % 4], linewidth=1.4, label=label)
     ylabel = "relative upper bound (1/(d/2)) sum_j |S_j|"
     near.set(
         xlabel="offset k = m - n (relative distance)",
@@ -191,7 +192,7 @@ def rope_decay(
         title=f"Distances 0..{int(distance[short][-1])} (RoFormer's figure 2); at 0 the bound is {at_rest:g}",
     )
     fig.integer_ticks(near.xaxis)
-    far.set_xscale("log")
+    fig.log_axis(far.xaxis)
     far.set(
         xlabel="offset k = m - n (relative distance, log scale)",
         ylabel="largest bound at distance >= k (envelope)",
@@ -352,25 +353,28 @@ def rope_scalings(arrays: dict, summary: dict, path: Path, *, d_head: int, dpi: 
     distance = arrays["distance"].astype(np.float64)
     figure, (bound, score, wave) = plt.subplots(1, 3, figsize=(20, 6.2), layout="constrained")
     positive = distance >= 1
+    log_distance = fig.log10_values(distance[positive])
     for i, key in enumerate(keys):
         colour = f"C{i}"
-        bound.plot(distance[positive], arrays[f"{key}_bound"][positive], color=colour, label=key)
-        score.plot(distance[positive], arrays[f"{key}_self"][positive], color=colour, label=f"{key}: k = q")
+        bound.plot(log_distance, arrays[f"{key}_bound"][positive], color=colour, label=key)
+        score.plot(log_distance, arrays[f"{key}_self"][positive], color=colour, label=f"{key}: k = q")
         mean, std = arrays[f"{key}_mean"][positive], arrays[f"{key}_std"][positive]
-        score.fill_between(distance[positive], mean - std, mean + std, color=colour, alpha=0.08)
-        score.plot(distance[positive], mean, color=colour, linestyle=":", linewidth=0.8)
-        wave.plot(np.arange(len(arrays[f"{key}_wavelength"])), arrays[f"{key}_wavelength"], color=colour, label=key)
+        score.fill_between(log_distance, mean - std, mean + std, color=colour, alpha=0.08)
+        score.plot(log_distance, mean, color=colour, linestyle=":", linewidth=0.8)
+        wavelength = arrays[f"{key}_wavelength"]
+        wave.plot(np.arange(len(wavelength)), fig.log10_values(wavelength), color=colour, label=key)
     for value, label in ((summary["original_context"], "original context"), (summary["extended_context"], "extended")):
-        wave.axhline(value, color="black", linestyle="--", linewidth=0.8)
-        wave.text(0, value, f" {label} {value:g}", va="bottom", fontsize=9)
+        wave.axhline(fig.log10_values(value), color="black", linestyle="--", linewidth=0.8)
+        wave.text(0, fig.log10_values(value), f" {label} {value:g}", va="bottom", fontsize=9)
+    for ax in (bound, score):
+        fig.log_axis(ax.xaxis)
+    fig.log_axis(wave.yaxis)
     bound.set(
-        xscale="log",
         xlabel="distance m - n (log)",
         ylabel="relative upper bound (1/(d/2)) sum_j |S_j|",
         title="RoFormer's decay bound (a worst case)",
     )
     score.set(
-        xscale="log",
         xlabel="distance m - n (log)",
         ylabel="score a^2 q . R(m - n) k",
         title=fig.wrap(
@@ -380,7 +384,6 @@ def rope_scalings(arrays: dict, summary: dict, path: Path, *, d_head: int, dpi: 
         ),
     )
     wave.set(
-        yscale="log",
         xlabel="pair i",
         ylabel="wavelength 2 pi / theta_i (positions, log)",
         title="Pairs below a line complete a rotation within that context",

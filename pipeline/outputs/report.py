@@ -37,17 +37,30 @@ def fmt(value: Any) -> str:
     return str(value)
 
 
+def best_rotation(m: np.ndarray) -> np.ndarray:
+    """The orthogonal 2 x 2 Q (a rotation, or a reflection when det m < 0) nearest to m (2, 2): the polar factor
+    U V^T of its SVD, in closed form (no LAPACK: the same bits on every machine). With s = sign(det m) and
+    cof(m) = [[d, -c], [-b, a]], m + s cof(m) = (s1 + s2) Q for m = [[a, b], [c, d]]; identity for m = 0."""
+    (a, b), (c, d) = m
+    s = -1.0 if a * d - b * c < 0 else 1.0
+    q = np.array([[a + s * d, b - s * c], [c - s * b, d + s * a]])
+    norm = np.sqrt((q * q).sum() / 2.0)  # (s1 + s2)
+    return q / norm if norm > 0 else np.eye(2)
+
+
 def aligned_frames(frames: np.ndarray) -> np.ndarray:
     """(m, n, 2) projections along the ratio grid -> centred, unit-RMS, each rotated/reflected onto the
-    previous one (orthogonal Procrustes) so that the explorer moves words smoothly instead of flipping."""
+    previous one (orthogonal Procrustes, best_rotation) so that the explorer moves words smoothly instead of
+    flipping."""
     out = np.empty_like(frames, dtype=np.float64)
     previous = None
     for i, frame in enumerate(frames):
         x = frame - frame.mean(axis=0)
-        x = x / (np.sqrt((x**2).sum(axis=1).mean()) or 1.0)
+        x = x / (np.sqrt((x * x).sum(axis=1).mean()) or 1.0)
         if previous is not None:
-            u, _, vt = np.linalg.svd(x.T @ previous)
-            x = x @ (u @ vt)
+            m = np.array([[(x[:, r] * previous[:, c]).sum() for c in range(2)] for r in range(2)])  # x^T previous
+            q = best_rotation(m)
+            x = x[:, :1] * q[0] + x[:, 1:] * q[1]  # x @ q
         out[i] = previous = x
     return out
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 
-from matplotlib.ticker import FormatStrFormatter, LogLocator
+from matplotlib.cbook import boxplot_stats
 
-from pipeline.outputs.figures import plt, save
+from pipeline.outputs.figures import log10_values, log_axis, plt, save
 
 COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
 
@@ -46,11 +46,16 @@ def crossover_study(rows: list[dict], summary: dict, path: Path, *, dpi: int = 1
         positions = np.arange(len(groups)) + (i - (len(dims) - 1) / 2) * width
         filled = [j for j, values in enumerate(data) if len(values)]
         if filled:
-            ax.boxplot(
-                [data[j] for j in filled],
+            # the box statistics of r* itself (quartiles interpolated in r), drawn on the log10 axis
+            stats_boxes = boxplot_stats([data[j] for j in filled], whis=(0, 100))
+            for box in stats_boxes:
+                for key in ("med", "q1", "q3", "whislo", "whishi", "mean"):
+                    box[key] = float(log10_values(box[key]))
+                box["fliers"] = log10_values(box["fliers"]) if len(box["fliers"]) else box["fliers"]
+            ax.bxp(
+                stats_boxes,
                 positions=positions[filled],
                 widths=width * 0.85,
-                whis=(0, 100),
                 patch_artist=True,
                 boxprops={"facecolor": colour, "alpha": 0.45},
                 medianprops={"color": "black"},
@@ -63,11 +68,12 @@ def crossover_study(rows: list[dict], summary: dict, path: Path, *, dpi: int = 1
             + (f", meaning wins there for {share:.0%}" if share is not None else "")
             + (f" ({beyond} never cross)" if beyond else "")
         )
-        ax.axhline(stats["sqrt_d_ratio"], color=colour, linestyle="--", linewidth=1.5, label=label)
-    ax.set_yscale("log")
-    ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
-    ax.yaxis.set_minor_locator(LogLocator(subs=(2.0, 3.0, 5.0)))
-    ax.yaxis.set_minor_formatter(FormatStrFormatter("%g"))
+        ax.axhline(log10_values(stats["sqrt_d_ratio"]), color=colour, linestyle="--", linewidth=1.5, label=label)
+    shown = [float(log10_values(r["r_star"])) for r in rows if r["r_star"] is not None]
+    shown += [float(log10_values(summary[f"d{d}"]["sqrt_d_ratio"])) for d in dims]
+    pad = 0.05 * (max(shown) - min(shown) or 1.0)  # the lines at 1/sqrt(d) inside the frame, not on its edge
+    ax.set_ylim(min(shown) - pad, max(shown) + pad)
+    log_axis(ax.yaxis, plain=True, subs=(2, 3, 5))
     ax.set_xticks(np.arange(len(groups)), groups)
     ax.set_xlabel("words per sentence (random sentences)" + (", then the texts file's sentences" if has_file else ""))
     ax.set_ylabel("exact crossover r* = W2 / W1")

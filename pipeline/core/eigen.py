@@ -1,0 +1,229 @@
+"""Eigenvalues and eigenvectors of real symmetric matrices with the same bits on every machine (numpy.linalg.eigh's
+LAPACK result varies in its last bits with the BLAS kernel underneath it).
+
+The algorithm is EISPACK's tred2 + tql2, as JAMA publishes it (public domain): Householder reduction to tridiagonal
+form, then the implicit QL method with Wilkinson shifts. It is written with scalar IEEE operations only (+, -, *,
+/, sqrt, comparisons) in a fixed order, and compiled by numba without fast-math, which keeps every operation as
+written (no fused multiply-add, no reordering). Without numba the same function runs interpreted, slowly, with
+the same bits (tests/test_eigen.py compares the two).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def _hypot(a: float, b: float) -> float:
+    """sqrt(a^2 + b^2) without under/overflow (JAMA's Maths.hypot)."""
+    if abs(a) > abs(b):
+        r = b / a
+        return abs(a) * math.sqrt(1.0 + r * r)
+    if b != 0.0:
+        r = a / b
+        return abs(b) * math.sqrt(1.0 + r * r)
+    return 0.0
+
+
+def _tred2_tql2(matrices, values, vectors, scratch):  # pragma: no cover - compiled by numba (or run interpreted)
+    """For each symmetric (n, n) matrices[b]: values[b] (n,) ascending and vectors[b] (n, n) with the eigenvectors as
+    columns; scratch (n,) holds the off-diagonal. Only the lower triangle of each matrix is read. Returns the number
+    of matrices whose QL iteration did not converge within 30 n steps (their rows are left as reached)."""
+    count, n = matrices.shape[0], matrices.shape[1]
+    eps = 2.0**-52
+    failed = 0
+    for b in range(count):
+        V = vectors[b]
+        d = values[b]
+        e = scratch
+        for i in range(n):
+            for j in range(n):
+                V[i, j] = matrices[b, i, j] if i >= j else matrices[b, j, i]
+        # tred2: Householder reduction to tridiagonal form
+        for j in range(n):
+            d[j] = V[n - 1, j]
+            e[j] = 0.0
+        for i in range(n - 1, 0, -1):
+            scale = 0.0
+            h = 0.0
+            for k in range(i):
+                scale = scale + abs(d[k])
+            if scale == 0.0:
+                e[i] = d[i - 1]
+                for j in range(i):
+                    d[j] = V[i - 1, j]
+                    V[i, j] = 0.0
+                    V[j, i] = 0.0
+            else:
+                for k in range(i):
+                    d[k] = d[k] / scale
+                    h = h + d[k] * d[k]
+                f = d[i - 1]
+                g = math.sqrt(h)
+                if f > 0:
+                    g = -g
+                e[i] = scale * g
+                h = h - f * g
+                d[i - 1] = f - g
+                for j in range(i):
+                    e[j] = 0.0
+                for j in range(i):
+                    f = d[j]
+                    V[j, i] = f
+                    g = e[j] + V[j, j] * f
+                    for k in range(j + 1, i):
+                        g = g + V[k, j] * d[k]
+                        e[k] = e[k] + V[k, j] * f
+                    e[j] = g
+                f = 0.0
+                for j in range(i):
+                    e[j] = e[j] / h
+                    f = f + e[j] * d[j]
+                hh = f / (h + h)
+                for j in range(i):
+                    e[j] = e[j] - hh * d[j]
+                for j in range(i):
+                    f = d[j]
+                    g = e[j]
+                    for k in range(j, i):
+                        V[k, j] = V[k, j] - (f * e[k] + g * d[k])
+                    d[j] = V[i - 1, j]
+                    V[i, j] = 0.0
+            d[i] = h
+        for i in range(n - 1):
+            V[n - 1, i] = V[i, i]
+            V[i, i] = 1.0
+            h = d[i + 1]
+            if h != 0.0:
+                for k in range(i + 1):
+                    d[k] = V[k, i + 1] / h
+                for j in range(i + 1):
+                    g = 0.0
+                    for k in range(i + 1):
+                        g = g + V[k, i + 1] * V[k, j]
+                    for k in range(i + 1):
+                        V[k, j] = V[k, j] - g * d[k]
+            for k in range(i + 1):
+                V[k, i + 1] = 0.0
+        for j in range(n):
+            d[j] = V[n - 1, j]
+            V[n - 1, j] = 0.0
+        V[n - 1, n - 1] = 1.0
+        e[0] = 0.0
+        # tql2: implicit QL iterations on the tridiagonal matrix
+        for i in range(1, n):
+            e[i - 1] = e[i]
+        e[n - 1] = 0.0
+        f = 0.0
+        tst1 = 0.0
+        steps = 0
+        for l in range(n):  # noqa: E741 - EISPACK's name
+            tst1 = max(tst1, abs(d[l]) + abs(e[l]))
+            m = l
+            while m < n - 1:
+                if abs(e[m]) <= eps * tst1:
+                    break
+                m += 1
+            if m > l:
+                while True:
+                    steps += 1
+                    g = d[l]
+                    p = (d[l + 1] - g) / (2.0 * e[l])
+                    r = _hypot(p, 1.0)
+                    if p < 0:
+                        r = -r
+                    d[l] = e[l] / (p + r)
+                    d[l + 1] = e[l] * (p + r)
+                    dl1 = d[l + 1]
+                    h = g - d[l]
+                    for i in range(l + 2, n):
+                        d[i] = d[i] - h
+                    f = f + h
+                    p = d[m]
+                    c = 1.0
+                    c2 = c
+                    c3 = c
+                    el1 = e[l + 1]
+                    s = 0.0
+                    s2 = 0.0
+                    for i in range(m - 1, l - 1, -1):
+                        c3 = c2
+                        c2 = c
+                        s2 = s
+                        g = c * e[i]
+                        h = c * p
+                        r = _hypot(p, e[i])
+                        e[i + 1] = s * r
+                        s = e[i] / r
+                        c = p / r
+                        p = c * d[i] - s * g
+                        d[i + 1] = h + s * (c * g + s * d[i])
+                        for k in range(n):
+                            h = V[k, i + 1]
+                            V[k, i + 1] = s * V[k, i] + c * h
+                            V[k, i] = c * V[k, i] - s * h
+                    p = -s * s2 * c3 * el1 * e[l] / dl1
+                    e[l] = s * p
+                    d[l] = c * p
+                    if not abs(e[l]) > eps * tst1 or steps > 30 * n:
+                        break
+            d[l] = d[l] + f
+            e[l] = 0.0
+        if steps > 30 * n:
+            failed += 1
+        # ascending order (selection sort: stable for ties, as the eigenvalues came)
+        for i in range(n - 1):
+            k = i
+            p = d[i]
+            for j in range(i + 1, n):
+                if d[j] < p:
+                    k = j
+                    p = d[j]
+            if k != i:
+                d[k] = d[i]
+                d[i] = p
+                for j in range(n):
+                    p = V[j, i]
+                    V[j, i] = V[j, k]
+                    V[j, k] = p
+    return failed
+
+
+_compiled = None
+
+
+def _kernel():
+    """The compiled kernel (numba, cached on disk), or the same function interpreted without numba."""
+    global _compiled
+    if _compiled is None:
+        try:
+            from numba import njit
+        except ImportError:  # numba is a dependency; the interpreted kernel gives the same bits, slowly
+            _compiled = _tred2_tql2
+        else:
+            global _hypot
+            _hypot = njit(cache=True)(_hypot)
+            _compiled = njit(cache=True, nogil=True)(_tred2_tql2)
+    return _compiled
+
+
+def eigh(matrices, kernel=None) -> tuple[np.ndarray, np.ndarray]:
+    """numpy.linalg.eigh of symmetric (..., n, n) float64 matrices (the lower triangle is read): eigenvalues (..., n)
+    ascending and eigenvectors (..., n, n) as columns, the same bits on every machine. Signs of eigenvectors are the
+    algorithm's (normalise them where it matters, as scikit-learn's svd_flip does). kernel: the function to run
+    (default: the compiled one; tests pass the interpreted `_tred2_tql2`)."""
+    a = np.ascontiguousarray(matrices, dtype=np.float64)
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"eigh needs square (..., n, n) matrices, got shape {a.shape}")
+    if not np.isfinite(a).all():
+        raise ValueError("eigh needs finite matrices")
+    n = a.shape[-1]
+    flat = a.reshape(-1, n, n)
+    values = np.empty(flat.shape[:2])
+    vectors = np.empty(flat.shape)
+    if n and len(flat):
+        failed = (kernel or _kernel())(flat, values, vectors, np.empty(n))
+        if failed:
+            raise ArithmeticError(f"eigh: the QL iteration did not converge for {failed} matrices")
+    return values.reshape(a.shape[:-1]), vectors.reshape(a.shape)

@@ -38,6 +38,7 @@ import torch
 
 from pipeline.core.choices import LAYOUTS
 from pipeline.core.device import float64_capable, has_float64
+from pipeline.core.memory import check_fits
 
 
 # Squared distances below this share of |x_a|^2 + |x_b|^2 lose more than ~6 digits to cancellation in
@@ -241,16 +242,43 @@ def toeplitz_rows(profile: torch.Tensor, rows: slice | None = None, dtype: torch
     return v[n - a1 :].as_strided((a1 - a0, n), (1, 1)).flip(0)
 
 
+_FULL_FIX = (
+    "ask for block means instead (profile_block_means / block_means: encoding.max_matrix_size) or fewer positions"
+)
+
+
+def full_matrices_bytes(n: int, dtype: torch.dtype = torch.float64, *, odd: bool = False) -> int:
+    """Peak bytes `profile_matrices` takes on one device for n positions: the two (n, n) results in `dtype`; for
+    odd d (`odd`) their float64 work too (converting one keeps both copies for a moment) and one chunk of 2^22
+    float64 differences."""
+    s = torch.empty(0, dtype=dtype).element_size()
+    if not odd:
+        return 2 * s * n * n
+    return (16 if s == 8 else 8 + 2 * s) * n * n + 8 * 2**22
+
+
+def _check_full(nbytes: int, n: int, device: torch.device, what: str) -> None:
+    check_fits(nbytes, device, f"the full {n} x {n} {what}", _FULL_FIX)
+
+
 def profile_matrices(
     profiles: Profiles, dtype: torch.dtype = torch.float64, device: torch.device | str | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The full (n, n) dot-product and distance matrices from the profiles: exact, symmetric, zero diagonal.
 
     O(n^2) memory writes and no O(n^2 d) work. Computed in float64 and rounded once to `dtype` when the
-    unpaired column of odd d needs a correction; even d expands the (rounded) profiles directly.
+    unpaired column of odd d needs a correction; even d expands the (rounded) profiles directly. A PipelineError
+    (cause and fix) before anything is allocated when they do not fit in the device's memory (pipeline.core.memory).
     """
     device = torch.device(device or profiles.dot.device)
     u = profiles.unpaired
+    n, work = profiles.dot.numel(), profiles.dot.device
+    what = "dot-product and distance matrices"
+    if u is None or work == device:
+        _check_full(full_matrices_bytes(n, dtype, odd=u is not None), n, device, what)
+    else:
+        _check_full(full_matrices_bytes(n, torch.float64, odd=True), n, work, what + " (their float64 work)")
+        _check_full(full_matrices_bytes(n, dtype), n, device, what)
     if u is None:
         dot = toeplitz_rows(profiles.dot.to(device, dtype))
         dist = toeplitz_rows(profiles.distance.to(device, dtype))
@@ -323,7 +351,10 @@ def position_norms(pe: torch.Tensor) -> torch.Tensor:
 
 
 def dot_product_matrix(pe: torch.Tensor) -> torch.Tensor:
-    """(n, n) PE PE^T, accumulated in float64 (float32 on MPS)."""
+    """(n, n) PE PE^T, accumulated in float64 (float32 on MPS); refused (PipelineError) when it cannot fit."""
+    s = torch.empty(0, dtype=float64_capable(pe.device)).element_size()
+    n, d = pe.shape
+    _check_full(s * (n * n + n * d), n, pe.device, "dot-product matrix")
     x = pe.to(float64_capable(pe.device))
     return x @ x.T
 
@@ -350,7 +381,11 @@ def distance_matrix(pe: torch.Tensor, gram: torch.Tensor | None = None) -> torch
 
     Accumulated in float64 (float32 on MPS); entries where |x_a|^2 + |x_b|^2 - 2 x_a.x_b may cancel are
     recomputed from the differences; never negative under the root; symmetric; exact zeros on the diagonal.
+    Refused (PipelineError) when its peak, two (n, n) matrices and a boolean one, cannot fit.
     """
+    s = torch.empty(0, dtype=float64_capable(pe.device)).element_size()
+    n, d = pe.shape
+    _check_full((2 * s + 1) * n * n + s * n * d, n, pe.device, "distance matrix")
     x = pe.to(float64_capable(pe.device))
     dist2 = x @ x.T if gram is None else gram.to(x.dtype, copy=True)
     sq = torch.diagonal(dist2).clone()

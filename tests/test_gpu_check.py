@@ -95,6 +95,7 @@ def test_check_runs_every_cuda_test_and_records_their_figures(cpu_run):
         assert any(name in test for test in names), name  # skipped without CUDA, but selected
     passed = [case for case in tests["cases"] if case["outcome"] == "passed"]
     assert len(passed) == sum("test_device_parity" in case["test"] for case in tests["cases"]) >= 27
+    assert 0 < results["parity"]["largest"] < 1e-6  # kept as measured (1e-14 .. 1e-7), not rounded away
     figures = {key for case in passed for key in case["properties"]}
     assert {"differing_values", "coords_rel", "flipped_signs", "dot", "rope.scores"} <= figures
 

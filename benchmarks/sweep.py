@@ -65,16 +65,18 @@ def cpu_seconds() -> float:
     return times.user + times.system
 
 
-def torch_weighted_pca(embeddings, encodings, w1, w2, n_components: int = 2):
+def torch_weighted_pca(embeddings, encodings, w1, w2, n_components: int = 2, device=None):
     """The sweep's projection before it went numpy (pipeline.core.projection.weighted_pca at 4929c17, without its
     padding): PCA of w1[j] * embeddings[s] + w2[j] * encodings[s] from three Gram matrices per sentence and one
-    batched torch.linalg.eigh, scikit-learn's signs. (S, n, d) in; (S, P, n, k), (S, P, k) torch float64 out."""
+    batched torch.linalg.eigh, scikit-learn's signs, on `device` (default: the CPU; benchmarks.gpu runs it on
+    CUDA). (S, n, d) in; (S, P, n, k), (S, P, k) torch float64 out, on that device."""
     import torch
 
-    e, p = torch.as_tensor(embeddings, dtype=torch.float64), torch.as_tensor(encodings, dtype=torch.float64)
+    e = torch.as_tensor(embeddings, dtype=torch.float64, device=device)
+    p = torch.as_tensor(encodings, dtype=torch.float64, device=device)
     S, n, d = e.shape
-    w1 = torch.as_tensor(w1, dtype=torch.float64).reshape(-1)
-    w2 = torch.as_tensor(w2, dtype=torch.float64).reshape(-1)
+    w1 = torch.as_tensor(w1, dtype=torch.float64, device=device).reshape(-1)
+    w2 = torch.as_tensor(w2, dtype=torch.float64, device=device).reshape(-1)
     k = n_components
     e_c, p_c = e - e.mean(dim=1, keepdim=True), p - p.mean(dim=1, keepdim=True)
     g_ep = e_c @ p_c.transpose(1, 2)

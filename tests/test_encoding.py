@@ -282,12 +282,14 @@ def test_resolve_device_nonsense():
         resolve_device("tpu-please")
 
 
+@pytest.mark.cuda
 @pytest.mark.skipif(not CUDA, reason="needs CUDA")
 def test_resolve_device_auto_prefers_cuda():
     """'auto' picks CUDA when it is there."""
     assert resolve_device("auto").type == "cuda"
 
 
+@pytest.mark.cuda
 @pytest.mark.skipif(not CUDA, reason="needs CUDA")
 @pytest.mark.parametrize("dtype,tol", [(torch.float32, 1e-6), (torch.float64, 1e-12)])
 def test_cuda_matches_cpu(dtype, tol):
@@ -626,6 +628,7 @@ def test_bad_layout_or_matrix_size_is_refused_naming_the_key():
 # ---------------------------------------------------------------- CUDA (skipped without a GPU)
 
 
+@pytest.mark.cuda
 @pytest.mark.skipif(not CUDA, reason="needs CUDA")
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_cuda_encoding_within_rounding_and_diagnostics_match_cpu(dtype):

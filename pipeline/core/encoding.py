@@ -44,6 +44,7 @@ import torch
 from pipeline.core import portable, sinusoid
 from pipeline.core.choices import LAYOUTS
 from pipeline.core.device import float64_capable, has_float64
+from pipeline.core.memory import check_fits
 
 
 # Squared distances below this share of |x_a|^2 + |x_b|^2 lose more than ~6 digits to cancellation in
@@ -240,23 +241,59 @@ def toeplitz_rows(profile: torch.Tensor, rows: slice | None = None, dtype: torch
     return v[n - a1 :].as_strided((a1 - a0, n), (1, 1)).flip(0)
 
 
+_FULL_FIX = (
+    "ask for block means instead (profile_block_means / block_means: encoding.max_matrix_size) or fewer positions"
+)
+
+
+def full_matrices_bytes(n: int, dtype: torch.dtype = torch.float64, *, odd: bool = False) -> int:
+    """Peak bytes `profile_matrices` takes on one device for n positions: the two (n, n) results in `dtype`; for
+    odd d (`odd`) their float64 work too (converting one keeps both copies for a moment) and one chunk of 2^22
+    float64 differences."""
+    s = torch.empty(0, dtype=dtype).element_size()
+    if not odd:
+        return 2 * s * n * n
+    return (16 if s == 8 else 8 + 2 * s) * n * n + 8 * 2**22
+
+
+def _exact_gram_bytes(n: int, d: int) -> int:
+    """Peak bytes of portable.exact_matmul(x, x.T) for x (n, d): the result, the partial product being added and
+    their sum (three float64 (n, n)), and up to four float64 parts of each operand (eight (n, d))."""
+    return 8 * (3 * n * n + 8 * n * d)
+
+
+def _check_full(nbytes: int, n: int, device: torch.device, what: str) -> None:
+    check_fits(nbytes, device, f"the full {n} x {n} {what}", _FULL_FIX)
+
+
 def profile_matrices(
     profiles: Profiles, dtype: torch.dtype = torch.float64, device: torch.device | str | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The full (n, n) dot-product and distance matrices from the profiles: exact, symmetric, zero diagonal.
 
     O(n^2) memory writes and no O(n^2 d) work. Computed in float64 and rounded once to `dtype` when the
-    unpaired column of odd d needs a correction; even d expands the (rounded) profiles directly.
+    unpaired column of odd d needs a correction; even d expands the (rounded) profiles directly. A PipelineError
+    (cause and fix) before anything is allocated when they do not fit in the device's memory (pipeline.core.memory).
     """
     device = torch.device(device or profiles.dot.device)
     u = profiles.unpaired
+    n, work = profiles.dot.numel(), profiles.dot.device
+    what = "dot-product and distance matrices"
+    if u is None or work == device:
+        _check_full(full_matrices_bytes(n, dtype, odd=u is not None), n, device, what)
+    else:
+        _check_full(full_matrices_bytes(n, torch.float64, odd=True), n, work, what + " (their float64 work)")
+        _check_full(full_matrices_bytes(n, dtype), n, device, what)
     if u is None:
         dot = toeplitz_rows(profiles.dot.to(device, dtype))
         dist = toeplitz_rows(profiles.distance.to(device, dtype))
         return dot, dist
-    dot = (toeplitz_rows(profiles.dot) + u[:, None] * u[None, :]).to(device, dtype)
+    dot = toeplitz_rows(profiles.dot)
+    step = max(1, 2**22 // dot.shape[1])  # rows at a time: the rank-one term's temporaries stay small
+    for a0 in range(0, dot.shape[0], step):
+        dot[a0 : a0 + step].add_(u[a0 : a0 + step, None] * u[None, :])
+    dot = dot.to(device, dtype)
     dist = toeplitz_rows(profiles.dist2)
-    step = max(1, 2**22 // dist.shape[1])
     for a0 in range(0, dist.shape[0], step):
         block = dist[a0 : a0 + step]
         block.add_((u[a0 : a0 + step, None] - u[None, :]).square_()).sqrt_()
@@ -330,7 +367,10 @@ def position_norms(pe: torch.Tensor) -> torch.Tensor:
 
 
 def dot_product_matrix(pe: torch.Tensor) -> torch.Tensor:
-    """(n, n) PE PE^T in float64, exact before its final rounding (portable.exact_matmul; on the CPU for MPS)."""
+    """(n, n) PE PE^T in float64, exact before its final rounding (portable.exact_matmul; on the CPU for MPS);
+    refused (PipelineError) when it cannot fit."""
+    n, d = pe.shape
+    _check_full(_exact_gram_bytes(n, d), n, _work_device(pe.device), "dot-product matrix")
     x = _float64(pe)
     return portable.exact_matmul(x, x.T)
 
@@ -358,8 +398,11 @@ def distance_matrix(pe: torch.Tensor, gram: torch.Tensor | None = None) -> torch
 
     In float64 (on the CPU for MPS), the Gram matrix exact before its rounding; entries where
     |x_a|^2 + |x_b|^2 - 2 x_a.x_b may cancel are recomputed from the differences; never negative under the root;
-    symmetric; exact zeros on the diagonal.
+    symmetric; exact zeros on the diagonal. Refused (PipelineError) when its peak (the exact Gram matrix's, a
+    copy and a boolean (n, n)) cannot fit.
     """
+    n, d = pe.shape
+    _check_full(_exact_gram_bytes(n, d) + 9 * n * n, n, _work_device(pe.device), "distance matrix")
     x = _float64(pe)
     dist2 = portable.exact_matmul(x, x.T) if gram is None else gram.to(x.device, x.dtype, copy=True)
     sq = torch.diagonal(dist2).clone()

@@ -303,7 +303,16 @@ def place_labels(
             continue
         taken.append(spot)
         leader = (
-            {"arrowprops": {"arrowstyle": "-", "color": "0.5", "lw": 0.6, "shrinkA": 0, "shrinkB": marker_pt}}
+            {
+                "arrowprops": {
+                    "arrowstyle": "-",
+                    "connectionstyle": straight_connection,
+                    "color": "0.5",
+                    "lw": 0.6,
+                    "shrinkA": 0,
+                    "shrinkB": marker_pt,
+                }
+            }
             if ring
             else {}
         )
@@ -321,6 +330,38 @@ def place_labels(
             **text_kw,
         )
     return left_out
+
+
+def straight_connection(posA, posB, shrinkA: float = 0.0, shrinkB: float = 0.0, patchA=None, patchB=None):
+    """A FancyArrowPatch connection (its `connectionstyle`) that is a straight (MOVETO, LINETO) path from posA to posB
+    (display coordinates), leaving the box of patchA (a label's) and shortened by shrinkA / shrinkB (display units)
+    at its ends. matplotlib's default "arc3" draws a straight arrow as a degenerate quadratic curve, which the Agg
+    renderer flattens differently on a build that fuses multiply-adds (aarch64): the figure's pixels would depend on
+    the CPU."""
+    from matplotlib.path import Path as MplPath
+
+    (x0, y0), (x1, y1) = posA, posB
+    dx, dy = x1 - x0, y1 - y0
+    length = np.sqrt(dx * dx + dy * dy)
+    start = 0.0
+    if patchA is not None and length > 0:  # where the segment leaves the label's box (its bounding rectangle)
+        box = patchA.get_window_extent()
+        exits = [
+            (edge - origin) / step
+            for origin, step, lo, hi in ((x0, dx, box.x0, box.x1), (y0, dy, box.y0, box.y1))
+            if step != 0
+            for edge in (lo, hi)
+            if (edge - origin) / step > 0
+        ]
+        start = min([1.0, *exits])
+    if length > 0:
+        start = min(1.0, start + shrinkA / length)
+        stop = max(start, 1.0 - shrinkB / length)
+    else:
+        stop = start
+    return MplPath(
+        [(x0 + start * dx, y0 + start * dy), (x0 + stop * dx, y0 + stop * dy)], [MplPath.MOVETO, MplPath.LINETO]
+    )
 
 
 def left_out_note(left_out: int, total: int) -> str:
@@ -563,7 +604,8 @@ def projection_panels(
         ax = fig.add_subplot(grid[k // ncols, k % ncols])
         if arrows:
             for a, b in zip(coords[:-1], coords[1:]):
-                ax.annotate("", xy=b, xytext=a, arrowprops={"arrowstyle": "->", "color": "0.6", "lw": 0.8}, zorder=1)
+                arrow = {"arrowstyle": "->", "connectionstyle": straight_connection, "color": "0.6", "lw": 0.8}
+                ax.annotate("", xy=b, xytext=a, arrowprops=arrow, zorder=1)
         ax.scatter(coords[:, 0], coords[:, 1], c=colours, s=70, zorder=3, edgecolors="black", linewidths=0.4)
         for (x, y), pos in zip(coords, positions):
             ax.text(x, y, f"{pos}", ha="center", va="center", fontsize=7, color="white", zorder=4, fontweight="bold")

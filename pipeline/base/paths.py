@@ -183,7 +183,7 @@ class Layout:
 
     @property
     def scaling_arrays(self) -> Path:
-        """Per RoPE scaling: decay bound, mean/std/self expectation per distance, frequencies, wavelengths (npz)."""
+        """Per RoPE scaling: decay bound, the expected score with k = q per distance, frequencies, wavelengths (npz)."""
         return self.families_dir / "scalings.npz"
 
     @property

@@ -34,7 +34,7 @@ from pathlib import Path
 from pipeline.base.paths import Layout
 
 if TYPE_CHECKING:
-    from pipeline.config.schema import Config, EncodingConfig, RelativeConfig
+    from pipeline.config.schema import Config, RelativeConfig
 
 log = logging.getLogger("pipeline")
 
@@ -62,7 +62,7 @@ def run(params: Config, layout: Layout, root: Path) -> dict:
             summary = encode_positions(params, layout, device)
             relative_diagnostics(params.relative, layout, device)
             figures.queue("relative")
-            family_properties(params.relative, params.encoding, params.glove.dim, layout)
+            family_properties(params.relative, layout)
             figures.queue("properties")
             figures.queue("encoding")  # the quickest to draw: last
         finally:
@@ -150,31 +150,23 @@ def relative_diagnostics(cfg: RelativeConfig, layout: Layout, device) -> dict:
     return summary
 
 
-def family_properties(rel: RelativeConfig, encoding: EncodingConfig, d_model: int, layout: Layout) -> dict:
-    """reports/properties.json (every family x the literature's properties, the RoPE scalings' summary) and
-    data/families/scalings.npz (pipeline.core.relative); returns the JSON."""
-    import torch
-
+def family_properties(rel: RelativeConfig, layout: Layout) -> dict:
+    """reports/properties.json (every family x the literature's properties at d = relative.properties.d, the RoPE
+    scalings' summary) and data/families/scalings.npz (pipeline.core.families); returns the JSON."""
     from pipeline.base.files import write_json, write_npz
-    from pipeline.core import alibi
-    from pipeline.core.encoding import sinusoidal_encoding
-    from pipeline.core.random_tables import learned_position_table
-    from pipeline.core.relative import distance_grid, family_proximities, properties_table, scaling_diagnostics
+    from pipeline.core import families as fam
+    from pipeline.core.relative import distance_grid, scaling_diagnostics
 
-    n, seed = rel.properties.positions, rel.properties.seed
-    sinusoids = {
-        name: sinusoidal_encoding(n, d_model, encoding.base, layout=name, dtype=torch.float64).numpy()
-        for name in ("interleaved", "concatenated")
-    }
-    learned = learned_position_table(n, d_model, seed, dtype=torch.float64).numpy()
-    biases = alibi.bias(alibi.slopes(rel.alibi.heads[0]), n, causal=rel.alibi.causal).numpy()
-    table = properties_table(family_proximities(rel, sinusoids, learned, biases))
+    n = rel.properties.positions
+    rows = fam.analytic_families(rel, n)
     arrays, scalings = scaling_diagnostics(rel, distance_grid(rel.rope.max_distance))
     layout.families_dir.mkdir(parents=True, exist_ok=True)
     write_npz(layout.scaling_arrays, arrays)
-    summary = {"positions": n, "d_model": d_model, "d_head": rel.rope.d_head, "families": table}
+    summary: dict = {"positions": n, "d": rel.properties.d, "temperature": fam.TEMPERATURE}
+    summary["families"] = {row.key: fam.row(row) for row in rows}
+    summary["chen_locality_by_temperature"] = fam.temperature_sensitivity(rows)
     write_json(layout.properties_metrics, {**summary, "rope_scalings": scalings})
-    log.info("properties: %d families x %d properties at N = %d positions", len(table), 5, n)
+    log.info("properties: %d families x %d properties at N = %d, d = %d", len(rows), 5, n, rel.properties.d)
     return summary
 
 

@@ -185,15 +185,34 @@ def test_temperature_sets_chen_locality(rows):
 
 
 def test_the_encode_stage_writes_the_table(tmp_path, small_store):
-    """reports/properties.json: one d and temperature rule, every family's cells; the same bytes twice."""
+    """reports/properties.json: one d and temperature rule, every family's cells; the MiniLM rows exactly when the
+    optional extra is installed; the same bytes twice."""
     from pipeline.base.files import read_json
+    from pipeline.inputs.minilm import find_model
 
     params = params_for("relative.properties.positions=12", "relative.properties.samples=8", "figures=none")
     a = run_stages(params, tmp_path / "a", small_store, upto="encode")
     b = run_stages(params, tmp_path / "b", small_store, upto="encode")
     summary = read_json(a.properties_metrics)
     assert summary["d"] == D and summary["positions"] == 12 and "softmax(P / sqrt(d))" in summary["temperature"]
+    installed = find_model()[0] is not None
+    assert ("minilm_l6_learned" in summary["families"]) == installed == a.minilm_arrays.exists()
     for row in summary["families"].values():
         assert set(pp.PROPERTIES) <= set(row) and {"label", "what", "d", "temperature"} <= set(row)
-    for name in ("properties_metrics", "scaling_arrays"):
+    for name in ("properties_metrics", "scaling_arrays", *(["minilm_arrays"] if installed else [])):
         assert getattr(a, name).read_bytes() == getattr(b, name).read_bytes(), name
+
+
+def test_without_the_model_the_rows_are_absent_and_the_log_says_why(tmp_path, small_store, monkeypatch, pipeline_log):
+    """A run where the model's package cannot be found (its import name replaced by one that does not exist): no
+    MiniLM rows, no minilm.npz, one log line naming the extra to install."""
+    from pipeline.base.files import read_json
+    from pipeline.inputs import minilm
+
+    monkeypatch.setattr(minilm, "PACKAGE", "no_such_package_pe_pipeline")
+    layout = run_stages(params_for("relative.properties.positions=12", "figures=none"), tmp_path, small_store, "encode")
+    summary = read_json(layout.properties_metrics)
+    assert not any(key.startswith("minilm") for key in summary["families"]) and "minilm" not in summary
+    assert not layout.minilm_arrays.exists()
+    lines = [r.getMessage() for r in pipeline_log.records if "MiniLM" in r.getMessage()]
+    assert len(lines) == 1 and ".[models]" in lines[0]

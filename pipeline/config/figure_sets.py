@@ -18,7 +18,7 @@ FIGURE_SETS: dict[str, tuple[str, ...]] = {
     "crossover": ("all", "summary"),  # crossover_all_sentences: r* of every sentence (more than max_sentences)
     "tutorials": ("all",),  # tutorial*: the tutorials' examples
     "relative": ("all",),  # rope_relative_scores, rope_decay, alibi_bias, alibi_penalty
-    # pe_properties (families x properties), rope_scalings (decay, expectation, wavelengths)
+    # pe_properties (families x properties), rope_scalings (decay, expectation, wavelengths), minilm_probing
     "properties": ("all",),
 }
 

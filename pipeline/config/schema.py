@@ -645,7 +645,8 @@ class PropertiesConfig(_Checked):
     )
     positions: int = checked(between(4, 1024), default=64)  # N: the N x N position-position proximity scored
     samples: int = checked(between(2, 100_000), default=256)  # seeded independent Gaussian (q, k) pairs of RoPE
-    seed: int = checked(at_least(0), default=0)  # the draws of q, k and of the random table
+    seed: int = checked(at_least(0), default=0)  # the draws of q, k, of the random table and of the probe's words
+    probe_words: int = checked(between(1, 1000), default=32)  # MiniLM-L6's identical word probing: words drawn
 
 
 @dataclass

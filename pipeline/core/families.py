@@ -13,10 +13,13 @@ here once (README, "Position-encoding families side by side", repeats the formul
                          is NoPE's)
     alibi_causal         P[i, j] = -m_h (i - j) for j <= i, -inf (masked) after; per head h, the scores averaged
     alibi_bidirectional  P[i, j] = -m_h |i - j|; per head, averaged
+    minilm_l6_learned    P = T T^T of the first N rows of all-MiniLM-L6-v2's trained 512 x 384 position table
+    minilm_l6_layer0     the model's layer-0 logits under identical word probing (pipeline.core.probing), the mean
+                         over its 12 heads (each head: pipeline.core.families.minilm_heads)
 
 The temperature rule: a dot-product proximity's prior is A = softmax(P / sqrt(d)), the attention's own scaling of
 q . k at that d; ALiBi's bias is in logit units already (it is added to q . k / sqrt(d)): A = softmax(P), in closed
-form (pipeline.core.alibi.prior).
+form (pipeline.core.alibi.prior); the probe's P are the model's own logits: A = softmax(P), per head and word.
 
 A cell is {"value": v} (v: the score, or the mean over samples with "standard_error"), or {"value": v,
 "by_construction": true, "reason": ...} where the family's definition forces the score (checked: the computed
@@ -34,10 +37,10 @@ import numpy as np
 
 from pipeline.core import pe_properties as pp
 
-TEMPERATURE = "A = softmax(P / sqrt(d)) for a dot-product proximity; ALiBi's bias: softmax(P)"
+TEMPERATURE = "A = softmax(P / sqrt(d)) for a dot-product proximity; ALiBi's bias and the probe's logits: softmax(P)"
 # a by-construction score computed from float64 sums: rounding moves it by ~1e-15, a broken claim by far more
 BY_CONSTRUCTION_TOLERANCE = 1e-9
-INIT_SCALE = 0.02  # the random table's N(0, 0.02^2): BERT's initializer_range
+INIT_SCALE = 0.02  # the random table's N(0, 0.02^2): BERT's initializer_range (MiniLM's config.json too)
 
 TOEPLITZ = "P depends on i - j only (Toeplitz): 1 by construction"
 GRAM = "P = X X^T is symmetric (a Gram matrix): 1 by construction"
@@ -219,6 +222,39 @@ def _scaling_text(key: str, rel: Any) -> str:
     )
 
 
+def minilm_families(model: Any, n: int, words: np.ndarray) -> tuple[list[Family], np.ndarray, np.ndarray]:
+    """The trained rows: the table's (d = 384) and layer 0's head mean under identical word probing with the word
+    ids `words`; also the per-head (logits, attention), each (H, N, N). model: pipeline.inputs.minilm.MiniLM."""
+    from pipeline.core.probing import probe
+
+    table = model.position[:n].astype(np.float64)
+    width = table.shape[1]
+    logits, attention = probe(model, words, n)
+    d_head = width // model.heads
+    rows = [
+        Family(
+            "minilm_l6_learned",
+            "MiniLM-L6 learned",
+            f"all-MiniLM-L6-v2's trained position table (positions 0..{n - 1} of 512, d = {width}): T T^T",
+            width,
+            f"softmax(P / sqrt({width}))",
+            *_one(_gram(table), width),
+            by_construction={"wang_symmetry": GRAM},
+        ),
+        Family(
+            "minilm_l6_layer0",
+            "MiniLM-L6 layer 0, mean of heads",
+            f"all-MiniLM-L6-v2 layer 0, identical word probing ({len(words)} words): q_i . k_j / sqrt({d_head}), "
+            f"logits and attention averaged over the words and the {model.heads} heads",
+            d_head,
+            "the model's softmax",
+            logits.mean(axis=0)[None],
+            attention.mean(axis=0)[None],
+        ),
+    ]
+    return rows, logits, attention
+
+
 def cells(family: Family) -> dict[str, dict]:
     """property -> cell (module doc) of one family."""
     wanted = [name for name in pp.PROPERTIES if name not in family.undefined]
@@ -273,3 +309,19 @@ def temperature_sensitivity(families: list[Family]) -> dict[str, dict[str, float
             for name, t in (("1", 1.0), ("sqrt(d)", math.sqrt(d)), ("d", float(d)))
         }
     return out
+
+
+def minilm_heads(logits: np.ndarray, attention: np.ndarray) -> dict:
+    """Per head of the probe (H, N, N each): its scores, and each property's range over the heads."""
+    heads = {f"h{h + 1}": pp.scores(p, a) for h, (p, a) in enumerate(zip(logits, attention))}
+    spans = {
+        name: [min(s[name] for s in heads.values()), max(s[name] for s in heads.values())] for name in pp.PROPERTIES
+    }
+    return {"per_head": heads, "range": spans}
+
+
+def table_scores(table: np.ndarray) -> dict[str, float | None]:
+    """The scores of a position table's rows (N, d) as the minilm_l6_learned row scores its first N: T T^T and
+    softmax(T T^T / sqrt(d))."""
+    p = _gram(table.astype(np.float64))
+    return pp.scores(p, dot_prior(p, table.shape[1]))

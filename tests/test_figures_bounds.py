@@ -16,12 +16,14 @@ import numpy as np
 import pytest
 
 from conftest import REPO, SEED_WORDS, params_for, run_stages, typed
+from pipeline.inputs.minilm import find_model
 
 # Figures of a default run: 5 encoding figures, 4 of RoPE and ALiBi, per sentence 5 projections + panels + ratio
 # sweep, 7 tutorials.
 ENCODING = ["pe_heatmap", "pe_dot_product", "pe_distance", "pe_norms", "pe_offset_distance"]
 RELATIVE = ["rope_relative_scores", "rope_decay", "alibi_bias", "alibi_penalty"]  # RoPE and ALiBi (issue 14)
-PROPERTIES = ["pe_properties", "rope_scalings"]  # the families side by side (issue 24)
+# the families side by side (issue 24); MiniLM-L6's probe only where its optional extra `.[models]` is installed
+PROPERTIES = ["pe_properties", "rope_scalings"] + (["minilm_probing"] if find_model()[0] is not None else [])
 TUTORIALS = [
     "tutorial001_random_embedding",
     "tutorial001_fixed_embedding",

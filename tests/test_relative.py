@@ -334,6 +334,9 @@ def test_rope_and_alibi_outputs_are_the_same_bytes_twice(tmp_path, small_store):
         ("relative.alibi.heads=[]", "relative.alibi.heads"),
         ("relative.alibi.heads=[0]", "relative.alibi.heads"),
         ("relative.alibi.length=1", "relative.alibi.length"),
+        ("relative.properties.d=7", "relative.properties.d"),
+        ("relative.properties.d=64", "relative.scaling.longrope_long_factor"),  # Phi-3-medium's 64 factors: d 128
+        ("relative.scaling.longrope_context=1024", "relative.scaling.longrope_context"),
     ],
 )
 def test_relative_config_rules_name_the_key(override, key):

@@ -21,6 +21,9 @@ SCALING = {
     "llama3_high_freq_factor": 4.0,
     "longrope_short_factor": [],
     "longrope_long_factor": [],
+    "longrope_source": "test",
+    "longrope_original_context": 8192,
+    "longrope_context": 32768,
 }
 
 
@@ -69,6 +72,19 @@ def test_dynamic_within_the_original_context_is_the_default():
     np.testing.assert_array_equal(rs.dynamic(d, base, 4.0, 2048, 1000).inv_freq, rs.default_frequencies(d, base))
 
 
+def test_longrope_is_phi3_medium_128k_by_default():
+    """The default LongRoPE is a released model's: Phi-3-medium-128k-instruct's 64 long factors (head dimension 128),
+    1 for the 13 fastest pairs up to 65 for the slowest, non-decreasing; its contexts 4,096 -> 131,072 (s = 32) give
+    the attention factor sqrt(1 + ln 32 / ln 4096) = sqrt(17/12)."""
+    cfg = RopeScalingConfig()
+    long = np.array(cfg.longrope_long_factor)
+    assert long.shape == (64,) and np.all(long[:13] == 1.0) and long[-1] == 65.0 and np.all(np.diff(long) >= 0)
+    assert "Phi-3-medium-128k-instruct" in cfg.longrope_source
+    freq = rs.scaled_frequencies(cfg, 128, 10000.0, 4.0)["longrope"]
+    assert freq.attention_factor == pytest.approx(math.sqrt(17 / 12), rel=1e-15)
+    np.testing.assert_array_equal(freq.inv_freq, rs.default_frequencies(128, 10000.0) / long)
+
+
 def test_longrope_default_factors_and_wrong_lengths():
     short, long = rs.longrope_factors(8, 4.0, [], [])
     np.testing.assert_array_equal(short, np.ones(4))
@@ -108,8 +124,15 @@ def _hf_cases(d, base, s, original):
     h = d // 2
     short = list(np.linspace(1.0, 1.5, h))
     long = list(np.linspace(1.0, 2 * s, h))
-    extended = int(s * original)
-    cfg = {**SCALING, "original_context": original, "longrope_short_factor": short, "longrope_long_factor": long}
+    extended = int(s * original)  # LongRoPE's own contexts are set to the same L and s L here
+    cfg = {
+        **SCALING,
+        "original_context": original,
+        "longrope_short_factor": short,
+        "longrope_long_factor": long,
+        "longrope_original_context": original,
+        "longrope_context": extended,
+    }
     ours = rs.scaled_frequencies(RopeScalingConfig(**cfg), d, base, s)
     return {
         "default": ({"rope_type": "default"}, original, None, None, ours["default"]),

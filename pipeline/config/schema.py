@@ -581,10 +581,22 @@ class AlibiConfig(_Checked):
     causal: bool = True  # true: -m (i - j) for keys j <= i, future keys masked; false: -m |i - j|
 
 
+# LongRoPE's published per-pair factors beyond the original context: microsoft/Phi-3-medium-128k-instruct's
+# config.json, rope_scaling.long_factor (head dimension 5120 / 40 = 128: 64 pairs; original context 4,096 tokens,
+# extended to 131,072), as huggingface.co serves it
+PHI3_MEDIUM_128K_LONG_FACTOR = (
+    [1.0] * 13
+    + [1.25, 1.25, 1.5, 2.0, 2.75, 5.75, 5.75, 6.5, 9.25, 11.0, 13.25, 19.25, 19.75, 19.75, 21.25, 21.5, 26.5, 30.0]
+    + [33.75, 35.25, 38.5, 42.0, 42.25, 46.0, 47.0, 50.0, 50.5, 51.0, 52.0, 52.75, 53.75, 54.75, 57.0, 57.25, 58.5]
+    + [59.25, 59.5, 62.0, 62.5, 62.75, 63.25, 63.25, 63.25, 63.75, 64.0, 64.0, 64.25, 64.5, 64.5, 65.0, 65.0]
+)
+
+
 @dataclass
 class RopeScalingConfig(_Checked):
     """RoPE's context-extension scalings (pipeline.core.rope_scaling) for a context relative.rope.scale times the
-    original one; the published settings by default."""
+    original one; the published settings by default. LongRoPE is a released model's: its per-pair factors and its
+    own contexts."""
 
     KEY = "relative.scaling"
     original_context: int = checked(at_least(2), default=8192)  # L: the context the model was trained on
@@ -593,13 +605,18 @@ class RopeScalingConfig(_Checked):
     llama3_factor: float = checked(not_below(1), default=8.0)  # Llama 3.1
     llama3_low_freq_factor: float = checked(above(0), default=1.0)  # wavelengths > L / low: theta_i / factor
     llama3_high_freq_factor: float = checked(above(0), default=4.0)  # wavelengths < L / high: theta_i kept
-    # LongRoPE's per-pair factors (d_head / 2 values each); empty: 1 within L, s^(2i/(d-2)) beyond it
+    # LongRoPE's per-pair factors (relative.properties.d / 2 values each); short: within its original context
+    # (empty: 1), long: beyond it (empty: an illustrative s^(2i/(d-2)), no model's)
     longrope_short_factor: List[float] = checked(
         Rule("a list of numbers > 0", lambda v: all(x > 0 for x in v)), factory=list
     )
     longrope_long_factor: List[float] = checked(
-        Rule("a list of numbers > 0", lambda v: all(x > 0 for x in v)), factory=list
+        Rule("a list of numbers > 0", lambda v: all(x > 0 for x in v)),
+        factory=lambda: list(PHI3_MEDIUM_128K_LONG_FACTOR),
     )
+    longrope_source: str = checked(NON_EMPTY, default="microsoft/Phi-3-medium-128k-instruct")  # whose factors
+    longrope_original_context: int = checked(at_least(2), default=4096)  # that model's original context
+    longrope_context: int = checked(at_least(2), default=131072)  # and its extended one (s = context / original)
 
     def check(self) -> None:
         self.require(self.yarn_beta_fast > self.yarn_beta_slow, "yarn_beta_fast", "a number > yarn_beta_slow")
@@ -608,16 +625,28 @@ class RopeScalingConfig(_Checked):
             "llama3_high_freq_factor",
             "a number > llama3_low_freq_factor",
         )
+        self.require(
+            self.longrope_context >= self.longrope_original_context,
+            "longrope_context",
+            f"an integer >= relative.scaling.longrope_original_context = {self.longrope_original_context}",
+        )
 
 
 @dataclass
 class PropertiesConfig(_Checked):
-    """The families x properties table (pipeline.core.pe_properties)."""
+    """The families x properties table (pipeline.core.families, pipeline.core.pe_properties)."""
 
     KEY = "relative.properties"
+    # d: every family's dimension (the sinusoid's, RoPE's head, the random table's), so that the table compares the
+    # families, not their sizes; the attention prior of a dot-product proximity P is softmax(P / sqrt(d))
+    d: int = checked(
+        Rule("an even integer in [4, 1024] (RoPE rotates pairs)", lambda v: 4 <= v <= 1024 and v % 2 == 0),
+        default=128,
+    )
     positions: int = checked(between(4, 1024), default=64)  # N: the N x N position-position proximity scored
-    samples: int = checked(between(1, 100_000), default=256)  # seeded Gaussian (q, k) pairs of RoPE's expectations
-    seed: int = checked(at_least(0), default=0)  # the draws of q, k and of the learned table
+    samples: int = checked(between(2, 100_000), default=256)  # seeded independent Gaussian (q, k) pairs of RoPE
+    seed: int = checked(at_least(0), default=0)  # the draws of q, k, of the random table and of the probe's words
+    probe_words: int = checked(between(1, 1000), default=32)  # MiniLM-L6's identical word probing: words drawn
 
 
 @dataclass
@@ -630,12 +659,13 @@ class RelativeConfig(_Checked):
     properties: PropertiesConfig = field(default_factory=PropertiesConfig)
 
     def check(self) -> None:
-        h, given = self.rope.d_head // 2, (self.scaling.longrope_short_factor, self.scaling.longrope_long_factor)
-        self.require(
-            all(len(v) in (0, h) for v in given),
-            "scaling.longrope_long_factor",
-            f"empty or d_head / 2 = {h} factors (as relative.scaling.longrope_short_factor)",
-        )
+        d = self.properties.d
+        for key in ("longrope_short_factor", "longrope_long_factor"):
+            self.require(
+                len(getattr(self.scaling, key)) in (0, d // 2),
+                f"scaling.{key}",
+                f"empty or relative.properties.d / 2 = {d // 2} factors (one per pair)",
+            )
 
 
 @dataclass

@@ -5,7 +5,10 @@ config and the input files it names are checked before anything is written, and 
 later (e.g. every word of a sentence is missing from GloVe, which only the encode stage can know),
 params.yaml, dvc.yaml, dvc.lock and every stage output (data/, reports/) are put back exactly as they were.
 A user error exits 2 with one message naming the cause and the fix; a bug keeps its traceback.
-Temporaries a killed run left beside the outputs (.pe-tmp.<host>.<pid>.*, git-ignored) are removed first.
+Temporaries a killed run left beside the outputs (.pe-tmp.<host>.<pid>.*, git-ignored) are removed first, and so are
+a DVC cache object or a recorded output whose bytes are not what their hash says (pipeline.base.integrity: each is
+named, and DVC checks the recorded output out again or recomputes it). A run that is put back leaves no new object in
+the DVC cache.
 
 Examples:
     python -m pipeline.repro
@@ -238,6 +241,7 @@ def _transaction(journal, root: Path, command: str, overrides: list[str], dvc_ar
     """Compose and reproduce under the journal: all of it, or the workspace as it was."""
     import signal
 
+    from pipeline.base import integrity
     from pipeline.base.files import clean_stale_temporaries
     from pipeline.base.paths import Layout, download_cache
     from pipeline.compose import main as compose_main
@@ -245,7 +249,8 @@ def _transaction(journal, root: Path, command: str, overrides: list[str], dvc_ar
 
     work_dirs = [*Layout(root).work_dirs, download_cache(root)]
     clean_stale_temporaries(work_dirs)  # what a killed run left
-    journal.begin(guarded_paths(root), command=command)  # a full disk here: nothing changed yet
+    # a full disk here: nothing changed yet. The DVC cache is only added to: a run put back leaves no object in it
+    journal.begin(guarded_paths(root), added=integrity.cache_folders(root), command=command)
     with tempfile.TemporaryDirectory(prefix="pe-repro-") as tmp:
         error_file = Path(tmp) / "error.txt"
         # the stage commands say `python`: make it this interpreter even when its venv is not activated
@@ -256,6 +261,8 @@ def _transaction(journal, root: Path, command: str, overrides: list[str], dvc_ar
         )
         dvc = _start_dvc(dvc_args, root, env)
         try:
+            for finding in integrity.check(root):  # what DVC would take for its cached or recorded outputs
+                print(f"repro: {finding.message}", file=sys.stderr)
             composed = compose_main(overrides)  # validates and checks input files before writing params.yaml
             if composed == 0:
                 _check_tracking_server(root)

@@ -112,7 +112,7 @@ def run_job(
     if cfg.tracking.enabled:
         check_reachable(cfg.tracking.uri, root)
     layout = Layout(out, glove=shared_glove_store(cfg.glove, root), shared=cache)
-    write_text(layout.params, dump_params(params))
+    write_text(layout.params, dump_params(params, overrides, root))
     run_stages(job_stages(), cfg, layout, root)
     if not cfg.tracking.enabled:
         return {"enabled": False}

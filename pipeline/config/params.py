@@ -22,7 +22,7 @@ from pipeline.base.params_file import read_params_file, read_stamp, split, stamp
 from pipeline.base.paths import Layout, checkout_root
 from pipeline.base.secrets import redact
 from pipeline.config.input_files import check_inputs
-from pipeline.config.limits import check_limits, check_list_overrides
+from pipeline.config.limits import check_conf_lists, check_limits, check_list_overrides
 from pipeline.base.trees import flatten
 from pipeline.config.schema import GROUPS, Config, unknown_key_message, validate
 
@@ -47,6 +47,7 @@ def compose(overrides: Iterable[str] = (), root: Path | None = None) -> dict:
     conf_dir = Layout(root or checkout_root()).conf_dir
     overrides = list(overrides)
     check_list_overrides(overrides)  # before Hydra parses millions of items
+    check_conf_lists(conf_dir)  # and those in a file of conf/
     try:
         with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3"):
             cfg = hydra_compose(config_name=CONFIG_NAME, overrides=overrides)

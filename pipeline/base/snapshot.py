@@ -15,7 +15,7 @@ re-running its stage.
 
 Folders a run only adds files to (DVC's cache: objects and run-cache entries) are not copied: `added` records the
 files they hold, and a rollback removes every file added since, so that a run that is put back leaves none of what it
-made behind (a cached output of a stage that read a file it should not have, say).
+made behind (a cached output of a stage that read a file it should not have, say), nor a folder it made there.
 
 `rollback` is idempotent and removes the journal only after every path is back: a rollback that a read-only
 folder, a full disk or a kill stops half-way keeps the journal, and a later `rollback` (the next run, or
@@ -66,10 +66,12 @@ def _link_or_copy(src: Path, dst: Path) -> None:
         raise
 
 
-def _files(folder: Path) -> list[str]:
-    """The files under `folder` (recursively), as paths relative to it; none when it does not exist."""
+def _entries(folder: Path) -> list[str]:
+    """The files and folders under `folder` (recursively), as paths relative to it; none when it does not exist."""
     return [
-        os.path.relpath(os.path.join(current, name), folder) for current, _, names in os.walk(folder) for name in names
+        os.path.relpath(os.path.join(current, name), folder)
+        for current, dirs, names in os.walk(folder)
+        for name in [*dirs, *names]
     ]
 
 
@@ -111,7 +113,7 @@ class Journal:
                     saved.append((str(path), str(i)))
                 else:
                     saved.append((str(path), None))
-            held = {str(folder): sorted(_files(Path(folder))) for folder in added}
+            held = {str(folder): sorted(_entries(Path(folder))) for folder in added}
             record = {"pid": os.getpid(), "started": time.time(), **info, "paths": saved, "added": held}
             write_text(self.folder / MANIFEST, json.dumps(record, indent=1))  # atomic: written last, whole
         except BaseException:
@@ -132,9 +134,13 @@ class Journal:
             return None
         for folder, held in record.get("added", {}).items():
             held = set(held)
-            for name in _files(Path(folder)):
+            for name in sorted(_entries(Path(folder)), key=lambda n: -n.count(os.sep)):  # a folder after its files
                 if name not in held:
-                    (Path(folder) / name).unlink(missing_ok=True)
+                    path = Path(folder) / name
+                    if path.is_dir() and not path.is_symlink():
+                        path.rmdir()  # DVC takes an empty run-cache folder for an entry, and fails on it
+                    else:
+                        path.unlink(missing_ok=True)
         for path, name in map(tuple, record["paths"]):
             path, copy = Path(path), self.folder / name if name is not None else None
             if copy is not None and not (copy.exists() or copy.is_symlink()):

@@ -477,9 +477,13 @@ def log_result(
     except PipelineError:
         raise  # the server stopped answering: the run stays pending, ended FAILED by the next run that reaches it
     except BaseException as exc:
-        with _server_errors(uri, "ending the run as FAILED", run_id):
-            client.set_terminated(run_id, "FAILED")
-            client.set_tag(run_id, "error", redact(f"{type(exc).__name__}: {exc}")[:5000])
+        from pipeline.base.stops import Interrupted
+
+        stopped = isinstance(exc, (Interrupted, KeyboardInterrupt))  # a stop signal: KILLED, as MLflow says it
+        with _server_errors(uri, "ending the run", run_id):
+            client.set_terminated(run_id, "KILLED" if stopped else "FAILED")
+            reason = f"interrupted by {exc.name}" if isinstance(exc, Interrupted) else f"{type(exc).__name__}: {exc}"
+            client.set_tag(run_id, "error", redact(reason)[:5000])
         pending.unlink(missing_ok=True)
         raise
     pending.unlink(missing_ok=True)
@@ -624,9 +628,12 @@ def _alive(record: dict) -> bool:
     return running(record["pid"], started_by=record.get("created"))
 
 
-def close_abandoned_runs(client, uri: str, root: Path | None) -> list[str]:
-    """End as FAILED the runs of this store that a killed process (a job, or a sweep's launcher), or a server that
-    stopped answering, left RUNNING (their pending records); returns their ids."""
+def close_abandoned_runs(
+    client, uri: str, root: Path | None, status: str = "FAILED", why: str | None = None, ours: bool = False
+) -> list[str]:
+    """End as `status` (FAILED; KILLED after a stop signal, `why`) the runs of this store that a killed process (a
+    job, or a sweep's launcher), or a server that stopped answering, left RUNNING (their pending records; with
+    `ours`, those of this process too); returns their ids."""
     from pipeline.base.files import read_json
     from pipeline.base.paths import mlflow_pending
 
@@ -637,7 +644,8 @@ def close_abandoned_runs(client, uri: str, root: Path | None) -> list[str]:
             record = read_json(path)
         except (OSError, ValueError):
             continue
-        if record.get("store") != _store_key(uri) or _alive(record):
+        mine = ours and record.get("pid") == os.getpid() and record.get("host") == _host()
+        if record.get("store") != _store_key(uri) or (_alive(record) and not mine):
             continue
         run_id = record["run_id"]
         try:
@@ -645,23 +653,30 @@ def close_abandoned_runs(client, uri: str, root: Path | None) -> list[str]:
                 client.set_tag(
                     run_id,
                     "error",
-                    "the process logging this run was killed, or the tracking server "
-                    "stopped answering: the run is incomplete",
+                    why
+                    or "the process logging this run was killed, or the tracking server stopped answering: the run "
+                    "is incomplete",
                 )
-                client.set_terminated(run_id, "FAILED")
+                client.set_terminated(run_id, status)
                 closed.append(run_id)
         except Exception as exc:  # noqa: BLE001 - deleted run, or a store that no longer knows it: nothing to end
             if _unreachable(exc):
                 raise  # the record stays for a run that reaches the server
             log.debug("pending run %s: %s", run_id, redact(str(exc)))
         path.unlink(missing_ok=True)
-    if closed:
+    if closed and status == "FAILED":
         log.warning(
             "mlflow: ended %d run(s) left RUNNING by a killed process or a lost server as FAILED: %s",
             len(closed),
             ", ".join(closed),
         )
     return closed
+
+
+def _host() -> str:
+    import socket
+
+    return socket.gethostname()
 
 
 def log_failed_run(

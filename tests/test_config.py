@@ -26,9 +26,11 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def test_committed_params_yaml_is_the_default_composition():
-    """params.yaml in git is exactly conf/ composed with no overrides (regenerate: python -m pipeline.compose)."""
-    committed = yaml.safe_load((REPO / "params.yaml").read_text())
-    assert committed == config.compose([], REPO)
+    """params.yaml in git is exactly conf/ composed with no overrides, stamped with the SHA-256 of today's sources:
+    a fresh clone's `python -m pipeline.compose` writes the same bytes (regenerate: python -m pipeline.compose)."""
+    committed = (REPO / "params.yaml").read_text()
+    assert yaml.safe_load(committed) == config.compose([], REPO)
+    assert committed == config.dump_params(config.compose([], REPO), [], REPO), "run `python -m pipeline.compose`"
 
 
 def test_compose_matches_hydra_compose_api():

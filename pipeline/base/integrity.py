@@ -15,8 +15,8 @@ out of the cache as the recorded output. `check`, run by pipeline.repro before `
 A file is hashed again only when its inode, size or mtime changed since it was last hashed (the record
 .dvc/tmp/pe-hashes.json; a cache object also when its ctime did, which nobody can set back: an object written in place
 with its mtime reset is seen too; a workspace output's ctime also moves when the run's journal hard-links it), so an
-unchanged workspace costs a stat per file. Only the project's own cache (.dvc/cache) is checked; entries of dvc.lock hashed the DVC 2 way (no `hash:
-md5`) are left to DVC.
+unchanged workspace costs a stat per file. Only the project's own cache (.dvc/cache) is checked; entries of dvc.lock
+hashed the DVC 2 way (no `hash: md5`) are left to DVC.
 """
 
 from __future__ import annotations
@@ -28,14 +28,15 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-CACHE_FILES = Path(".dvc") / "cache" / "files" / "md5"
+CACHE = Path(".dvc") / "cache"
+CACHE_FILES = CACHE / "files" / "md5"  # DVC 3's objects: <2 hex digits>/<30 more>[.dir]
 RECORD = Path(".dvc") / "tmp" / "pe-hashes.json"
 _OBJECT = re.compile(r"[0-9a-f]{30}(\.dir)?")
 
 
 def cache_folders(root: Path) -> tuple[Path, ...]:
     """The project's DVC cache folders that a run only adds files to: objects and the run cache."""
-    return (root / ".dvc" / "cache" / "files", root / ".dvc" / "cache" / "runs")
+    return (root / CACHE / "files", root / CACHE / "runs")
 
 
 def md5_file(path: Path, chunk: int = 1 << 20) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shlex
 from pathlib import Path
 
 import yaml
@@ -65,12 +66,12 @@ def read_params_file(path: Path) -> dict:
     _, record, body = split(text)
     if record is not None and record.get("sha256") != body_sha256(body):
         overrides = record.get("overrides")
-        again = " ".join(["python -m pipeline.compose", *overrides]) if isinstance(overrides, list) else None
+        again = f"python -m pipeline.compose {shlex.join(overrides)}".strip() if isinstance(overrides, list) else None
+        fix = f"`{again}`" if again else "`python -m pipeline.compose` plus the overrides you had"
         raise PipelineError(
-            f"{path} is not what composing wrote: its YAML does not match the SHA-256 recorded on its `{STAMP.strip()}` "
-            f"line (cut short or edited by hand; never edit it). Fix: write it again with `{again or 'python -m pipeline.compose'}`"
-            + ("" if again else " plus the overrides you had")
-            + " (or `git checkout params.yaml`)."
+            f"{path} is not what composing wrote: its YAML does not match the SHA-256 recorded on its "
+            f"`{STAMP.strip()}` line (cut short or edited by hand; never edit it). Fix: write it again with {fix} (or "
+            "`git checkout params.yaml`)."
         )
     try:
         # libyaml's loader when PyYAML has it: 10x faster on the long lists of a 10,000-pair sweep

@@ -273,8 +273,9 @@ def check_conf_lists(conf_dir: Path) -> None:
         for key, items in _long_lists(tree):
             raise PipelineError(
                 f"{path} lists {items:,} items at {key}, more than {MAX_PAIRS:,} in one list (composing it alone "
-                "takes minutes, and the sweep stage keeps about 6 kB a weight pair per sentence). Fix: use fewer values "
-                "(the ratio grid sweep.ratios covers many ratios W2/W1 at once), or split them over several runs."
+                "takes minutes, and the sweep stage keeps about 6 kB a weight pair per sentence). Fix: use fewer "
+                "values (the ratio grid sweep.ratios covers many ratios W2/W1 at once), or split them over several "
+                "runs."
             )
 
 

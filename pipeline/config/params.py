@@ -12,6 +12,7 @@ Both checks are by content: params.yaml records the SHA-256 of its YAML, of the 
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 from typing import Iterable
 
@@ -161,10 +162,10 @@ def check_fresh(params: dict, root: Path | None = None) -> None:
         f"{k}: params.yaml={was.get(k, '<absent>')!r} conf/={now.get(k, '<absent>')!r}" for k in changed[:5]
     )
     more = f" (and {len(changed) - 5} more)" if len(changed) > 5 else ""
-    known = isinstance(record.get("overrides"), list)
+    recorded = record.get("overrides")
     fix = (
-        f"`{' '.join(['python -m pipeline.compose', *record['overrides']])}`"
-        if known
+        f"`{('python -m pipeline.compose ' + shlex.join(recorded)).strip()}`"
+        if isinstance(recorded, list)
         else "`python -m pipeline.compose` (plus your overrides)"
     )
     raise PipelineError(

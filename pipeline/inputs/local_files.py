@@ -47,9 +47,9 @@ def check_inside(path: Path, root: Path, label: str, fix: str) -> None:
     if any(real.is_relative_to(folder) for folder in allowed_dirs()):
         return
     raise PipelineError(
-        f"{label}: {shown} lies outside the project {project}: the pipeline reads only project data (what it reads "
-        f"reaches the DVC cache, the report and MLflow). {fix} To read files of a folder outside the project, allow it: "
-        f"`export {ALLOW_ENV}=/that/folder` (several: separated by '{os.pathsep}')."
+        f"{label}: {shown} lies outside the project {project}: the pipeline reads only project data (what it "
+        f"reads reaches the DVC cache, the report and MLflow). {fix} To read files of a folder outside the project, "
+        f"allow it: `export {ALLOW_ENV}=/that/folder` (several: separated by '{os.pathsep}')."
     )
 
 

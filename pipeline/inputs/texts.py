@@ -36,9 +36,9 @@ def split_lines(text: str) -> list[str]:
 
 
 def read_sentences(file: str, root: Path, key: str = "texts.file") -> list[str]:
-    """One sentence per line of the UTF-8 file `file` (relative to `root`; the config key `key` names it), blank lines and lines starting
-    with '#' are skipped. Lines end at "\n" (or "\r\n") only: Unicode line and paragraph separators, vertical tab,
-    form feed and a lone "\r" inside a line are spaces between words (see `split_lines`).
+    """One sentence per line of the UTF-8 file `file` (relative to `root`; the config key `key` names it); blank
+    lines and lines starting with '#' are skipped. Lines end at "\n" (or "\r\n") only: Unicode line and paragraph
+    separators, vertical tab, form feed and a lone "\r" inside a line are spaces between words (see `split_lines`).
 
     A UTF-8 byte-order mark at the start is dropped, with a warning. Raises PipelineError (naming `key`, the
     file and the fix; never quoting the file) for a file outside the project's data (pipeline.inputs.local_files),
@@ -49,8 +49,8 @@ def read_sentences(file: str, root: Path, key: str = "texts.file") -> list[str]:
     if data.startswith(BOM):  # Windows editors' "UTF-8 with BOM": U+FEFF would be part of the first word
         data = data[len(BOM) :]
         logging.getLogger("pipeline").warning(
-            "%s: %s starts with a UTF-8 byte-order mark (U+FEFF, bytes EF BB BF): ignored; save the file as plain UTF-8 "
-            "to drop this warning",
+            "%s: %s starts with a UTF-8 byte-order mark (U+FEFF, bytes EF BB BF): ignored; save the file as plain "
+            "UTF-8 to drop this warning",
             key,
             path,
         )

@@ -48,7 +48,7 @@ def _compose(argv: list[str], root: Path) -> int:
     try:
         params = compose(argv, root)
         check(params, root)
-        path = write_params(params, root)
+        path = write_params(params, root, argv)
         from pipeline.dvcyaml import write_if_changed
 
         if write_if_changed(root):  # the files the config names are deps of the stages that read them

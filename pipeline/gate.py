@@ -69,13 +69,36 @@ class Rule:
 EXACT = Rule("<no rule>", 0.0, 0.0, "no rule in the tolerances file matches: must not change")
 
 
+RULES_FIX = (
+    "Fix: `rules:` is a list of mappings, each with `match` (a glob over metric names), `reason` (text) and `abs` "
+    "and/or `rel` (numbers >= 0), as in .ci/tolerances.yaml."
+)
+
+
 def load_rules(path: Path) -> list[Rule]:
-    data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    """The tolerance rules of the YAML file `path`; anything else than the documented shape is one PipelineError
+    naming the file, the rule and the fix."""
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise PipelineError(f"{path} is not valid YAML ({' '.join(str(exc).split())}). {RULES_FIX}") from None
+    entries = data.get("rules") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        given = f"`rules: {entries!r}`" if isinstance(data, dict) and "rules" in data else "no `rules:`"
+        raise PipelineError(f"{path} holds {given}, not a list of rules. {RULES_FIX}")
     rules = []
-    for i, entry in enumerate(data.get("rules", [])):
-        if "match" not in entry or "reason" not in entry or not ({"abs", "rel"} & entry.keys()):
-            raise PipelineError(f"{path}: rule {i + 1} needs `match`, `reason` and `abs` and/or `rel`: {entry}")
-        rules.append(Rule(entry["match"], float(entry.get("abs", 0.0)), float(entry.get("rel", 0.0)), entry["reason"]))
+    for i, entry in enumerate(entries):
+        bounds = [entry.get(key, 0.0) for key in ("abs", "rel")] if isinstance(entry, dict) else []
+        ok = (
+            isinstance(entry, dict)
+            and isinstance(entry.get("match"), str)
+            and isinstance(entry.get("reason"), str)
+            and {"abs", "rel"} & entry.keys()
+            and all(isinstance(b, (int, float)) and not isinstance(b, bool) and 0 <= b < math.inf for b in bounds)
+        )
+        if not ok:
+            raise PipelineError(f"{path}: rule {i + 1} ({entry!r}) is not a tolerance rule. {RULES_FIX}")
+        rules.append(Rule(entry["match"], float(bounds[0]), float(bounds[1]), entry["reason"]))
     return rules
 
 

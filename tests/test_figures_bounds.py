@@ -253,7 +253,8 @@ def test_a_5000_word_sentence_gives_bounded_figures_and_report(tmp_path, small_s
     """texts=file with one 5,000-word line: the tokenizer keeps 100 tokens, titles quote at most 80 characters of
     them, and figures and report stay small. Labels may be left out here (100 words in one plot), never overlap."""
     words = list(np.random.default_rng(0).choice(SEED_WORDS, 5000))
-    texts = tmp_path / "long.txt"
+    (tmp_path / "run").mkdir()
+    texts = tmp_path / "run" / "long.txt"  # in the project (the run's folder): input files are project data
     texts.write_text(" ".join(words) + "\n", encoding="utf-8")
     params = params_for("texts=file", f"texts.file={texts}", "figures.workers=1")
     seen = render(params, tmp_path / "run", small_store, monkeypatch, upto="figures")
@@ -275,7 +276,8 @@ def test_10000_sentences_give_a_bounded_number_of_figures_and_report(tmp_path, s
     figure of every sentence's r*, a report under 5 MB showing the same sentences."""
     rng = np.random.default_rng(1)
     lines = [" ".join(rng.choice(SEED_WORDS, rng.integers(4, 12))) for _ in range(10_000)]
-    texts = tmp_path / "many.txt"
+    (tmp_path / "run").mkdir()
+    texts = tmp_path / "run" / "many.txt"  # in the project (the run's folder): input files are project data
     texts.write_text("\n".join(lines) + "\n", encoding="utf-8")
     # 2 ratio points: the sweep stage takes ~7 ms a sentence with them (~55 ms with the default 41)
     params = params_for("texts=file", f"texts.file={texts}", "figures.workers=1", "sweep.ratios.points=2")

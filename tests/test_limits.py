@@ -211,3 +211,170 @@ def test_a_list_override_of_millions_of_weights_is_refused_before_composing():
     with pytest.raises(PipelineError, match=r"sweep\.w1 lists about 200,001 weights, more than 100,000"):
         config.compose(["sweep.w1=[" + "1," * 200_000 + "1]", "sweep.w2=1"], REPO)
     assert time.monotonic() - start < 5
+
+
+# ---------------------------------------------------------------- limits on what conf/ files hold; time bounds
+
+
+def test_a_long_list_in_a_conf_file_is_refused_before_anything_composes(checkout):
+    """A 200,001-item sweep.w2 in conf/sweep/huge.yaml composed silently for 9 minutes (the limit read only the
+    command line). Now every command that composes refuses it first, naming the file, the key and the fix: our compose,
+    the Hydra app, and DVC's `dvc exp run` (through hydra_plugins), each exit 2 with one message."""
+    import sys
+    import time
+
+    huge = checkout / "conf" / "sweep" / "huge.yaml"
+    huge.write_text("name: huge\nw1: 1\nw2: [" + "1, " * 200_000 + "1]\n")
+    expected = r"conf/sweep/huge\.yaml lists 200,001 items at w2, more than 100,000 in one list.*Fix"
+    start = time.monotonic()
+    with pytest.raises(PipelineError, match=expected):
+        config.compose(["sweep=huge"], checkout)
+    assert time.monotonic() - start < 30  # a parse of the file, not minutes of composing
+    before = (checkout / "params.yaml").read_bytes()
+    for command in (
+        ["pipeline.compose", "sweep=huge"],
+        ["pipeline", "sweep=huge"],
+        ["dvc", "exp", "run", "-S", "sweep=huge"],
+    ):
+        result = run([sys.executable, "-m", *command], checkout, check=False, timeout=300)
+        assert result.returncode == 2, (command, result.stdout, result.stderr)
+        assert re.search(expected, result.stderr) and "Traceback" not in result.stderr, (command, result.stderr)
+    assert (checkout / "params.yaml").read_bytes() == before
+
+
+def test_learned_block_means_beyond_the_time_bound_are_refused():
+    """encoding=learned encoding.max_len=200001 ran the encode stage 10 minutes with no progress line: its block means
+    cost N^2 products. Refused at compose naming the estimate, the bound and the knob; 50,000 positions pass."""
+    params = config.compose(["encoding=learned", "encoding.max_len=200001"], REPO)
+    with pytest.raises(
+        PipelineError,
+        match=r"about 18 minutes of CPU for the encoding's block means \(max_len\^2 x .* = 200,001\^2 x .*\), more "
+        r"than the bound of 5 minutes .*Fix: lower encoding\.max_len",
+    ):
+        check_limits(typed(params), params["texts"]["sentences"])
+    check_limits(typed(config.compose(["encoding=learned", "encoding.max_len=50000"], REPO)), ["king queen"])
+
+
+def test_word_labels_beyond_the_time_bound_are_refused(tmp_path):
+    """Eight 1,000-word sentences with figures and 40 weight pairs: 56 labelled axes a sentence, about 16 minutes of
+    drawing words and placing labels; refused naming figures=none (which draws none); the issue's one 1,000-word
+    sentence with the default pairs, about 21 s, passes (it took 6.5+ minutes: each label was tested against every
+    label placed, one at a time)."""
+    sentence = " ".join(f"w{i}" for i in range(1000)) + "\n"
+    (tmp_path / "long.txt").write_text(sentence * 8, encoding="utf-8")
+    pairs = "[" + ",".join(str(i) for i in range(1, 41)) + "]"
+    base = ["texts=file", "texts.file=long.txt", "tokenizer.maxlen=null", "encoding.max_len=1000"]
+    with pytest.raises(
+        PipelineError, match=r"word labels of the per-sentence figures .*56 labelled axes .*8,000 words.*figures=none"
+    ):
+        config.check(config.compose([*base, f"sweep.w1={pairs}", "sweep.w2=1"], REPO), tmp_path)
+    config.check(config.compose([*base, f"sweep.w1={pairs}", "sweep.w2=1", "figures=none"], REPO), tmp_path)
+    (tmp_path / "long.txt").write_text(sentence, encoding="utf-8")
+    config.check(config.compose(base, REPO), tmp_path)
+
+
+def _labels_one_at_a_time(ax, xy, texts, marker_pt, fontsize, rings=6):
+    """The reference: each spot of each label tested with matplotlib's Bbox.contains and Bbox.overlaps against every
+    box placed, one at a time (what place_labels did). Returns each label's offset from its point in points (as
+    place_labels annotates it), or None for a label left out."""
+    from matplotlib.transforms import Bbox
+
+    from pipeline.outputs.figures import DIRECTIONS
+
+    fig = ax.figure
+    ax.apply_aspect()
+    renderer = fig.canvas.get_renderer()
+    px = fig.dpi / 72.0
+    frame = ax.get_window_extent(renderer).padded(-2)
+    points = ax.transData.transform(xy)
+    r = marker_pt * px
+    taken = [Bbox.from_extents(x - r, y - r, x + r, y + r) for x, y in points]
+    gap, step, spots = 2 * px, 0.6 * fontsize * px, []
+    for (x, y), point, text in zip(points, xy, texts):
+        probe = ax.annotate(text, point, fontsize=fontsize)
+        w, h = probe.get_window_extent(renderer).size + 2 * gap
+        probe.remove()
+        candidates = (
+            Bbox.from_bounds(
+                x + ux * (w / 2 + r + ring * step) - w / 2, y + uy * (h / 2 + r + ring * step) - h / 2, w, h
+            )
+            for ring in range(rings)
+            for ux, uy in DIRECTIONS
+        )
+        spot = next(
+            (
+                box
+                for box in candidates
+                if frame.contains(box.x0, box.y0)
+                and frame.contains(box.x1, box.y1)
+                and not any(box.overlaps(other) for other in taken)
+            ),
+            None,
+        )
+        spots.append(None if spot is None else ((spot.x0 + w / 2 - x) / px, (spot.y0 + h / 2 - y) / px))
+        if spot is not None:
+            taken.append(spot)
+    return spots
+
+
+def test_labels_are_placed_in_seconds_where_the_one_at_a_time_test_put_them():
+    """place_labels tests each label's spots against everything placed at once: 300 crowded labels land on exactly the
+    spots of the one-at-a-time reference, and 1,000 take seconds (minutes before)."""
+    import time
+
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from pipeline.outputs import figures
+
+    def axes():
+        fig = plt.figure(figsize=(9, 6.5))
+        ax = fig.add_axes((0.09, 0.09, 0.75, 0.75))
+        ax.set(xlim=(-4, 4), ylim=(-4, 4))
+        return fig, ax
+
+    xy = np.random.default_rng(0).normal(size=(1000, 2))
+    texts = [f"w{i}" for i in range(1000)]
+    fig, ax = axes()
+    expected = _labels_one_at_a_time(ax, xy[:300], texts[:300], marker_pt=4, fontsize=11)
+    plt.close(fig)
+    fig, ax = axes()
+    left_out = figures.place_labels(ax, xy[:300], texts[:300], marker_pt=4, fontsize=11)
+    placed = [tuple(map(float, t.xyann)) for t in ax.texts if t.get_gid() == "word-label"]
+    assert left_out == expected.count(None) and 0 < left_out < 300
+    assert placed == [spot for spot in expected if spot is not None]  # the same spots, to the bit
+    plt.close(fig)
+    fig, ax = axes()
+    start = time.process_time()
+    figures.place_labels(ax, xy, texts, marker_pt=4, fontsize=11)
+    assert time.process_time() - start < 60
+    plt.close(fig)
+
+
+def test_long_loops_report_progress(monkeypatch, pipeline_log):
+    """The quadratic loops (a learned table's block means, placing word labels) log a progress line every 5 s: here
+    every step, with a Progress that reports at once."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    import torch
+
+    from pipeline.base.progress import Progress
+    from pipeline.core import encoding
+    from pipeline.outputs import figures
+
+    class Eager(Progress):
+        def __init__(self, what, total, every=0.0, log=None):
+            super().__init__(what, total, every=-1.0, log=log)
+
+    monkeypatch.setattr(encoding, "Progress", Eager)
+    monkeypatch.setattr(figures, "Progress", Eager)
+    encoding.block_means(torch.rand(8192, 5), factor=512)  # 16 block rows, one a chunk
+    fig = plt.figure()
+    ax = fig.add_axes((0.1, 0.1, 0.8, 0.8))
+    figures.place_labels(
+        ax, np.random.default_rng(0).normal(size=(20, 2)), [f"w{i}" for i in range(20)], marker_pt=4, fontsize=8
+    )
+    plt.close(fig)
+    lines = [r.getMessage() for r in pipeline_log.records]
+    assert any(line.startswith("encode: block means, block rows ") and "s left" in line for line in lines), lines
+    assert any(line.startswith("figures: word labels of an axes ") for line in lines), lines

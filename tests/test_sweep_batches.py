@@ -10,9 +10,9 @@ import sys
 
 import numpy as np
 import pytest
-import yaml
 
 from conftest import REPO, params_for, run_stages, typed
+from pipeline.config import dump_params
 from pipeline.core import sweep
 from pipeline.core.study import sinusoid
 from pipeline.core.weights import weight_pairs
@@ -132,7 +132,8 @@ def test_sweep_and_study_stages_import_no_torch(tmp_path, small_store):
     params = params_for(*overrides, "study.texts_file=null", "figures=none")
     run_stages(params, tmp_path, small_store, upto="encode")  # the sweep's inputs (the encode stage uses torch)
     shutil.copytree(small_store, tmp_path / "data" / "glove")
-    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params), encoding="utf-8")
+    shutil.copytree(REPO / "conf", tmp_path / "conf")  # params.yaml is checked against what composed it
+    (tmp_path / "params.yaml").write_text(dump_params(params, None, tmp_path), encoding="utf-8")
     (tmp_path / "unused.txt").write_text(
         "king 1 2 3 4 5 6 7 8\n", encoding="utf-8"
     )  # glove.path: every stage checks it

@@ -79,6 +79,22 @@ def not_below(low: float) -> Rule:
     return Rule(f"a finite number >= {low:g}", lambda v: math.isfinite(v) and v >= low)
 
 
+# Magnitudes whose squares, summed over the thousands of terms of a dot product or a Gram matrix, stay far inside
+# float64's range (2.2e-308 .. 1.8e308): a weight, ratio or scale beyond them makes infinities (an overflow) or a
+# cloud of identical points (an underflow) instead of a result.
+MAX_MAGNITUDE = 1e100
+MIN_MAGNITUDE = 1e-100
+
+
+def in_range(low: float, high: float, why: str = "") -> Rule:
+    """A finite number in [low, high]; `why` says where the bounds come from."""
+    return Rule(f"a number in [{low:g}, {high:g}]{why}", lambda v: math.isfinite(v) and low <= v <= high)
+
+
+MAGNITUDE_WHY = " (larger or smaller ones overflow or underflow float64 in the products that use them)"
+POSITIVE_MAGNITUDE = in_range(MIN_MAGNITUDE, MAX_MAGNITUDE, MAGNITUDE_WHY)
+
+
 def one_of(choices: tuple[str, ...]) -> Rule:
     return Rule(f"one of {', '.join(choices)}", lambda v: v in choices)
 
@@ -318,7 +334,7 @@ class EncodingConfig(_Checked):
     # encoding=learned only (LEARNED_ONLY): the torch.Generator seed, uniform U(-scale, scale) | normal N(0, scale^2)
     seed: Optional[int] = checked(at_least(0), null=True, default=None)
     init: Optional[str] = checked(one_of(INITS), null=True, default=None)
-    scale: Optional[float] = checked(above(0), null=True, default=None)
+    scale: Optional[float] = checked(POSITIVE_MAGNITUDE, null=True, default=None)
 
     def check(self) -> None:
         for name in LEARNED_ONLY:
@@ -333,17 +349,24 @@ class EncodingConfig(_Checked):
 
 
 def is_weight(value: Any) -> bool:
-    """A finite number or 'sqrt_d' (spaces around it allowed), as pipeline.core.weights reads it."""
+    """0, a number of magnitude MIN_MAGNITUDE..MAX_MAGNITUDE, or 'sqrt_d' (spaces around it allowed), as
+    pipeline.core.weights reads it."""
     if isinstance(value, str):
         return value.strip() == SQRT_D
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+        return False
+    return value == 0 or MIN_MAGNITUDE <= abs(value) <= MAX_MAGNITUDE
 
 
 def _weights(value: Any) -> bool:
     return is_weight(value) or (isinstance(value, list) and len(value) > 0 and all(map(is_weight, value)))
 
 
-WEIGHTS = Rule(f"a finite number, '{SQRT_D}', or a non-empty list of those (e.g. [1, 10] or {SQRT_D})", _weights)
+WEIGHTS = Rule(
+    f"0, a number of magnitude {MIN_MAGNITUDE:g} to {MAX_MAGNITUDE:g}{MAGNITUDE_WHY}, '{SQRT_D}', or a non-empty "
+    f"list of those (e.g. [1, 10] or {SQRT_D})",
+    _weights,
+)
 
 
 @dataclass
@@ -351,8 +374,8 @@ class RatiosConfig(_Checked):
     """The dense sweep of r = W2 / W1 on a log grid (metrics depend only on r when W1 > 0)."""
 
     KEY = "sweep.ratios"
-    min: float = checked(above(0), default=0.01)
-    max: float = checked(above(0), default=100.0)
+    min: float = checked(POSITIVE_MAGNITUDE, default=0.01)
+    max: float = checked(POSITIVE_MAGNITUDE, default=100.0)
     points: int = checked(between(2, 10000), default=41)  # 10 per decade
 
     def check(self) -> None:
@@ -378,6 +401,15 @@ class SweepConfig(_Checked):
                 f"config keys sweep.w1 and sweep.w2 have {lengths[0]} and {lengths[1]} weights: they pair up "
                 "element by element, so give lists of the same length, or a single weight for one of them. "
                 "Fix it in conf/sweep/ or override them, e.g. `sweep.w1=[1,1] sweep.w2=[1,10]`."
+            )
+        w1, w2 = ([w] * max(lengths) if not isinstance(w, list) else w for w in (self.w1, self.w2))
+        both_zero = [i for i, pair in enumerate(zip(w1, w2)) if all(w == 0 for w in pair)]
+        if both_zero:
+            raise PipelineError(
+                f"config keys sweep.w1 and sweep.w2 are both 0 in pair {both_zero[0] + 1}: W1 * embedding + W2 * "
+                "encoding is then 0 for every word, a cloud of identical points whose projection and metrics mean "
+                "nothing. Fix: give that pair a non-zero weight (W1 = 0 is the pure encoding, W2 = 0 the pure "
+                "embedding), e.g. `sweep.w1=1 sweep.w2=0`."
             )
 
 
@@ -429,7 +461,7 @@ class SignatureConfig(_Checked):
     )
     output_dim: int = checked(at_least(1), default=50)
     init: str = checked(one_of(INITS), default="uniform")  # random layer: uniform(-scale, scale) | normal(0, scale^2)
-    scale: float = checked(above(0), default=0.05)
+    scale: float = checked(POSITIVE_MAGNITUDE, default=0.05)
     base: float = checked(above(1), default=10000.0)  # fixed layer: sinusoid base n
     titles: List[str] = field(default_factory=lambda: ["Tech Phrase", "Wise Phrase"])
     phrases: List[str] = checked(
@@ -538,6 +570,10 @@ class StudyConfig(_Checked):
         )
 
 
+# RoPE bases in use run from 1e4 to 1e7 (LLaMA 3: 5e5); beyond 1e12, NTK's base * s^2 (d_head = 4) leaves float64
+ROPE_BASE = Rule("a number > 1 and at most 1e12", lambda v: math.isfinite(v) and 1 < v <= 1e12)
+
+
 @dataclass
 class RopeConfig(_Checked):
     """Rotary position embeddings (Su et al., RoFormer)."""
@@ -547,10 +583,13 @@ class RopeConfig(_Checked):
         Rule("an even integer >= 4 (RoPE rotates pairs; NTK scaling needs d > 2)", lambda v: v >= 4 and v % 2 == 0),
         default=128,
     )
-    base: float = checked(above(1), default=10000.0)  # theta_i = base^(-2i/d), the sinusoid's frequencies
-    larger_base: float = checked(above(1), default=500000.0)  # the "larger base" curve (LLaMA 3)
+    base: float = checked(ROPE_BASE, default=10000.0)  # theta_i = base^(-2i/d), the sinusoid's frequencies
+    larger_base: float = checked(ROPE_BASE, default=500000.0)  # the "larger base" curve (LLaMA 3)
     # s, a context s times longer: NTK-aware base * s^(d/(d-2)); position interpolation m / s
-    scale: float = checked(not_below(1), default=4.0)
+    scale: float = checked(
+        in_range(1, 1e6, " (a context up to a million times longer; NTK's base * s^(d/(d-2)) must stay finite)"),
+        default=4.0,
+    )
     layout: str = checked(
         Rule("interleaved (RoFormer's pairs) or half_split (GPT-NeoX/LLaMA rotate_half)", lambda v: v in ROPE_LAYOUTS),
         default="half_split",
@@ -599,7 +638,7 @@ class RopeScalingConfig(_Checked):
     own contexts."""
 
     KEY = "relative.scaling"
-    original_context: int = checked(at_least(2), default=8192)  # L: the context the model was trained on
+    original_context: int = checked(between(2, 10**9), default=8192)  # L: the context the model was trained on
     yarn_beta_fast: float = checked(above(0), default=32.0)  # YaRN: pairs with more rotations in L keep theta_i
     yarn_beta_slow: float = checked(above(0), default=1.0)  # YaRN: pairs with fewer rotations in L get theta_i / s
     llama3_factor: float = checked(not_below(1), default=8.0)  # Llama 3.1

@@ -41,6 +41,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
+from pipeline.base.progress import Progress
 from pipeline.core import portable, sinusoid
 from pipeline.core.choices import LAYOUTS
 from pipeline.core.device import float64_capable, has_float64
@@ -340,7 +341,9 @@ def profile_block_means(profiles: Profiles, factor: int) -> tuple[torch.Tensor, 
     dot = dot + u_mean[:, None] * u_mean[None, :]
     dist = torch.empty(M, M, dtype=torch.float64, device=u.device)
     step = max(1, 2**22 // (f * n))  # block rows per chunk
+    progress = Progress("encode: block means of the distances, block rows", M)
     for i0 in range(0, M, step):
+        progress.update(i0)
         i1 = min(M, i0 + step)
         rows = slice(i0 * f, i1 * f)
         d2 = toeplitz_rows(profiles.dist2, rows)[:, : M * f]
@@ -427,7 +430,9 @@ def block_means(pe: torch.Tensor, factor: int) -> tuple[torch.Tensor, torch.Tens
     dot = torch.empty(M, M, dtype=x.dtype, device=x.device)
     dist = torch.empty_like(dot)
     step = max(1, 2**22 // (f * M * f))
+    progress = Progress("encode: block means, block rows", M)
     for i0 in range(0, M, step):
+        progress.update(i0)
         i1 = min(M, i0 + step)
         rows = slice(i0 * f, i1 * f)
         gram = portable.exact_matmul(x[rows], x.T)  # (rows, M f)

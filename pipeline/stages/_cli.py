@@ -93,13 +93,17 @@ class _ParamsError(PipelineError):
 
 def check_params(raw: dict, root: Path, layout: Layout, input_files: tuple[str, ...]) -> Config:
     """params.yaml (`raw`) as a Config, with the checks pipeline.repro makes when it composes: not stale against conf/
-    (a stat of conf/'s files when params.yaml is newer, else a composition), the files it names and the limits, and
-    the stage's own input files (`input_files`, config keys: the registry's) listed as deps in dvc.yaml."""
+    (by content: the sources' SHA-256 it records, else a composition), the files it names and the limits, and the
+    stage's own input files (`input_files`, config keys: the registry's) listed as deps in dvc.yaml. Under `dvc exp
+    run`, which composes params.yaml without recording how, its composition is recorded first."""
     from pipeline.config import check_fresh, check_runnable
     from pipeline.config.input_files import check_tracked
+    from pipeline.config.params import record_composition
     from pipeline.config.schema import validate
 
     cfg = validate(raw)
+    if os.environ.get("DVC_EXP_NAME"):  # `dvc exp run` composed params.yaml just now, without a stamp
+        record_composition(root)
     check_fresh(raw, root)
     check_runnable(cfg, root)
     check_tracked(raw, root, layout.dvc_yaml, input_files)

@@ -79,7 +79,7 @@ def encode_positions(params: Config, layout: Layout, device) -> dict:
     from pipeline.inputs.glove_store import GloveStore, check_sentences_covered, embedding_matrix
 
     cfg, glove = params.encoding, params.glove
-    store = GloveStore.open(layout.glove_dir)
+    store = GloveStore.open(layout.glove_dir, verify=True)
     d = encode.model_dim(cfg, glove.dim, store.dim, layout.glove_dir)
     tokens = read_json(layout.tokens)
     encode.check_max_len(cfg, len(tokens["padded"][0]))

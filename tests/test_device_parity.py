@@ -300,13 +300,15 @@ def test_alibi_is_exact(record_property):
 def test_full_matrices_that_cannot_fit_are_refused_before_allocation():
     """Beyond the device's memory (here a cap of 96 MiB, of which 64 MiB are the reserve) the full matrices are one
     PipelineError naming the sizes and the fix, raised before any allocation; below it they are computed."""
-    profiles = E.sinusoidal_profiles(3000, 64, 1e4, DEVICE)  # 2 x 8 x 3000^2 = 137 MiB of float64 results
+    # 2 x 8 x 3000^2 = 137.3 MiB of float64 results and a copied block of 8 x 1398 x 3000 = 32 MiB
+    # (E.toeplitz_block_elements)
+    profiles = E.sinusoidal_profiles(3000, 64, 1e4, DEVICE)
     pe = E.sinusoidal_encoding(3000, 64, device=DEVICE)
     with memory_cap(96 * 2**20):
         before = torch.cuda.memory_allocated(DEVICE) if DEVICE.type == "cuda" else None
         with pytest.raises(
             PipelineError,
-            match=r"full 3000 x 3000 dot-product and distance matrices: 137\.3 MiB needed on .*, more than the 32\.0 MiB",
+            match=r"full 3000 x 3000 dot-product and distance matrices: 169\.3 MiB needed on .*, more than the 32\.0 MiB",
         ):
             E.profile_matrices(profiles)
         if DEVICE.type == "cuda":

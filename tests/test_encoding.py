@@ -441,6 +441,19 @@ def test_toeplitz_rows_is_scipy_toeplitz():
     assert E.toeplitz_rows(profile, dtype=torch.float32).dtype == torch.float32
 
 
+@pytest.mark.parametrize("block", [1, 9, 10, 25, 80])
+def test_toeplitz_rows_copied_in_blocks_is_the_same_matrix(monkeypatch, block):
+    """Blocks of one row, of a row and a part, and of several rows give scipy's matrix (CUDA copies beyond 2^31
+    elements only in blocks)."""
+    from scipy.linalg import toeplitz
+
+    monkeypatch.setattr(E, "TOEPLITZ_BLOCK", block)
+    profile = torch.arange(9, dtype=torch.float64) ** 1.5
+    full = toeplitz(profile.numpy())
+    assert np.array_equal(E.toeplitz_rows(profile).numpy(), full)
+    assert np.array_equal(E.toeplitz_rows(profile, slice(2, 8)).numpy(), full[2:8])
+
+
 @pytest.mark.parametrize("d,n,f", [(64, 1000, 8), (64, 1003, 16), (7, 500, 9), (1, 97, 4), (10, 40, 40)])
 def test_block_means_profile_and_generic_equal_numpy(d, n, f):
     """Exact f x f block means, from the profiles (no n x n work for even d) and from any matrix, equal

@@ -147,6 +147,19 @@ def test_spearman_with_ties():
     assert pp.spearman(np.ones(5), y[:5]) is None
 
 
+def test_translation_invariance_of_a_nearly_constant_toeplitz_matrix_is_exactly_one():
+    """Diagonals of 1e6 + a variation of 1e-4 (RoPE at the schema's largest scale looks like this): averaging a
+    diagonal's equal values unshifted is off by ~n eps 1e6, whose square beside the variance (~1e-8) moved the score by
+    ~1e-9; shifted by one of their own values, the residuals are exactly zero."""
+    n = 300
+    profile = 1e6 + 1e-4 * np.cos(0.1 * np.arange(n))
+    p = profile[np.abs(np.arange(n)[:, None] - np.arange(n)[None, :])]
+    assert pp.wang_translation_invariance(p) == 1.0
+    broken = p.copy()
+    broken[3, 5] += 1e-5
+    assert 0.9 < pp.wang_translation_invariance(broken) < 1.0
+
+
 def test_wang_known_cases():
     n = 20
     rng = np.random.default_rng(4)

@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 
-from conftest import DIM, SEED_WORDS, params_for, run_stages, typed
+from conftest import DIM, SEED_WORDS, model_figures, params_for, run_stages, typed
 from pipeline.base.errors import PipelineError
 from pipeline.base.paths import Layout
 
@@ -60,8 +60,9 @@ def test_sweep_matches_sklearn_pca(tmp_path, small_store):
 def test_figures_stage_writes_every_figure(tmp_path, small_store):
     layout = run_stages(params_for(), tmp_path, small_store, upto="figures")
     names = sorted(p.name for p in layout.figures_dir.glob("*/*.png"))
-    # PE figures, RoPE and ALiBi, the families' 2, 5 pairs x 2 sentences, panels + ratio curves, tutorials
-    assert len(names) == 5 + 4 + 2 + 2 * 5 + 2 * 2 + 7
+    # PE figures, RoPE and ALiBi, the families' 2 (and MiniLM's probe with .[models]), 5 pairs x 2 sentences, panels
+    # + ratio curves, tutorials
+    assert len(names) == 5 + 4 + 2 + model_figures() + 2 * 5 + 2 * 2 + 7
     assert {
         "pe_heatmap.png",
         "pe_dot_product.png",

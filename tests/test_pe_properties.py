@@ -44,6 +44,8 @@ def random_attention(n, seed):
 @pytest.mark.parametrize("n, seed", [(5, 0), (16, 1), (33, 2)])
 def test_chen_against_the_authors_code(n, seed):
     a = random_attention(n, seed)
+    # plain IEEE sums on both sides, the same bits on every machine; their orders differ: the authors' recursive
+    # sums of n^2 positive terms are within 2 n eps (1.5e-14 at n = 33) of ours
     assert pp.chen_locality(a) == pytest.approx(authors_locality(a), rel=1e-13)
     assert pp.chen_symmetry(a) == pytest.approx(authors_symmetry(a), rel=1e-13)
 
@@ -70,6 +72,7 @@ def spearman_reference(x, y):
 def test_spearman_with_ties():
     rng = np.random.default_rng(3)
     x, y = rng.integers(0, 4, 30).astype(float), rng.standard_normal(30)
+    # np.corrcoef's BLAS sums of 30 rank products move by machine by ~30 eps of them: ~1e-14 on a correlation of 0.16
     assert pp.spearman(x, y) == pytest.approx(spearman_reference(x, y), rel=1e-12)
     assert pp.spearman(np.ones(5), y[:5]) is None
 
@@ -79,6 +82,7 @@ def test_wang_known_cases():
     rng = np.random.default_rng(4)
     profile = rng.standard_normal(2 * n - 1)
     t = pp.toeplitz(profile, n)
+    # ours (the same bits everywhere) against the exact answer: the within-diagonal variance is rounding noise
     assert pp.wang_translation_invariance(t) == pytest.approx(1.0, abs=1e-15)
     s = rng.standard_normal((n, n))
     assert pp.wang_symmetry(s + s.T) == 1.0
@@ -103,6 +107,8 @@ def test_translation_invariance_is_the_variance_share_of_the_offset():
     p = np.random.default_rng(5).standard_normal((n, n))
     diag = [np.diagonal(p, k) for k in range(-(n - 1), n)]
     within = sum(((d - d.mean()) ** 2).sum() for d in diag)
+    # numpy's own reductions on both sides (no CPU dispatch): the same bits everywhere; summation orders differ by
+    # ~n^2 eps relative to the variances, 5e-14 at most on a share of 0.17
     assert pp.wang_translation_invariance(p) == pytest.approx(1 - within / ((p - p.mean()) ** 2).sum(), rel=1e-13)
 
 
@@ -110,6 +116,7 @@ def test_symmetry_against_frobenius_parts():
     p = np.random.default_rng(6).standard_normal((7, 7))
     c = p - p.mean()
     s, k = np.linalg.norm((c + c.T) / 2) ** 2, np.linalg.norm((c - c.T) / 2) ** 2
+    # np.linalg.norm is BLAS's dot of 49 squares (by machine, 49 eps relative at most): s / (s + k) within 1e-14
     assert pp.wang_symmetry(p) == pytest.approx(s / (s + k), rel=1e-13)
 
 
@@ -124,6 +131,8 @@ def test_rope_expectation_with_k_equal_q_is_the_sinusoid_dot_product():
     offsets = np.arange(n, dtype=float)
     got = rope_profiles(default_frequencies(d, 10000.0), 1.0, q, q, offsets)["self"]
     pe = sinusoidal_encoding(n, d, 10000.0, dtype=torch.float64).numpy()
+    # a Monte Carlo mean of 200,000 seeded draws (portable: the same on every machine): its standard error is
+    # sqrt(2 d / 200,000) ~ 0.013, the bound 0.8 is 60 of them; a wrong frequency or factor 2 is off by several
     np.testing.assert_allclose(got, 2 * (pe @ pe.T)[0], atol=0.05 * d)
 
 

@@ -191,7 +191,7 @@ def test_mlflow_ui_shows_the_run_and_a_figure_in_chromium(served_run, tmp_path):
         browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.set_default_timeout(30_000)
+            page.set_default_timeout(120_000)  # guards a hang: a step takes seconds on a quiet machine
             page.goto(f"{server.url}/#/experiments/{experiment_id}/runs?workflowType=machine_learning")
             link = page.get_by_role("link", name=run_name, exact=True)
             link.wait_for(state="visible")

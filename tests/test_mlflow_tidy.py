@@ -202,7 +202,7 @@ def test_mlflow_ui_opens_on_the_runs_table(result, tmp_path):
         with sync_api.sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
             page = browser.new_page(viewport={"width": 1400, "height": 900})
-            page.set_default_timeout(30_000)
+            page.set_default_timeout(120_000)  # guards a hang: a step takes seconds on a quiet machine
             try:
                 page.goto(landing)
                 page.get_by_role("link", name=record["run_name"], exact=True).wait_for(state="visible")

@@ -98,7 +98,8 @@ def test_check_runs_every_cuda_test_and_records_their_figures(cpu_run):
         assert any(name in test for test in names), name  # skipped without CUDA, but selected
     passed = [case for case in tests["cases"] if case["outcome"] == "passed"]
     assert len(passed) == sum("test_device_parity" in case["test"] for case in tests["cases"]) >= 27
-    assert 0 < results["parity"]["largest"] < 1e-6  # kept as measured (1e-14 .. 1e-7), not rounded away
+    # kept as measured (1e-14 .. 1e-7), not rounded away; below test_device_parity's own bar, RELATIVE = 1e-6
+    assert 0 < results["parity"]["largest"] < 1e-6
     figures = {key for case in passed for key in case["properties"]}
     assert {"differing_values", "coords_rel", "flipped_signs", "dot", "rope.scores"} <= figures
 
@@ -112,7 +113,9 @@ def test_check_measures_every_row_and_the_largest_n(cpu_run):
     for pairs in (100, 400):
         assert {(None, pairs, PORT, "device"), (None, pairs, SVD, "device"), (None, pairs, CORE, "cpu path")} <= ran
     rows = {(r.get("n"), r.get("pairs"), r["method"], r["path"]): r for r in results["rows"]}
-    assert rows[(512, None, FULL64, "device")]["max_abs_err"] < 1e-12  # odd d = 33: the rank-one term included
+    # odd d = 33: the rank-one term included (without it: off by O(1)); the numpy reference moves with the machine's
+    # power kernel by up to ~4 eps k sum(w) ~ 1e-12 at offsets below 512
+    assert rows[(512, None, FULL64, "device")]["max_abs_err"] < 1e-11
     assert rows[(512, None, CDIST, "device")]["max_abs_err"] > 1e-5  # float32 cdist: what the exact path avoids
     assert rows[(None, 400, PORT, "device")]["errors"]["flipped_signs"] == 0
     assert rows[(256, None, FULL32, "device")]["bytes_per_s"] > 0 and results["full_matrix_writes"]["bytes_per_s"] > 0

@@ -350,3 +350,39 @@ def test_dvc_parses_its_yaml_files_with_libyaml():
 
     assert CParser is not None and YAML(typ="safe").Parser is CParser
     assert parse_yaml("stages: {a: {cmd: [x]}}", "dvc.yaml") == {"stages": {"a": {"cmd": ["x"]}}}
+
+
+# ---------------------------------------------------------------- short functions
+
+MAX_FUNCTION_LINES = 60
+LONG_REASON = "Longer than 60 lines because"
+
+
+def long_functions(source: str) -> list[tuple[str, int]]:
+    """(name, lines from `def` to the last line) of each function in `source` over MAX_FUNCTION_LINES lines whose
+    docstring does not say why (LONG_REASON)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            lines = node.end_lineno - node.lineno + 1
+            if lines > MAX_FUNCTION_LINES and LONG_REASON not in (ast.get_docstring(node) or ""):
+                found.append((node.name, lines))
+    return found
+
+
+def test_functions_are_short_or_say_why():
+    """A function of pipeline/ fits in 60 lines, or its docstring gives the reason ("Longer than 60 lines because
+    ..."): a stage reads as a short sequence of well-named steps."""
+    found = [
+        f"{path.relative_to(REPO)}: {name} ({lines} lines)"
+        for path in sorted((REPO / "pipeline").rglob("*.py"))
+        for name, lines in long_functions(path.read_text())
+    ]
+    assert found == [], f"split them into named helpers, or say why in the docstring ({LONG_REASON} ...)"
+
+
+def test_the_length_check_sees_a_long_function_and_its_reason():
+    body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))
+    assert long_functions(f"def f():\n{body}") == [("f", MAX_FUNCTION_LINES + 1)]
+    assert long_functions(f'def f():\n    """{LONG_REASON} it is a test."""\n{body}') == []
+    assert long_functions(f"def f():\n{body[: -len('    x59 = 59') - 1]}") == []

@@ -91,7 +91,10 @@ def _one(p: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray]:
 
 def analytic_families(rel: Any, n: int) -> list[Family]:
     """Every analytic family of the module doc at d = rel.properties.d over N = n positions; rel: the `relative`
-    config (its rope.base, rope.scale, scaling, alibi.heads[0], properties)."""
+    config (its rope.base, rope.scale, scaling, alibi.heads[0], properties).
+
+    Longer than 60 lines because it lists every analytic family in one place, a short block each, in the order of the
+    module doc."""
     from pipeline.core import alibi
     from pipeline.core.random_tables import learned_position_table
     from pipeline.core.relative import gaussian_pairs, rope_scores

@@ -9,9 +9,9 @@ file deps, so that an edit of one stage module re-runs that stage only. `--check
 dvc.yaml differs from the generated one (a test runs it too). `--help` prints this text and writes nothing.
 
 Why per package and not per file: DVC rewrites dvc.lock after every stage it runs with a pure-Python round-trip YAML
-dump (ruamel.yaml's "rt" mode), whose cost grows with the deps listed (docs/benchmarks-measurements.md#files-and-parsing).
-Directory deps keep dvc.lock a few kB. The cost: an edit of a library
-module re-runs every stage whose closure reaches its package, where per file it re-ran those importing that module.
+dump (ruamel.yaml's "rt" mode), whose cost grows with the deps listed
+(docs/benchmarks-measurements.md#files-and-parsing). Directory deps keep dvc.lock a few kB. The cost: an edit of a
+library module re-runs every stage whose closure reaches its package, where per file it re-ran those importing that module.
 """
 
 from __future__ import annotations
@@ -52,7 +52,8 @@ def module_file(module: str, root: Path) -> Path | None:
 
 # An import statement, at any indentation (inside functions too): `import a.b as c, d`, `from .a import b as c`, `from
 # a import (b,\n c)`. A scan, not ast.parse, which costs every compose far more
-# (docs/benchmarks-measurements.md#files-and-parsing). A docstring line that reads like an import can only add a dep, never lose one.
+# (docs/benchmarks-measurements.md#files-and-parsing). A docstring line that reads like an import can only add a dep,
+# never lose one.
 _IMPORT = re.compile(
     r"^[ \t]*(?:import[ \t]+(?P<names>[^\n#;]+)"
     r"|from[ \t]+(?P<module>\.*[\w.]*)[ \t]+import[ \t]+(?P<imported>\([^)]*\)|[^\n#;]+))",

@@ -386,3 +386,23 @@ def test_the_length_check_sees_a_long_function_and_its_reason():
     assert long_functions(f"def f():\n{body}") == [("f", MAX_FUNCTION_LINES + 1)]
     assert long_functions(f'def f():\n    """{LONG_REASON} it is a test."""\n{body}') == []
     assert long_functions(f"def f():\n{body[: -len('    x59 = 59') - 1]}") == []
+
+
+def test_links_to_the_measurements_page_reach_a_section():
+    """A speed mechanism's comment links where it is measured (docs/benchmarks-measurements.md#<section>): each link
+    names a heading of that page."""
+    import re
+
+    page = (REPO / "docs" / "benchmarks-measurements.md").read_text()
+    anchors = {
+        re.sub(r"[^a-z0-9 -]", "", line[3:].lower()).replace(" ", "-")
+        for line in page.splitlines()
+        if line.startswith("## ")
+    }
+    cited = {
+        (path.relative_to(REPO), anchor)
+        for folder in ("pipeline", "benchmarks")
+        for path in sorted((REPO / folder).rglob("*.py"))
+        for anchor in re.findall(r"benchmarks-measurements\.md#([a-z0-9-]+)", path.read_text())
+    }
+    assert cited and {(path, anchor) for path, anchor in cited if anchor not in anchors} == set()

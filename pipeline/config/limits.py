@@ -263,7 +263,8 @@ def check_limits(params: Config, sentences: Sequence[str], memory: int | None = 
 def check_conf_lists(conf_dir: Path) -> None:
     """Refuse a file of conf/ holding a list of more than MAX_PAIRS items, before Hydra composes it: the limit of
     `check_list_overrides` for what the command line does not show (composing such a list takes minutes:
-    docs/benchmarks-measurements.md#files-and-parsing). Only files large enough to hold one are parsed (libyaml's loader)."""
+    docs/benchmarks-measurements.md#files-and-parsing). Only files large enough to hold one are parsed (libyaml's
+    loader)."""
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

@@ -193,7 +193,8 @@ TRACKING_FIX = (
 
 @dataclass
 class DownloadConfig(_Checked):
-    """How hard a download tries (glove.source=url); the same for every option unless overridden."""
+    """How hard a download tries (glove.source=url); the same for every option (conf/glove/shared/every_source.yaml)
+    unless overridden."""
 
     KEY = "glove.download"
     connect_timeout: float = checked(above(0))  # seconds to open a connection
@@ -208,8 +209,8 @@ class DownloadConfig(_Checked):
 @dataclass
 class GloveConfig(_Checked):
     """Where the GloVe vectors come from. An option file (conf/glove/<option>.yaml) sets name, source, dim and the
-    keys its source reads; every other key keeps its default here. Each kind of source (pipeline.inputs.
-    glove_sources.SOURCES) reads the key of its own name (`glove.path` for `path`), null unless it is the source."""
+    keys its source reads, and takes every other key from conf/glove/shared/every_source.yaml. Each kind of source
+    (pipeline.inputs.glove_sources.SOURCES) reads the key of its own name (`glove.path` for `path`), null unless it is the source."""
 
     KEY = "glove"
     name: str = MISSING
@@ -280,7 +281,7 @@ class TextsConfig(_Checked):
 
 @dataclass
 class TokenizerConfig(_Checked):
-    """Keras's Tokenizer + pad_sequences; the defaults are the notebook's calls."""
+    """Keras's Tokenizer + pad_sequences (conf/tokenizer/keras.yaml: the notebook's calls)."""
 
     KEY = "tokenizer"
     name: str = MISSING
@@ -377,7 +378,7 @@ class RatiosConfig(_Checked):
     KEY = "sweep.ratios"
     min: float = checked(POSITIVE_MAGNITUDE)
     max: float = checked(POSITIVE_MAGNITUDE)
-    points: int = checked(between(2, 10000))  # 10 per decade
+    points: int = checked(between(2, 10000))  # on a log grid from min to max
 
     def check(self) -> None:
         self.require(self.max > self.min, "max", f"a number > sweep.ratios.min = {self.min:g}")
@@ -386,7 +387,8 @@ class RatiosConfig(_Checked):
 @dataclass
 class SweepConfig(_Checked):
     """Weight pairs of W1 * word_embedding + W2 * positional_encoding, each projected to 2-D with PCA (and (1, 0),
-    the pure word embeddings, always). Defaults: the notebook's (1, 1), (1, 10), (10, 1), (sqrt(d), 1)."""
+    the pure word embeddings, always); conf/sweep/seed.yaml holds the notebook's (1, 1), (1, 10), (10, 1),
+    (sqrt(d), 1)."""
 
     KEY = "sweep"
     name: str = MISSING
@@ -601,8 +603,8 @@ class AlibiConfig(_Checked):
 @dataclass
 class RopeScalingConfig(_Checked):
     """RoPE's context-extension scalings (pipeline.core.rope_scaling) for a context relative.rope.scale times the
-    original one; the published settings by default. LongRoPE is a released model's: its per-pair factors and its
-    own contexts."""
+    original one; conf/relative/default.yaml holds the published settings. LongRoPE is a released model's: its
+    per-pair factors and its own contexts."""
 
     KEY = "relative.scaling"
     original_context: int = checked(between(2, 10**9))  # L: the context the model was trained on

@@ -195,7 +195,8 @@ def _tred2_tql2(matrices, values, vectors, scratch):  # pragma: no cover - compi
 
 _compiled = None
 # Below this much work (matrices x n^3) the interpreted kernel finishes before numba is even imported
-# (docs/benchmarks-measurements.md#imports-avoided): the default run's sweep and panels stay below it. The bits are the same either way.
+# (docs/benchmarks-measurements.md#imports-avoided): the default run's sweep and panels stay below it. The bits are
+# the same either way.
 INTERPRETED_WORK = 150_000
 
 

@@ -786,9 +786,9 @@ def check_reachable(configured: str | None, root: Path | None = None) -> None:
 @functools.cache
 def check_sqlite_store(db: Path) -> None:
     """Refuse a SQLite store file that is damaged (truncated, a corrupted page) or not a database: `PRAGMA
-    quick_check` on a read-only connection, once per process and file, since it reads the whole file
-    (docs/benchmarks-measurements.md#files-and-parsing) (a sweep's jobs share one check). A missing file is fine (the first run creates it); a store
-    locked or unreadable is left to MLflow (its own message)."""
+    quick_check` on a read-only connection, once per process and file (a sweep's jobs share one check), since it
+    reads the whole file (docs/benchmarks-measurements.md#files-and-parsing). A missing file is fine (the first run
+    creates it); a store locked or unreadable is left to MLflow (its own message)."""
     import shlex
     import sqlite3
     import urllib.parse

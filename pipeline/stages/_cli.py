@@ -1,7 +1,7 @@
 """What every stage entry point does around its work: read params.yaml, report user errors in one line.
 
-params.yaml reaches a stage as the schema's dataclasses (`pipeline.config.schema.Config`, built by `validate`). Under `python -m pipeline.repro` that is all: it composed params.yaml from conf/, checked it and
-wrote dvc.yaml just before `dvc repro`. Under a plain `dvc repro` or `dvc exp run`, which compose nothing or only
+params.yaml reaches a stage as the schema's dataclasses (`pipeline.config.schema.Config`, built by `validate`).
+Under `python -m pipeline.repro` that is all: it composed params.yaml from conf/, checked it and wrote dvc.yaml just before `dvc repro`. Under a plain `dvc repro` or `dvc exp run`, which compose nothing or only
 params.yaml, each stage first makes the same checks (`check_params`: a stale params.yaml, input files, limits, its
 own input files listed in dvc.yaml), so that none computes from a config that pipeline.repro would have refused,
 whatever order DVC runs the stages in. A user error, a full disk or an unwritable folder exits 2 with one

@@ -37,10 +37,9 @@ Method. Every command runs as a child process that the benchmark reaps with os.w
 (ru_maxrss: the largest single process, not a sum over processes running at the same time). DVC runs
 each stage as `$SHELL -c "python -m pipeline.stages.X"`: the benchmark sets SHELL to a small Python
 script that runs the command with /bin/sh, reaps it with os.wait4 and appends the stage's (DVC_STAGE)
-wall, CPU and peak RSS to a log; this costs one extra interpreter start (`python -IS`, about 20 ms on an
-idle machine) per stage, which the stage's numbers do not include and the command's total does. What is
-left of the total after the stages is DVC itself (hashing, lock files) and, for `pipeline.repro`, composing
-params.yaml; its CPU time also counts the wrappers. The multirun runs its stages in one process: a hook
+wall, CPU and peak RSS to a log; this costs one extra interpreter start (`python -IS`) per stage, which
+the stage's numbers do not include and the command's total does. What is left of the total after the
+stages is DVC itself (hashing, lock files) and, for `pipeline.repro`, composing params.yaml; its CPU time also counts the wrappers. The multirun runs its stages in one process: a hook
 put in front of `python -m pipeline` wraps
 `pipeline.registry.Stage.run` and logs each call's wall and CPU time (getrusage of the process and its
 reaped children, plus psutil's CPU times of its live children: the figure workers a multirun keeps) and the

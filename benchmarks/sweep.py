@@ -8,12 +8,12 @@ Per d: two sentences of 11 words (GloVe-like random vectors, real sinusoidal PE 
 positions shuffled), --pairs weight pairs (W1, W2 log-uniform in 1e-2..1e2, the baseline first).
 
   project     pipeline.core.sweep.project: numpy, both sentences in one stacked eigh (pipeline.core.projection)
-  torch       the projection before it (torch's weighted_pca of the sweep at 4929c17, kept below as the reference:
-              the same Gram trick with torch.linalg.eigh), both sentences at once; with `import torch` (timed in a
-              fresh interpreter against `import numpy`), which the sweep stage no longer pays
+  torch       the reference projection in torch (weighted_pca, kept below: the same Gram trick with
+              torch.linalg.eigh), both sentences at once; with `import torch` (timed in a fresh interpreter against
+              `import numpy`), which the sweep stage does not pay
   batched     pipeline.core.sweep.measure: every pair's metrics of both sentences at once
               (pipeline.core.metrics.batch_metrics, in chunks of bounded memory, and the batched Procrustes disparity)
-  loop        the sweep before issue 12: per pair, pipeline.core.metrics.sentence_metrics (the references recomputed
+  loop        the reference, one pair at a time: pipeline.core.metrics.sentence_metrics (the references recomputed
               per call) and scipy.spatial.procrustes; timed on --loop-pairs pairs per sentence and extrapolated (best
               per-pair time of 5 chunks, interleaved with re-runs of the batched path)
 
@@ -45,7 +45,7 @@ import numpy as np
 
 from benchmarks.report import finish
 
-TARGET_SECONDS = 10.0  # issue 12: the metrics of 10,000 pairs x 2 sentences in at most 10 s
+TARGET_SECONDS = 10.0  # the target: the metrics of 10,000 pairs x 2 sentences within this many seconds
 SEED_WORDS = "king queen man woman dog wolf football basketball red green yellow".split()
 GROUPS = [["king", "queen"], ["man", "woman"], ["dog", "wolf"], ["football", "basketball"], ["red", "green", "yellow"]]
 
@@ -116,7 +116,7 @@ def import_seconds(module: str, repeat: int = 3) -> float:
 
 
 def loop_measure(pair, coords, explained, baseline, e, p, words, groups, k) -> dict[str, float]:
-    """One pair as the sweep measured it before: all metrics of one weighting, then the scipy disparity."""
+    """One pair at a time, the reference: all metrics of one weighting, then the scipy disparity."""
     from pipeline.core.metrics import sentence_metrics
     from pipeline.core.projection import procrustes_disparity
 

@@ -164,7 +164,6 @@ def app(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
-    from pipeline.base.errors import PipelineError
     from pipeline.base.files import read_json
     from pipeline.base.paths import Layout
     from pipeline.outputs.multirun import read_sweep, write_job
@@ -206,18 +205,7 @@ def app(cfg: DictConfig) -> None:
             cache=Path(hydra_cfg.sweep.dir).resolve() / CACHE_DIR if multirun else None,
         )
     except Exception as exc:
-        if isinstance(exc, PipelineError):
-            error = str(exc)
-            log.error("%s", error)
-        else:
-            error = f"{type(exc).__name__}: {exc}"
-            log.exception("job failed")
-        write_job(out, {**job, "status": "failed", "error": error})
-        if not multirun:
-            if isinstance(exc, PipelineError):
-                raise SystemExit(2) from None
-            raise
-        record_failed_run(params, parent, overrides, error)
+        _job_failed(exc, out, job, multirun, params, parent)
         return None  # the sweep goes on; MultirunParentRun reports the failure at its end and exits 1
     write_job(
         out,
@@ -229,6 +217,26 @@ def app(cfg: DictConfig) -> None:
         },
     )
     return None
+
+
+def _job_failed(exc: Exception, out: Path, job: dict, multirun: bool, params: dict | None, parent: str | None) -> None:
+    """Record a failed job (its job.json, and a FAILED MLflow run in a multirun); a single run exits instead: status 2
+    with the message of a PipelineError, the traceback of anything else."""
+    from pipeline.base.errors import PipelineError
+    from pipeline.outputs.multirun import write_job
+
+    if isinstance(exc, PipelineError):
+        error = str(exc)
+        log.error("%s", error)
+    else:
+        error = f"{type(exc).__name__}: {exc}"
+        log.exception("job failed")
+    write_job(out, {**job, "status": "failed", "error": error})
+    if not multirun:
+        if isinstance(exc, PipelineError):
+            raise SystemExit(2) from None
+        raise exc
+    record_failed_run(params, parent, job["overrides"], error)
 
 
 def check_command_line(argv: list[str]) -> None:

@@ -9,9 +9,9 @@ file deps, so that an edit of one stage module re-runs that stage only. `--check
 dvc.yaml differs from the generated one (a test runs it too). `--help` prints this text and writes nothing.
 
 Why per package and not per file: DVC rewrites dvc.lock after every stage it runs with a pure-Python round-trip YAML
-dump (ruamel.yaml's "rt" mode, 0.35 s for the 65 kB that ~330 per-file code deps made; `dvc repro` paid it 8 times in
-a fresh run, 4 times in a `sweep.*` edit). Directory deps keep dvc.lock a few kB. The cost: an edit of a library
-module re-runs every stage whose closure reaches its package, where per file it re-ran those importing that module.
+dump (ruamel.yaml's "rt" mode), whose cost grows with the deps listed
+(docs/benchmarks-measurements.md#files-and-parsing). Directory deps keep dvc.lock a few kB. The cost: an edit of a
+library module re-runs every stage whose closure reaches its package, where per file it re-ran those importing that module.
 """
 
 from __future__ import annotations
@@ -51,8 +51,9 @@ def module_file(module: str, root: Path) -> Path | None:
 
 
 # An import statement, at any indentation (inside functions too): `import a.b as c, d`, `from .a import b as c`, `from
-# a import (b,\n c)`. A scan, not ast.parse: parsing the ~70 modules took 0.3-0.5 s of every compose (measured; the
-# scan takes about 0.01 s). A docstring line that reads like an import can only add a dep, never lose one.
+# a import (b,\n c)`. A scan, not ast.parse, which costs every compose far more
+# (docs/benchmarks-measurements.md#files-and-parsing). A docstring line that reads like an import can only add a dep,
+# never lose one.
 _IMPORT = re.compile(
     r"^[ \t]*(?:import[ \t]+(?P<names>[^\n#;]+)"
     r"|from[ \t]+(?P<module>\.*[\w.]*)[ \t]+import[ \t]+(?P<imported>\([^)]*\)|[^\n#;]+))",

@@ -98,22 +98,20 @@ def logged_outputs(stages: tuple[Stage, ...] | None = None) -> tuple[tuple[str, 
 
 
 _COMPUTE: tuple[Stage, ...] = (
-    # No stage of its own checks params.yaml. There was one, check_params: a process on every params edit (0.36 s
-    # idle, 0.45 s CPU, measured) and its share of DVC around it; with it and track gone, DVC's own CPU outside the
-    # stages of a fresh `dvc repro -f` went from 4.81-4.86 to 3.95-4.20 s (load 5-8 on 2 cores). `python -m
-    # pipeline.repro` checks everything when it composes; under a plain `dvc repro` / `dvc exp run` every stage
-    # checks, before its work, what costs it nothing more (pipeline.stages._cli.check_params, about 5 ms besides
-    # the validation every stage did already: params.yaml valid, not stale against conf/, its input files and
-    # limits, its own `input_files` listed in dvc.yaml), so that no stage, in whatever order DVC runs them, computes
-    # from a stale or invalid config. tokenize is the gate: it depends on conf/ (an edit of conf/ alone changes no
-    # param, and a stale params.yaml would pass unseen; such an edit re-runs tokenize, 0.4 s, where it re-ran
-    # check_params) and checks the tracking store (tokenize.check_tracking). It comes first in dvc.yaml, and DVC 3
+    # No stage of its own checks params.yaml: a process per params edit costs more than the check
+    # (docs/benchmarks-measurements.md#stage-layout). `python -m pipeline.repro` checks everything when it composes;
+    # under a plain `dvc repro` / `dvc exp run` every stage checks, before its work, what costs it nothing more
+    # (pipeline.stages._cli.check_params: params.yaml valid, not stale against conf/, its input files and limits, its
+    # own `input_files` listed in dvc.yaml), so that no stage, in whatever order DVC runs them, computes from a stale
+    # or invalid config. tokenize is the gate: it depends on conf/ (an edit of conf/ alone changes no param, and a
+    # stale params.yaml would pass unseen; such an edit re-runs tokenize, the cheapest stage) and checks the tracking
+    # store (tokenize.check_tracking). It comes first in dvc.yaml, and DVC 3
     # runs independent stages in dvc.yaml order (networkx's DFS post-order over its stage graph), so a fresh
     # `dvc repro` reports a dead MLflow server before glove runs. Were glove run first, it would compute before the
     # store is checked: time lost, never a result from a stale config (glove checks freshness too). The code deps
     # this costs: tokenize imports the tracking module for that check, so pipeline/outputs/ is one of its deps (code
     # deps per package) and it re-runs on any edit there, and tokenize and glove read their own `input_files` here,
-    # so they re-run on an edit of this file: 0.4 s and 1.1 s, and their outputs keep the same bytes, so DVC skips
+    # so they re-run on an edit of this file, and their outputs keep the same bytes, so DVC skips
     # what follows (encode, study and figures depend on pipeline/outputs/ themselves).
     Stage(
         "tokenize",
@@ -133,9 +131,9 @@ _COMPUTE: tuple[Stage, ...] = (
         in_jobs=False,
         input_files=GLOVE_FILE_KEYS,  # glove.path, glove.zip
     ),
-    # encode and the RoPE/ALiBi diagnostics in one process: both import torch (0.9 s, most of a stage's start). A fresh
-    # run saves that process; an `encoding.*` or texts edit re-runs the diagnostics' work (0.7-1.0 s CPU, measured),
-    # beside sweep and figures that such an edit re-runs anyway. It draws their figures too (and the
+    # encode and the RoPE/ALiBi diagnostics in one process: both import torch, most of a stage's start
+    # (docs/benchmarks-measurements.md#stage-layout). A fresh run saves that process; an `encoding.*` or texts edit
+    # re-runs the diagnostics' work, beside sweep and figures that such an edit re-runs anyway. It draws their figures too (and the
     # tutorials', which use torch): a `sweep.*` edit then re-draws only the sweep's figures (figures stage)
     Stage(
         "encode",
@@ -191,8 +189,8 @@ _COMPUTE: tuple[Stage, ...] = (
             ),
         ),
     ),
-    # kept apart from sweep: alone it takes about 3.1 s CPU (numpy, its r* bisections and one matplotlib figure;
-    # measured after the stage dropped torch); merged, every `sweep.*` edit would pay that again
+    # kept apart from sweep: merged, every `sweep.*` edit would pay its r* bisections and figure again
+    # (docs/benchmarks-measurements.md#stage-layout)
     Stage(
         "study",
         "exact r* of many random sentences and the texts file, per GloVe dimension (reports/study/)",
@@ -231,23 +229,15 @@ _LOGGED_FROM = ("params", "glove_dir", "tokens_dir", "encode_dir", *(name for na
 
 STAGES: tuple[Stage, ...] = (
     *_COMPUTE,
-    # The sweep's figures, the report page that shows them and the MLflow run that logs them, in one process (there
-    # were three stages, then two: figures and track). The page and the run follow the figures whenever they change.
-    # Measured against the two (`python -m pipeline.stages.X` in two clones, 5 rounds interleaved, 2 cores, load
-    # 0.9-1.7): 4.6-5.0 s wall (median 4.7) against 5.4-6.1 (median 5.6: figures 2.3-2.7 + track 3.1-3.6), 6.7-7.7 s
-    # CPU (median 7.0) against 7.0-7.9 (median 7.3); at load 3.3-6.8 the same CPU and no wall gain (busy cores). The
-    # process imports mlflow and opens the store while its forked figure workers draw (`Batch.drawing`,
-    # pipeline.stages.figures.run_and_log): 4.7 s wall against 5.2 s (4.8-5.6) for the same stage opening the store
-    # after drawing, for 0.4 s more CPU (the three processes share 2 cores); at load 3.3-6.8 no wall difference.
-    # The run's params are the whole config, read from its params.yaml input (a file dep: `params` below), not
-    # declared key by key: the same re-runs, and dvc.lock records one hash instead of every value (DVC parses and
-    # rewrites dvc.lock, in pure Python, after each stage it runs: most of DVC's own CPU in a profile of a fresh run;
-    # these values were 3.5 of its 18.6 kB; `dvc exp show` still lists params.yaml whole). Any key's edit re-runs it, so
-    # a `study.*`, `tracking.*` or `glove.download.*` edit now re-draws the sweep's figures too, where it re-ran
-    # track alone (`pipeline.repro tracking.experiment=x`: 7.1-7.7 -> 10.2-11.4 s CPU; `study.seed=N`: 12.1-12.9 ->
-    # 15.0-15.9 s CPU, at load 4.8-6.3), while a `sweep.*` edit saves a process and check_params
-    # (`benchmarks.pipeline`, load 3: 12.6-13.9 -> 10.3-10.4 s wall). A Hydra job runs `run` (figures and report)
-    # and logs its own child run (pipeline.__main__).
+    # The sweep's figures, the report page that shows them and the MLflow run that logs them, in one process: the
+    # page and the run follow the figures whenever they change, and one process costs less than several
+    # (docs/benchmarks-measurements.md#stage-layout). The process imports mlflow and opens the store while its forked
+    # figure workers draw (`Batch.drawing`, pipeline.stages.figures.run_and_log). The run's params are the whole
+    # config, read from its params.yaml input (a file dep: `params` below), not declared key by key: the same re-runs,
+    # and dvc.lock records one hash instead of every value (DVC parses and rewrites dvc.lock, in pure Python, after
+    # each stage it runs; `dvc exp show` still lists params.yaml whole). Any key's edit re-runs it, so a `study.*`,
+    # `tracking.*` or `glove.download.*` edit re-draws the sweep's figures too. A Hydra job runs `run` (figures and
+    # report) and logs its own child run (pipeline.__main__).
     Stage(
         "figures",
         "the notebook's projections, the panels and ratio sweeps, labelled (reports/figures/sweep/), "

@@ -84,8 +84,9 @@ def _own_group_dying_with_parent():
     return setup
 
 
-# The dvc child: it imports what every `dvc repro` imports first (0.4 s of CPU on an idle 2-core machine, about half of
-# a no-op `dvc repro`, measured) while this process composes params.yaml on the other core, then runs `dvc repro` once
+# The dvc child: it imports what every `dvc repro` imports first (about half of a no-op `dvc repro`:
+# docs/benchmarks-measurements.md#process-start-and-exit) while this process composes params.yaml on the other core,
+# then runs `dvc repro` once
 # it reads "go" (anything else: it exits, having done nothing). DVC's own CLI entry point, dvc.cli.main.
 _DVC_CHILD = (
     "import gc, logging, sys\n"
@@ -93,7 +94,7 @@ _DVC_CHILD = (
     "from pipeline.repro import MachineErrors\n"
     "logging.getLogger('dvc').addHandler(MachineErrors())\n"
     "status = dvc.cli.main(['repro', *sys.argv[1:]]) if sys.stdin.readline() == 'go\\n' else 1\n"
-    "gc.freeze()\n"  # no final collection of DVC's heap: 0.13 s (pipeline.stages._cli.stage_main says why)
+    "gc.freeze()\n"  # no final collection of DVC's heap (pipeline.stages._cli.stage_main says why)
     "sys.exit(status)\n"
 )
 

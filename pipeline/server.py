@@ -154,8 +154,8 @@ def check_driver(store_uri: str) -> None:
 
 def check_port(host: str, port: int) -> None:
     """Refuse an address `mlflow server` could not listen on, before the link is printed: on a port in use the link
-    would open whatever listens there (another project's server), and `mlflow server` would give up about 70 s later
-    with exit status 0 (measured with MLflow 3.17.2). Port 0 would print a link to port 0."""
+    would open whatever listens there (another project's server), and `mlflow server` would give up later with exit
+    status 0 (docs/benchmarks-measurements.md#outside-the-project). Port 0 would print a link to port 0."""
     if not 0 < port < 65536:
         raise PipelineError(f"--port {port}: expected a port from 1 to 65535 (the printed link names it), e.g. 5000")
     try:
@@ -177,10 +177,7 @@ def check_port(host: str, port: int) -> None:
         ) from None
 
 
-def main(argv: list[str] | None = None) -> int:
-    from pipeline.base.paths import mlflow_db, project_root
-    from pipeline.outputs.tracking import artifact_location, prepare_store, runs_page
-
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m pipeline.server",
         description=__doc__.splitlines()[0],
@@ -202,33 +199,51 @@ def main(argv: list[str] | None = None) -> int:
         "$MLFLOW_TRACKING_URI is ignored here, it is what clients use)",
     )
     parser.add_argument("--experiment", default="positional-encoding", help="created now if missing")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     try:
-        root = project_root()
-        store = args.backend_store_uri or f"sqlite:///{mlflow_db(root)}"
-        if not store.startswith(DATABASES):
-            raise PipelineError(
-                f"--backend-store-uri {redacted(store)!r}: expected an absolute "
-                "sqlite:////path/to/mlflow.db URI or postgresql://user:password@host:port/database"
-            )
-        store = with_driver(store)
-        check_driver(store)
-        exposed = not loopback(args.host)
-        if exposed and not args.public:
-            raise PipelineError(
-                f"--host {args.host} serves the MLflow store {redacted(store)} beyond this machine, without "
-                "authentication: anyone who reaches it can read, change and delete every run. Fix: add --public to "
-                "serve it on a trusted network, or leave --host out (127.0.0.1: this machine only); for users and "
-                "passwords run MLflow with its authentication (`mlflow server --app-name basic-auth`)."
-            )
-        check_port(args.host, args.port)
-        artifact_uri = artifact_location(store, root)
-        # create the tables and the experiment once, before several server workers race to do it
-        experiment_id = prepare_store(store, args.experiment, root)
+        store, artifact_uri, experiment_id = _checked_store(args)
     except (PipelineError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    artifact_root = Path(artifact_uri[len("file://") :])
+    return _serve(args, store, Path(artifact_uri[len("file://") :]), experiment_id)
+
+
+def _checked_store(args: argparse.Namespace) -> tuple[str, str, str]:
+    """(backend store URI with its driver, artifact location, experiment id), after refusing what cannot serve."""
+    from pipeline.base.paths import mlflow_db, project_root
+    from pipeline.outputs.tracking import artifact_location, prepare_store
+
+    root = project_root()
+    store = args.backend_store_uri or f"sqlite:///{mlflow_db(root)}"
+    if not store.startswith(DATABASES):
+        raise PipelineError(
+            f"--backend-store-uri {redacted(store)!r}: expected an absolute "
+            "sqlite:////path/to/mlflow.db URI or postgresql://user:password@host:port/database"
+        )
+    store = with_driver(store)
+    check_driver(store)
+    if not loopback(args.host) and not args.public:
+        raise PipelineError(
+            f"--host {args.host} serves the MLflow store {redacted(store)} beyond this machine, without "
+            "authentication: anyone who reaches it can read, change and delete every run. Fix: add --public to "
+            "serve it on a trusted network, or leave --host out (127.0.0.1: this machine only); for users and "
+            "passwords run MLflow with its authentication (`mlflow server --app-name basic-auth`)."
+        )
+    check_port(args.host, args.port)
+    artifact_uri = artifact_location(store, root)
+    # create the tables and the experiment once, before several server workers race to do it
+    return store, artifact_uri, prepare_store(store, args.experiment, root)
+
+
+def _serve(args: argparse.Namespace, store: str, artifact_root: Path, experiment_id: str) -> int:
+    """Print where the server answers, then become `mlflow server` (exec)."""
+    from pipeline.outputs.tracking import runs_page
+
+    exposed = not loopback(args.host)
     address = reachable_address(args.host)
     allowed = None
     if not answered_by_default(address):

@@ -16,10 +16,8 @@ Outputs are written atomically by the stages and never modified in place, so lin
 A sweep dir's cache lives as long as the sweep dir (code does not change during a sweep). Its `figures/` folder holds
 the figures the jobs share, keyed by what each is drawn from (pipeline.outputs.figure_cache).
 
-Kept because it pays, measured on 2 cores (10-point `figures=summary` multiruns, two interleaved rounds, load 5-9):
-without it (and so without the figure cache) every point computed the encoding again (2.1-2.4 s of CPU, torch's
-import included), 1.8-2.0 s more CPU a point (21.7 -> 41.2 s, 22.8 -> 40.7 s), more than a whole point costs with
-it. Its own cost is about 3 ms a job (keys, links, publishing).
+Kept for speed: without it (and so without the figure cache) every point computes the encoding again, torch's import
+included (docs/benchmarks-measurements.md#sweep-caches).
 """
 
 from __future__ import annotations

@@ -351,3 +351,59 @@ def test_dvc_parses_its_yaml_files_with_libyaml():
 
     assert CParser is not None and YAML(typ="safe").Parser is CParser
     assert parse_yaml("stages: {a: {cmd: [x]}}", "dvc.yaml") == {"stages": {"a": {"cmd": ["x"]}}}
+
+
+# ---------------------------------------------------------------- short functions
+
+MAX_FUNCTION_LINES = 60
+LONG_REASON = "Longer than 60 lines because"
+
+
+def long_functions(source: str) -> list[tuple[str, int]]:
+    """(name, lines from `def` to the last line) of each function in `source` over MAX_FUNCTION_LINES lines whose
+    docstring does not say why (LONG_REASON)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            lines = node.end_lineno - node.lineno + 1
+            if lines > MAX_FUNCTION_LINES and LONG_REASON not in (ast.get_docstring(node) or ""):
+                found.append((node.name, lines))
+    return found
+
+
+def test_functions_are_short_or_say_why():
+    """A function of pipeline/ fits in 60 lines, or its docstring gives the reason ("Longer than 60 lines because
+    ..."): a stage reads as a short sequence of well-named steps."""
+    found = [
+        f"{path.relative_to(REPO)}: {name} ({lines} lines)"
+        for path in sorted((REPO / "pipeline").rglob("*.py"))
+        for name, lines in long_functions(path.read_text())
+    ]
+    assert found == [], f"split them into named helpers, or say why in the docstring ({LONG_REASON} ...)"
+
+
+def test_the_length_check_sees_a_long_function_and_its_reason():
+    body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))
+    assert long_functions(f"def f():\n{body}") == [("f", MAX_FUNCTION_LINES + 1)]
+    assert long_functions(f'def f():\n    """{LONG_REASON} it is a test."""\n{body}') == []
+    assert long_functions(f"def f():\n{body[: -len('    x59 = 59') - 1]}") == []
+
+
+def test_links_to_the_measurements_page_reach_a_section():
+    """A speed mechanism's comment links where it is measured (docs/benchmarks-measurements.md#<section>): each link
+    names a heading of that page."""
+    import re
+
+    page = (REPO / "docs" / "benchmarks-measurements.md").read_text()
+    anchors = {
+        re.sub(r"[^a-z0-9 -]", "", line[3:].lower()).replace(" ", "-")
+        for line in page.splitlines()
+        if line.startswith("## ")
+    }
+    cited = {
+        (path.relative_to(REPO), anchor)
+        for folder in ("pipeline", "benchmarks")
+        for path in sorted((REPO / folder).rglob("*.py"))
+        for anchor in re.findall(r"benchmarks-measurements\.md#([a-z0-9-]+)", path.read_text())
+    }
+    assert cited and {(path, anchor) for path, anchor in cited if anchor not in anchors} == set()

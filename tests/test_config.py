@@ -659,7 +659,7 @@ def test_stale_params_are_refused_naming_the_key(tmp_path):
     root = _project(tmp_path)
     _age(root / "params.yaml", 100)
     sweep = root / "conf" / "sweep" / "seed.yaml"
-    sweep.write_text(sweep.read_text() + "w2: [1, 10, 1, 5]\n")  # over the schema's default
+    sweep.write_text(sweep.read_text().replace("w2: [1, 10, 1, 1]", "w2: [1, 10, 1, 5]"))
     with pytest.raises(PipelineError) as err:
         config.load(root)
     message = str(err.value)
@@ -674,7 +674,7 @@ def test_stale_params_are_refused_whatever_their_mtime(tmp_path):
     root = _project(tmp_path)
     config.write_params(config.compose(["sweep.w2=10"], root), root, ["sweep.w2=10"])
     metrics = root / "conf" / "metrics" / "seed.yaml"
-    metrics.write_text(metrics.read_text() + "neighbours: 4\n")
+    metrics.write_text(metrics.read_text().replace("neighbours: 3", "neighbours: 4"))
     _age(metrics, 100)  # conf/ looks older than params.yaml
     with pytest.raises(PipelineError, match=r"stale.*metrics\.neighbours.*`python -m pipeline\.compose sweep\.w2=10`"):
         config.load(root)

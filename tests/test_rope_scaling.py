@@ -81,7 +81,11 @@ def test_longrope_is_phi3_medium_128k_by_default():
     """The default LongRoPE is a released model's: Phi-3-medium-128k-instruct's 64 long factors (head dimension 128),
     1 for the 13 fastest pairs up to 65 for the slowest, non-decreasing; its contexts 4,096 -> 131,072 (s = 32) give
     the attention factor sqrt(1 + ln 32 / ln 4096) = sqrt(17/12)."""
-    cfg = RopeScalingConfig()
+    from pathlib import Path
+
+    from pipeline import config
+
+    cfg = RopeScalingConfig(**config.compose([], Path(__file__).resolve().parents[1])["relative"]["scaling"])
     long = np.array(cfg.longrope_long_factor)
     assert long.shape == (64,) and np.all(long[:13] == 1.0) and long[-1] == 65.0 and np.all(np.diff(long) >= 0)
     assert "Phi-3-medium-128k-instruct" in cfg.longrope_source

@@ -36,9 +36,9 @@ CPU_CAP = "256M"  # the CPU's default --memory-cap: the probe proves the code pa
 KEEP_AFTER_SIZES, KEEP_AFTER_SWEEP = 0.3, 0.1
 
 
-# The budget predicts each measurement from the last smaller one of its kind, and the first runs unpredicted: a
-# batched SVD of 1,000,000 pairs measured first would take about 20 minutes on an H200. So a small scout runs first
-# whenever the sizes asked for are all larger.
+# The budget predicts each measurement from the last smaller one of its kind, and the first runs unpredicted: a large
+# one measured first could overrun the budget many times (docs/benchmarks-measurements.md#outside-the-project). So a
+# small scout runs first whenever the sizes asked for are all larger.
 SCOUT_SIZE, SCOUT_PAIRS = (2048, 256), 10_000
 
 

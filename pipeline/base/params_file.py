@@ -74,7 +74,8 @@ def read_params_file(path: Path) -> dict:
             "`git checkout params.yaml`)."
         )
     try:
-        # libyaml's loader when PyYAML has it: 10x faster on the long lists of a 10,000-pair sweep
+        # libyaml's loader when PyYAML has it, for the long lists of a large sweep
+        # (docs/benchmarks-measurements.md#files-and-parsing)
         params = yaml.load(body, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
         raise PipelineError(

@@ -2,12 +2,10 @@
 
 A DVC stage draws its figures once and exits, so its pool starts and ends with the batch. A Hydra multirun
 runs its jobs one after another in one process (the basic launcher): after `keep()`, the pool outlives the batch:
-forked at the first job, warm from the second, and ended when the process exits. Kept because it pays, measured on
-2 cores (10-point `figures=summary` multiruns, two interleaved rounds, load 5-9): a pool per job cost 0.18-0.23 s
-more CPU a point (22.8 -> 25.1 s, 21.7 -> 23.5 s; 0.36 s a point in a 12-point run), a quarter of a point's drawing:
-each new worker forks the job's process (torch and MLflow loaded) and draws its first figure cold (fonts, glyph and
-text-layout caches). Drawing in the job's own process instead (figures.workers=1) costs the same CPU but draws a
-point's two panels one after the other (+0.4 s a point of wall time).
+forked at the first job, warm from the second, and ended when the process exits. Kept for speed
+(docs/benchmarks-measurements.md#sweep-caches): each new worker forks the job's process (torch and MLflow loaded) and
+draws its first figure cold (fonts, glyph and text-layout caches). Drawing in the job's own process instead
+(figures.workers=1) costs the same CPU but draws a point's two panels one after the other.
 
 Workers only run what they are sent (module-level functions and their pickled arguments), so a kept worker
 draws the same bytes as a new one. They are ended by close() + join(), never left to a signal: a job runner
@@ -91,8 +89,8 @@ def imap(function: Callable, items: Iterable, processes: int) -> Iterator[Iterat
 
 def _start(processes: int) -> Pool:
     # Python's gc docs: gc.freeze() right before fork(), so that the workers' collections never scan (nor touch, and
-    # so copy) what they inherit: fewer and shorter full collections in every worker (the encode stage: 0.4 s CPU of
-    # 10, measured)
+    # so copy) what they inherit: fewer and shorter full collections in every worker
+    # (docs/benchmarks-measurements.md#process-start-and-exit)
     gc.freeze()
     try:
         return multiprocessing.get_context("fork").Pool(processes, initializer=_default_sigterm)

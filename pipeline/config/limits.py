@@ -57,13 +57,11 @@ if TYPE_CHECKING:
 MEMORY_SHARE = 0.8
 MAX_FIGURES = 2000
 GB = 1e9
-MAX_SECONDS = 300  # CPU seconds of one such part (block means, figure labels): 5 minutes on 2 cores
-# CPU seconds per pair of positions of the block means (the generic path: learned tables), measured at N = 16,000 and
-# 32,000 (d = 50: 7.0 s and 27.3 s; d = 300: 10.1 s at 16,000), and of an odd-d sinusoid's distances (N = 32,000:
-# 14.6 s)
+MAX_SECONDS = 300  # CPU seconds of one such part (block means, figure labels)
+# CPU seconds per pair of positions of the block means (the generic path: learned tables), and of an odd-d sinusoid's
+# distances; fitted to measurements (docs/benchmarks-measurements.md#limits)
 BLOCK_MEANS_PAIR_S, BLOCK_MEANS_PAIR_DIM_S, ODD_D_PAIR_S = 2.45e-8, 5e-11, 1.43e-8
-# CPU seconds per word of an axes with word labels: five panels of 100, 400, 1,000 and 2,000 words took 1.46, 4.23,
-# 10.4 and 21.2 s (a projection, one axes, less: 2.65 s at 2,000)
+# CPU seconds per word of an axes with word labels (docs/benchmarks-measurements.md#limits)
 LABEL_S = 2.1e-3
 
 # The RSS of a stage process after its imports: encode (numpy, torch) at max_len=100 342 MB; the sweep (numpy only)
@@ -78,16 +76,14 @@ SWEEP_COMPILED = 150e6
 # the Hydra config): 219 kB, the RSS of holding 200 deep copies of a composed config; its override list 170 B
 # (BasicSweeper.split_arguments of range(0, 10**6): 169 B a job).
 JOB_HELD = 220e3
-# Seconds a job of a basic-launcher sweep takes per figure set, measured on this machine as (time of a 20-point
-# sweep - time of a 1-point sweep) / 19 (6 points for `all`), glove=path (50-d), tracking=disabled, on 2 cores
-# shared with three other sessions (load average 8): the README's 0.45 s a point (summary) is an idle machine's.
+# Seconds a job of a basic-launcher sweep takes per figure set, on a loaded machine (an upper estimate; how they were
+# measured: docs/benchmarks-measurements.md#limits)
 JOB_SECONDS = {"none": 1.6, "summary": 3.3, "all": 18.5}
-# Beyond this, a multirun is refused whatever the memory: 100,000 jobs are about half a day at 0.45 s each and
-# 22 GB of kept configs; a longer study is split into sweeps, or sweeps the weights inside one job.
+# Beyond this, a multirun is refused whatever the memory: 100,000 jobs take hours and 22 GB of kept configs; a longer
+# study is split into sweeps, or sweeps the weights inside one job.
 MAX_JOBS = 100_000
-# Items of a list override that are counted (commas) before Hydra parses it: composing a 10,000-item list takes
-# 9 s of CPU (linear in the items: a 100,000-item list is 1.5 minutes, a 10-million-item one hours), and one job's
-# sweep stage then keeps about 6 kB a pair per sentence.
+# Items of a list override that are counted (commas) before Hydra parses it: composing a list takes time linear in its
+# items (docs/benchmarks-measurements.md#limits), and one job's sweep stage then keeps about 6 kB a pair per sentence.
 MAX_PAIRS = 100_000
 PAIR_KEYS = ("sweep.w1", "sweep.w2")
 
@@ -266,8 +262,9 @@ def check_limits(params: Config, sentences: Sequence[str], memory: int | None = 
 
 def check_conf_lists(conf_dir: Path) -> None:
     """Refuse a file of conf/ holding a list of more than MAX_PAIRS items, before Hydra composes it: the limit of
-    `check_list_overrides` for what the command line does not show (a 200,001-item sweep.w2 list in
-    conf/sweep/huge.yaml composed for 9 minutes). Only files large enough to hold one are parsed (libyaml's loader)."""
+    `check_list_overrides` for what the command line does not show (composing such a list takes minutes:
+    docs/benchmarks-measurements.md#files-and-parsing). Only files large enough to hold one are parsed (libyaml's
+    loader)."""
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

@@ -7,6 +7,13 @@ when it builds the dataclasses from a composed config or params.yaml. A field ma
 `check`, rules between groups in `Config.check`. `__post_init__` runs both, so building a dataclass refuses a bad
 value with one message naming the key.
 
+Where each value is declared: once, in conf/. The schema declares no value (every field is MISSING, `???`): each
+group's default option file (conf/config.yaml's defaults list: conf/sweep/seed.yaml, ...) sets every key of the group,
+and another option takes what it shares from the option it extends through its own defaults list
+(`defaults: [seed, _self_]`), setting only what makes it that option. The GloVe options share
+conf/glove/shared/every_source.yaml (`defaults: [shared/every_source@_here_, _self_]`), since the generic ones (path,
+url, zip) leave glove.dim `???`, which no option may inherit a value for. tests/test_option_files.py checks all this.
+
 `register` registers the schema with Hydra: our `pipeline.config.compose`, the Hydra app `python -m pipeline` and
 DVC's `dvc exp run -S` (through hydra_plugins/pe_pipeline_schema at the project root) call it and compose on it.
 """
@@ -108,12 +115,10 @@ URL = Rule("a URL (https://...)", lambda v: "://" in v)
 DIGEST = Rule("a SHA-256: 64 lower-case hex digits", lambda v: SHA256.fullmatch(v) is not None)
 
 
-def checked(rule: Rule, *, null: bool = False, default: Any = MISSING, factory: Callable[[], Any] | None = None) -> Any:
-    """A dataclass field whose value must pass `rule`; null: None passes too (the field's type is Optional).
-    default (or factory, for a list): its value when conf/ leaves it out; without one, conf/ must set it."""
-    if factory is not None:
-        return field(default_factory=factory, metadata={"rule": rule, "null": null})
-    return field(default=default, metadata={"rule": rule, "null": null})
+def checked(rule: Rule, *, null: bool = False) -> Any:
+    """A dataclass field whose value must pass `rule`; null: None passes too (the field's type is Optional). Its value
+    comes from conf/ (the group's default option file), as every field's does."""
+    return field(default=MISSING, metadata={"rule": rule, "null": null})
 
 
 def invalid(key: str, value: Any, want: str) -> PipelineError:
@@ -188,40 +193,41 @@ TRACKING_FIX = (
 
 @dataclass
 class DownloadConfig(_Checked):
-    """How hard a download tries (glove.source=url); the same for every option unless overridden."""
+    """How hard a download tries (glove.source=url); the same for every option (conf/glove/shared/every_source.yaml)
+    unless overridden."""
 
     KEY = "glove.download"
-    connect_timeout: float = checked(above(0), default=15.0)  # seconds to open a connection
-    read_timeout: float = checked(above(0), default=60.0)  # seconds without a byte before a connection counts as dead
-    retries: int = checked(at_least(0), default=5)  # retries per URL after failures that made no progress
-    backoff: float = checked(not_below(0), default=0.25)  # seconds before the first retry, doubling (at most 60)
+    connect_timeout: float = checked(above(0))  # seconds to open a connection
+    read_timeout: float = checked(above(0))  # seconds without a byte before a connection counts as dead
+    retries: int = checked(at_least(0))  # retries per URL after failures that made no progress
+    backoff: float = checked(not_below(0))  # seconds before the first retry, doubling (at most 60)
     # more query parameter names that carry credentials (beside token, key, sig, X-Amz-*, ...): a glove.url or
     # mirror carrying one is refused (use ~/.netrc or a local copy instead)
-    secret_params: List[str] = field(default_factory=list)
+    secret_params: List[str] = MISSING
 
 
 @dataclass
 class GloveConfig(_Checked):
     """Where the GloVe vectors come from. An option file (conf/glove/<option>.yaml) sets name, source, dim and the
-    keys its source reads; every other key keeps its default here. Each kind of source (pipeline.inputs.
-    glove_sources.SOURCES) reads the key of its own name (`glove.path` for `path`), null unless it is the source."""
+    keys its source reads, and takes every other key from conf/glove/shared/every_source.yaml. Each kind of source
+    (pipeline.inputs.glove_sources.SOURCES) reads the key of its own name (`glove.path` for `path`), null unless it is the source."""
 
     KEY = "glove"
     name: str = MISSING
     source: str = checked(one_of(GLOVE_SOURCES))
-    package: Optional[str] = checked(NON_EMPTY, null=True, default=None)  # an installed Python package
+    package: Optional[str] = checked(NON_EMPTY, null=True)  # an installed Python package
     dim: int = checked(at_least(1))
-    url: Optional[str] = checked(URL, null=True, default=None)  # a zip or text file to download
+    url: Optional[str] = checked(URL, null=True)  # a zip or text file to download
     mirrors: List[str] = checked(  # more URLs of the same file, tried in order when url fails (source: url)
-        Rule("a list of URLs (https://...)", lambda v: all("://" in m for m in v)), factory=list
+        Rule("a list of URLs (https://...)", lambda v: all("://" in m for m in v))
     )
-    zip: Optional[str] = checked(NON_EMPTY, null=True, default=None)  # a local zip holding GloVe text
-    zip_sha256: Optional[str] = checked(DIGEST, null=True, default=None)  # the expected SHA-256 of the zip / download
-    member: Optional[str] = checked(NON_EMPTY, null=True, default=None)  # the zip member to read; null: its only .txt
-    sha256: Optional[str] = checked(DIGEST, null=True, default=None)  # the expected SHA-256 of the text
-    path: Optional[str] = checked(NON_EMPTY, null=True, default=None)  # a local GloVe text file (a .zip: as a zip)
-    unk: str = checked(one_of(UNK_POLICIES), default="drop")  # a `<unk>` row some copies append: drop it or keep it
-    download: DownloadConfig = field(default_factory=DownloadConfig)
+    zip: Optional[str] = checked(NON_EMPTY, null=True)  # a local zip holding GloVe text
+    zip_sha256: Optional[str] = checked(DIGEST, null=True)  # the expected SHA-256 of the zip / download
+    member: Optional[str] = checked(NON_EMPTY, null=True)  # the zip member to read; null: its only .txt
+    sha256: Optional[str] = checked(DIGEST, null=True)  # the expected SHA-256 of the text
+    path: Optional[str] = checked(NON_EMPTY, null=True)  # a local GloVe text file (a .zip: as a zip)
+    unk: str = checked(one_of(UNK_POLICIES))  # a `<unk>` row some copies append: drop it or keep it
+    download: DownloadConfig = MISSING
 
     def check(self) -> None:
         marked = self.download.secret_params
@@ -253,13 +259,11 @@ class TextsConfig(_Checked):
     sentences: Optional[List[str]] = checked(
         Rule("a non-empty list of sentences (each with a word)", lambda v: len(v) > 0 and all(map(_has_text, v))),
         null=True,
-        default=None,
     )
-    file: Optional[str] = checked(NON_EMPTY, null=True, default=None)  # one sentence per line (under data/texts/)
+    file: Optional[str] = checked(NON_EMPTY, null=True)  # one sentence per line (under data/texts/)
     named_positions: Optional[Dict[str, int]] = checked(  # word -> 1-based position (texts=brown_ball)
         Rule("a mapping of words to 1-based positions (integers >= 1)", lambda v: all(p >= 1 for p in v.values())),
         null=True,
-        default=None,
     )
 
     def check(self) -> None:
@@ -277,22 +281,22 @@ class TextsConfig(_Checked):
 
 @dataclass
 class TokenizerConfig(_Checked):
-    """Keras's Tokenizer + pad_sequences; the defaults are the notebook's calls."""
+    """Keras's Tokenizer + pad_sequences (conf/tokenizer/keras.yaml: the notebook's calls)."""
 
     KEY = "tokenizer"
     name: str = MISSING
     # texts_to_sequences keeps only word indices < num_words (null: all)
-    num_words: Optional[int] = checked(at_least(1), null=True, default=64)
-    oov_token: Optional[str] = checked(NON_EMPTY, null=True, default=None)  # null: unknown words dropped, as in Keras
-    filters: str = '!"#$%&()*+,-./:;<=>?@[\\]^_`{|}~\t\n'
-    lower: bool = True
-    split: str = checked(Rule("a non-empty string", lambda v: v != ""), default=" ")
+    num_words: Optional[int] = checked(at_least(1), null=True)
+    oov_token: Optional[str] = checked(NON_EMPTY, null=True)  # null: unknown words dropped, as in Keras
+    filters: str = MISSING  # characters replaced by `split`
+    lower: bool = MISSING
+    split: str = checked(Rule("a non-empty string", lambda v: v != ""))
     maxlen: Optional[int] = checked(  # padded length (null: the longest sentence)
-        Rule("an integer >= 2 (a 2-D projection needs 2 tokens per sentence)", lambda v: v >= 2), null=True, default=100
+        Rule("an integer >= 2 (a 2-D projection needs 2 tokens per sentence)", lambda v: v >= 2), null=True
     )
-    padding: str = checked(one_of(PAD_SIDES), default="post")
-    truncating: str = checked(one_of(PAD_SIDES), default="pre")  # which end of a too-long sentence is cut (warned)
-    value: int = 0  # padding id
+    padding: str = checked(one_of(PAD_SIDES))
+    truncating: str = checked(one_of(PAD_SIDES))  # which end of a too-long sentence is cut (warned)
+    value: int = MISSING  # padding id
 
 
 def _device(name: str) -> bool:
@@ -308,33 +312,31 @@ class EncodingConfig(_Checked):
     name: str = checked(
         Rule(f"one of {', '.join(ENCODINGS)} (the encodings the encode stage computes)", lambda v: v in ENCODINGS)
     )
-    d_model: Optional[int] = checked(at_least(1), null=True, default=None)  # null: glove.dim; set only to assert it
-    max_len: int = checked(at_least(1), default=100)  # positions encoded (the notebook's MAX_SEQUENCE_LENGTH)
-    base: float = checked(above(1), default=10000.0)  # the sinusoid's base (unused by a learned table)
+    d_model: Optional[int] = checked(at_least(1), null=True)  # null: glove.dim; set only to assert it
+    max_len: int = checked(at_least(1))  # positions encoded (the notebook's MAX_SEQUENCE_LENGTH)
+    base: float = checked(above(1))  # the sinusoid's base (unused by a learned table)
     # interleaved (paper, notebook: sin in even, cos in odd columns) | concatenated ([sin | cos], tensor2tensor, fairseq)
     layout: str = checked(
-        Rule("interleaved (the paper's sin/cos columns) or concatenated ([sin | cos])", lambda v: v in LAYOUTS),
-        default="interleaved",
+        Rule("interleaved (the paper's sin/cos columns) or concatenated ([sin | cos])", lambda v: v in LAYOUTS)
     )
-    device: str = checked(Rule("auto, cpu, cuda, cuda:N or mps", _device), default="auto")  # auto: cuda, mps, cpu
-    dtype: str = checked(one_of(DTYPES), default="float32")
+    device: str = checked(Rule("auto, cpu, cuda, cuda:N or mps", _device))  # auto: cuda, mps, cpu
+    dtype: str = checked(one_of(DTYPES))
     max_matrix_size: int = checked(  # side of data/encode/dot.npy, distance.npy: above it, exact block means
-        Rule("an integer >= 8 (the side of dot.npy / distance.npy)", lambda v: v >= 8), default=512
+        Rule("an integer >= 8 (the side of dot.npy / distance.npy)", lambda v: v >= 8)
     )
-    max_offset: int = checked(at_least(1), default=20)  # K: ||PE(p) - PE(p+k)|| checked for every p and k in 1..K
+    max_offset: int = checked(at_least(1))  # K: ||PE(p) - PE(p+k)|| checked for every p and k in 1..K
     norm_positions: List[int] = checked(  # positions whose norm is reported (the notebook's pos = 34)
-        Rule("a list of positions (integers >= 0)", lambda v: min(v, default=0) >= 0), factory=lambda: [34]
+        Rule("a list of positions (integers >= 0)", lambda v: min(v, default=0) >= 0)
     )
     distance_pairs: List[List[int]] = checked(  # (p, q) pairs whose distance is reported (the notebook's 70, 72)
         Rule(
             "a list of pairs [p, q] of positions (integers >= 0)", lambda v: all(len(p) == 2 and min(p) >= 0 for p in v)
-        ),
-        factory=lambda: [[70, 72]],
+        )
     )
     # encoding=learned only (LEARNED_ONLY): the torch.Generator seed, uniform U(-scale, scale) | normal N(0, scale^2)
-    seed: Optional[int] = checked(at_least(0), null=True, default=None)
-    init: Optional[str] = checked(one_of(INITS), null=True, default=None)
-    scale: Optional[float] = checked(POSITIVE_MAGNITUDE, null=True, default=None)
+    seed: Optional[int] = checked(at_least(0), null=True)
+    init: Optional[str] = checked(one_of(INITS), null=True)
+    scale: Optional[float] = checked(POSITIVE_MAGNITUDE, null=True)
 
     def check(self) -> None:
         for name in LEARNED_ONLY:
@@ -374,9 +376,9 @@ class RatiosConfig(_Checked):
     """The dense sweep of r = W2 / W1 on a log grid (metrics depend only on r when W1 > 0)."""
 
     KEY = "sweep.ratios"
-    min: float = checked(POSITIVE_MAGNITUDE, default=0.01)
-    max: float = checked(POSITIVE_MAGNITUDE, default=100.0)
-    points: int = checked(between(2, 10000), default=41)  # 10 per decade
+    min: float = checked(POSITIVE_MAGNITUDE)
+    max: float = checked(POSITIVE_MAGNITUDE)
+    points: int = checked(between(2, 10000))  # on a log grid from min to max
 
     def check(self) -> None:
         self.require(self.max > self.min, "max", f"a number > sweep.ratios.min = {self.min:g}")
@@ -385,14 +387,15 @@ class RatiosConfig(_Checked):
 @dataclass
 class SweepConfig(_Checked):
     """Weight pairs of W1 * word_embedding + W2 * positional_encoding, each projected to 2-D with PCA (and (1, 0),
-    the pure word embeddings, always). Defaults: the notebook's (1, 1), (1, 10), (10, 1), (sqrt(d), 1)."""
+    the pure word embeddings, always); conf/sweep/seed.yaml holds the notebook's (1, 1), (1, 10), (10, 1),
+    (sqrt(d), 1)."""
 
     KEY = "sweep"
     name: str = MISSING
-    w1: Any = checked(WEIGHTS, factory=lambda: [1, 1, 10, SQRT_D])
-    w2: Any = checked(WEIGHTS, factory=lambda: [1, 10, 1, 1])
-    n_components: int = checked(Rule("2 (the projections are 2-D)", lambda v: v == 2), default=2)
-    ratios: RatiosConfig = field(default_factory=RatiosConfig)
+    w1: Any = checked(WEIGHTS)
+    w2: Any = checked(WEIGHTS)
+    n_components: int = checked(Rule("2 (the projections are 2-D)", lambda v: v == 2))
+    ratios: RatiosConfig = MISSING
 
     def check(self) -> None:
         lengths = [len(w) if isinstance(w, list) else 1 for w in (self.w1, self.w2)]
@@ -417,18 +420,9 @@ class SweepConfig(_Checked):
 class MetricsConfig(_Checked):
     KEY = "metrics"
     name: str = MISSING
-    neighbours: int = checked(at_least(1), default=3)  # k of k-NN and trustworthiness (lowered for short sentences)
+    neighbours: int = checked(at_least(1))  # k of k-NN and trustworthiness (lowered for short sentences)
     groups: List[List[str]] = checked(  # semantic groups whose within-group distances are compared to all pairs
-        Rule(
-            "a list of groups, each a non-empty list of words", lambda v: all(g and all(map(_has_text, g)) for g in v)
-        ),
-        factory=lambda: [
-            ["king", "queen"],
-            ["man", "woman"],
-            ["dog", "wolf"],
-            ["football", "basketball"],
-            ["red", "green", "yellow"],
-        ],
+        Rule("a list of groups, each a non-empty list of words", lambda v: all(g and all(map(_has_text, g)) for g in v))
     )
 
 
@@ -441,13 +435,13 @@ class FiguresConfig(_Checked):
             lambda v: v in FIGURE_SET_NAMES,
         )
     )
-    dpi: int = checked(at_least(30), default=110)
-    max_heatmap_size: int = checked(at_least(8), default=512)  # larger matrices are block-averaged down to it
-    cmap: str = checked(NON_EMPTY, default="RdBu")  # diverging: only for data centred at 0
-    sequential_cmap: str = checked(NON_EMPTY, default="viridis")  # every other colour scale
-    workers: int = checked(at_least(1), default=2)  # processes drawing figures (1: all in the stage's process)
-    arrows: bool = True  # panel figures: arrows along sentence order
-    max_sentences: int = checked(between(1, 100), default=8)  # per-sentence figures for the first N; the rest summed up
+    dpi: int = checked(at_least(30))
+    max_heatmap_size: int = checked(at_least(8))  # larger matrices are block-averaged down to it
+    cmap: str = checked(NON_EMPTY)  # diverging: only for data centred at 0
+    sequential_cmap: str = checked(NON_EMPTY)  # every other colour scale
+    workers: int = checked(at_least(1))  # processes drawing figures (1: all in the stage's process)
+    arrows: bool = MISSING  # panel figures: arrows along sentence order
+    max_sentences: int = checked(between(1, 100))  # per-sentence figures for the first N; the rest summed up
 
 
 @dataclass
@@ -455,23 +449,17 @@ class SignatureConfig(_Checked):
     """001: "Random Embedding" vs "Fixed Weight Embedding from Attention is All You Need"."""
 
     KEY = "tutorials.signature"
-    sequence_length: int = checked(at_least(1), default=20)  # TextVectorization output_sequence_length
+    sequence_length: int = checked(at_least(1))  # TextVectorization output_sequence_length
     vocab_size: int = checked(  # TextVectorization max_tokens = embedding rows
-        Rule("an integer >= 3 (it counts '' and '[UNK]')", lambda v: v >= 3), default=200
+        Rule("an integer >= 3 (it counts '' and '[UNK]')", lambda v: v >= 3)
     )
-    output_dim: int = checked(at_least(1), default=50)
-    init: str = checked(one_of(INITS), default="uniform")  # random layer: uniform(-scale, scale) | normal(0, scale^2)
-    scale: float = checked(POSITIVE_MAGNITUDE, default=0.05)
-    base: float = checked(above(1), default=10000.0)  # fixed layer: sinusoid base n
-    titles: List[str] = field(default_factory=lambda: ["Tech Phrase", "Wise Phrase"])
+    output_dim: int = checked(at_least(1))
+    init: str = checked(one_of(INITS))  # random layer: uniform(-scale, scale) | normal(0, scale^2)
+    scale: float = checked(POSITIVE_MAGNITUDE)
+    base: float = checked(above(1))  # fixed layer: sinusoid base n
+    titles: List[str] = MISSING
     phrases: List[str] = checked(
-        Rule("a non-empty list of non-empty phrases", lambda v: len(v) > 0 and all(map(_has_text, v))),
-        factory=lambda: [
-            "to understand machine learning algorithms you need to understand concepts such as gradient of a function "
-            "Hessians of a matrix and optimization etc",
-            "patrick henry said give me liberty or give me death when he addressed the second virginia convention in "
-            "march",
-        ],
+        Rule("a non-empty list of non-empty phrases", lambda v: len(v) > 0 and all(map(_has_text, v)))
     )
 
     def check(self) -> None:
@@ -483,15 +471,15 @@ class SignatureConfig(_Checked):
 @dataclass
 class MasksConfig(_Checked):
     KEY = "tutorials.masks"  # 004: padding and look-ahead masks of the configured texts
-    display_len: int = checked(at_least(1), default=16)  # positions shown (of tokenizer.maxlen)
+    display_len: int = checked(at_least(1))  # positions shown (of tokenizer.maxlen)
 
 
 @dataclass
 class PeColumnsConfig(_Checked):
     KEY = "tutorials.pe_columns"  # 004: d2l plot of PE columns over positions
-    encoding_dim: int = checked(at_least(1), default=32)
-    num_steps: int = checked(at_least(1), default=60)
-    columns: List[int] = field(default_factory=lambda: [6, 7, 8, 9])
+    encoding_dim: int = checked(at_least(1))
+    num_steps: int = checked(at_least(1))
+    columns: List[int] = MISSING
 
     def check(self) -> None:
         self.require(
@@ -504,39 +492,37 @@ class PeColumnsConfig(_Checked):
 @dataclass
 class PeHeatmapConfig(_Checked):
     KEY = "tutorials.pe_heatmap"  # 004: "50 128-dimension positional encodings"
-    positions: int = checked(at_least(1), default=50)
-    dim: int = checked(at_least(1), default=128)
+    positions: int = checked(at_least(1))
+    dim: int = checked(at_least(1))
 
 
 @dataclass
 class RandomEmbeddingConfig(_Checked):
     KEY = "tutorials.random_embedding"  # 002: np.random.rand embedding + sinusoidal PE
-    sentence: str = checked(
-        Rule("a non-empty sentence", _has_text), default="Transformers revolutionized the field of NLP"
-    )
-    embed_dim: int = checked(at_least(1), default=512)
+    sentence: str = checked(Rule("a non-empty sentence", _has_text))
+    embed_dim: int = checked(at_least(1))
 
 
 @dataclass
 class TutorialsConfig(_Checked):
     KEY = "tutorials"
     name: str = MISSING
-    seed: int = checked(at_least(0), default=0)  # seeds every random table (torch.Generator; numpy for 002)
-    signature: SignatureConfig = field(default_factory=SignatureConfig)
-    masks: MasksConfig = field(default_factory=MasksConfig)
-    pe_columns: PeColumnsConfig = field(default_factory=PeColumnsConfig)
-    pe_heatmap: PeHeatmapConfig = field(default_factory=PeHeatmapConfig)
-    random_embedding: RandomEmbeddingConfig = field(default_factory=RandomEmbeddingConfig)
+    seed: int = checked(at_least(0))  # seeds every random table (torch.Generator; numpy for 002)
+    signature: SignatureConfig = MISSING
+    masks: MasksConfig = MISSING
+    pe_columns: PeColumnsConfig = MISSING
+    pe_heatmap: PeHeatmapConfig = MISSING
+    random_embedding: RandomEmbeddingConfig = MISSING
 
 
 @dataclass
 class TrackingConfig(_Checked):
     KEY = "tracking"
     name: str = MISSING
-    enabled: bool = True
+    enabled: bool = MISSING
     # null: $MLFLOW_TRACKING_URI if set, else sqlite:///<project root>/mlflow.db (artifacts in mlartifacts/)
-    uri: Optional[str] = checked(NON_EMPTY, null=True, default=None)
-    experiment: str = checked(NON_EMPTY, default="positional-encoding")
+    uri: Optional[str] = checked(NON_EMPTY, null=True)
+    experiment: str = checked(NON_EMPTY)
 
     def check(self) -> None:
         refuse_credentials("tracking.uri", self.uri, TRACKING_FIX)
@@ -546,20 +532,18 @@ class TrackingConfig(_Checked):
 class StudyConfig(_Checked):
     KEY = "study"
     name: str = MISSING
-    sentences: int = checked(at_least(0), default=100)  # random sentences per length (0: only the texts file)
+    sentences: int = checked(at_least(0))  # random sentences per length (0: only the texts file)
     lengths: List[int] = checked(  # words per sentence
         Rule(
             "a non-empty list of sentence lengths, integers in [3, 1000]",
             lambda v: len(v) > 0 and all(3 <= n <= 1000 for n in v),
-        ),
-        factory=lambda: [5, 11, 20, 40],
+        )
     )
-    seed: int = checked(at_least(0), default=0)  # the draw for length L depends on (seed, L) only: the same for every d
-    vocabulary: int = checked(at_least(3), default=20000)  # the most frequent purely alphabetic GloVe words
-    texts_file: Optional[str] = checked(NON_EMPTY, null=True, default="data/texts/example.txt")  # these too; null: none
+    seed: int = checked(at_least(0))  # the draw for length L depends on (seed, L) only: the same for every d
+    vocabulary: int = checked(at_least(3))  # the most frequent purely alphabetic GloVe words
+    texts_file: Optional[str] = checked(NON_EMPTY, null=True)  # these too; null: none
     dims: List[int] = checked(  # studied where a GloVe 6B store of that dimension is present
-        Rule("a non-empty list of GloVe dimensions (integers >= 2)", lambda v: len(v) > 0 and min(v) >= 2),
-        factory=lambda: [50, 100, 200, 300],
+        Rule("a non-empty list of GloVe dimensions (integers >= 2)", lambda v: len(v) > 0 and min(v) >= 2)
     )
 
     def check(self) -> None:
@@ -580,24 +564,21 @@ class RopeConfig(_Checked):
 
     KEY = "relative.rope"
     d_head: int = checked(  # head dimension d (LLaMA: 128)
-        Rule("an even integer >= 4 (RoPE rotates pairs; NTK scaling needs d > 2)", lambda v: v >= 4 and v % 2 == 0),
-        default=128,
+        Rule("an even integer >= 4 (RoPE rotates pairs; NTK scaling needs d > 2)", lambda v: v >= 4 and v % 2 == 0)
     )
-    base: float = checked(ROPE_BASE, default=10000.0)  # theta_i = base^(-2i/d), the sinusoid's frequencies
-    larger_base: float = checked(ROPE_BASE, default=500000.0)  # the "larger base" curve (LLaMA 3)
+    base: float = checked(ROPE_BASE)  # theta_i = base^(-2i/d), the sinusoid's frequencies
+    larger_base: float = checked(ROPE_BASE)  # the "larger base" curve (LLaMA 3)
     # s, a context s times longer: NTK-aware base * s^(d/(d-2)); position interpolation m / s
     scale: float = checked(
-        in_range(1, 1e6, " (a context up to a million times longer; NTK's base * s^(d/(d-2)) must stay finite)"),
-        default=4.0,
+        in_range(1, 1e6, " (a context up to a million times longer; NTK's base * s^(d/(d-2)) must stay finite)")
     )
     layout: str = checked(
-        Rule("interleaved (RoFormer's pairs) or half_split (GPT-NeoX/LLaMA rotate_half)", lambda v: v in ROPE_LAYOUTS),
-        default="half_split",
+        Rule("interleaved (RoFormer's pairs) or half_split (GPT-NeoX/LLaMA rotate_half)", lambda v: v in ROPE_LAYOUTS)
     )
-    positions: int = checked(between(2, 2048), default=256)  # N x N scores checked for depending on m - n only
-    max_distance: int = checked(between(1, 100_000), default=8192)  # the decay bound over distances 0..max_distance
-    report_distances: List[int] = field(default_factory=lambda: [1, 100, 1000])  # in reports/relative.json
-    seed: int = checked(at_least(0), default=0)  # the random q and k of the relative-only check
+    positions: int = checked(between(2, 2048))  # N x N scores checked for depending on m - n only
+    max_distance: int = checked(between(1, 100_000))  # the decay bound over distances 0..max_distance
+    report_distances: List[int] = MISSING  # in reports/relative.json
+    seed: int = checked(at_least(0))  # the random q and k of the relative-only check
 
     def check(self) -> None:
         self.require(self.larger_base > self.base, "larger_base", f"a number > relative.rope.base = {self.base:g}")
@@ -612,50 +593,33 @@ class RopeConfig(_Checked):
 class AlibiConfig(_Checked):
     KEY = "relative.alibi"  # attention with linear biases (Press et al.)
     heads: List[int] = checked(  # head counts (non-powers of two take every other slope of the next power's)
-        Rule("a non-empty list of head counts in [1, 256]", lambda v: len(v) > 0 and all(1 <= h <= 256 for h in v)),
-        factory=lambda: [8, 12],
+        Rule("a non-empty list of head counts in [1, 256]", lambda v: len(v) > 0 and all(1 <= h <= 256 for h in v))
     )
-    length: int = checked(between(2, 512), default=32)  # L of the (heads, L, L) bias matrices
-    max_distance: int = checked(between(1, 100_000), default=128)  # the penalty -m k over distances 0..max_distance
-    causal: bool = True  # true: -m (i - j) for keys j <= i, future keys masked; false: -m |i - j|
-
-
-# LongRoPE's published per-pair factors beyond the original context: microsoft/Phi-3-medium-128k-instruct's
-# config.json, rope_scaling.long_factor (head dimension 5120 / 40 = 128: 64 pairs; original context 4,096 tokens,
-# extended to 131,072), as huggingface.co serves it
-PHI3_MEDIUM_128K_LONG_FACTOR = (
-    [1.0] * 13
-    + [1.25, 1.25, 1.5, 2.0, 2.75, 5.75, 5.75, 6.5, 9.25, 11.0, 13.25, 19.25, 19.75, 19.75, 21.25, 21.5, 26.5, 30.0]
-    + [33.75, 35.25, 38.5, 42.0, 42.25, 46.0, 47.0, 50.0, 50.5, 51.0, 52.0, 52.75, 53.75, 54.75, 57.0, 57.25, 58.5]
-    + [59.25, 59.5, 62.0, 62.5, 62.75, 63.25, 63.25, 63.25, 63.75, 64.0, 64.0, 64.25, 64.5, 64.5, 65.0, 65.0]
-)
+    length: int = checked(between(2, 512))  # L of the (heads, L, L) bias matrices
+    max_distance: int = checked(between(1, 100_000))  # the penalty -m k over distances 0..max_distance
+    causal: bool = MISSING  # true: -m (i - j) for keys j <= i, future keys masked; false: -m |i - j|
 
 
 @dataclass
 class RopeScalingConfig(_Checked):
     """RoPE's context-extension scalings (pipeline.core.rope_scaling) for a context relative.rope.scale times the
-    original one; the published settings by default. LongRoPE is a released model's: its per-pair factors and its
-    own contexts."""
+    original one; conf/relative/default.yaml holds the published settings. LongRoPE is a released model's: its
+    per-pair factors and its own contexts."""
 
     KEY = "relative.scaling"
-    original_context: int = checked(between(2, 10**9), default=8192)  # L: the context the model was trained on
-    yarn_beta_fast: float = checked(above(0), default=32.0)  # YaRN: pairs with more rotations in L keep theta_i
-    yarn_beta_slow: float = checked(above(0), default=1.0)  # YaRN: pairs with fewer rotations in L get theta_i / s
-    llama3_factor: float = checked(not_below(1), default=8.0)  # Llama 3.1
-    llama3_low_freq_factor: float = checked(above(0), default=1.0)  # wavelengths > L / low: theta_i / factor
-    llama3_high_freq_factor: float = checked(above(0), default=4.0)  # wavelengths < L / high: theta_i kept
+    original_context: int = checked(between(2, 10**9))  # L: the context the model was trained on
+    yarn_beta_fast: float = checked(above(0))  # YaRN: pairs with more rotations in L keep theta_i
+    yarn_beta_slow: float = checked(above(0))  # YaRN: pairs with fewer rotations in L get theta_i / s
+    llama3_factor: float = checked(not_below(1))  # Llama 3.1
+    llama3_low_freq_factor: float = checked(above(0))  # wavelengths > L / low: theta_i / factor
+    llama3_high_freq_factor: float = checked(above(0))  # wavelengths < L / high: theta_i kept
     # LongRoPE's per-pair factors (relative.properties.d / 2 values each); short: within its original context
     # (empty: 1), long: beyond it (empty: an illustrative s^(2i/(d-2)), no model's)
-    longrope_short_factor: List[float] = checked(
-        Rule("a list of numbers > 0", lambda v: all(x > 0 for x in v)), factory=list
-    )
-    longrope_long_factor: List[float] = checked(
-        Rule("a list of numbers > 0", lambda v: all(x > 0 for x in v)),
-        factory=lambda: list(PHI3_MEDIUM_128K_LONG_FACTOR),
-    )
-    longrope_source: str = checked(NON_EMPTY, default="microsoft/Phi-3-medium-128k-instruct")  # whose factors
-    longrope_original_context: int = checked(at_least(2), default=4096)  # that model's original context
-    longrope_context: int = checked(at_least(2), default=131072)  # and its extended one (s = context / original)
+    longrope_short_factor: List[float] = checked(Rule("a list of numbers > 0", lambda v: all(x > 0 for x in v)))
+    longrope_long_factor: List[float] = checked(Rule("a list of numbers > 0", lambda v: all(x > 0 for x in v)))
+    longrope_source: str = checked(NON_EMPTY)  # whose factors
+    longrope_original_context: int = checked(at_least(2))  # that model's original context
+    longrope_context: int = checked(at_least(2))  # and its extended one (s = context / original)
 
     def check(self) -> None:
         self.require(self.yarn_beta_fast > self.yarn_beta_slow, "yarn_beta_fast", "a number > yarn_beta_slow")
@@ -678,24 +642,21 @@ class PropertiesConfig(_Checked):
     KEY = "relative.properties"
     # d: every family's dimension (the sinusoid's, RoPE's head, the random table's), so that the table compares the
     # families, not their sizes; the attention prior of a dot-product proximity P is softmax(P / sqrt(d))
-    d: int = checked(
-        Rule("an even integer in [4, 1024] (RoPE rotates pairs)", lambda v: 4 <= v <= 1024 and v % 2 == 0),
-        default=128,
-    )
-    positions: int = checked(between(4, 1024), default=64)  # N: the N x N position-position proximity scored
-    samples: int = checked(between(2, 100_000), default=256)  # seeded independent Gaussian (q, k) pairs of RoPE
-    seed: int = checked(at_least(0), default=0)  # the draws of q, k, of the random table and of the probe's words
-    probe_words: int = checked(between(1, 1000), default=32)  # MiniLM-L6's identical word probing: words drawn
+    d: int = checked(Rule("an even integer in [4, 1024] (RoPE rotates pairs)", lambda v: 4 <= v <= 1024 and v % 2 == 0))
+    positions: int = checked(between(4, 1024))  # N: the N x N position-position proximity scored
+    samples: int = checked(between(2, 100_000))  # seeded independent Gaussian (q, k) pairs of RoPE
+    seed: int = checked(at_least(0))  # the draws of q, k, of the random table and of the probe's words
+    probe_words: int = checked(between(1, 1000))  # MiniLM-L6's identical word probing: words drawn
 
 
 @dataclass
 class RelativeConfig(_Checked):
     KEY = "relative"
     name: str = MISSING
-    rope: RopeConfig = field(default_factory=RopeConfig)
-    alibi: AlibiConfig = field(default_factory=AlibiConfig)
-    scaling: RopeScalingConfig = field(default_factory=RopeScalingConfig)
-    properties: PropertiesConfig = field(default_factory=PropertiesConfig)
+    rope: RopeConfig = MISSING
+    alibi: AlibiConfig = MISSING
+    scaling: RopeScalingConfig = MISSING
+    properties: PropertiesConfig = MISSING
 
     def check(self) -> None:
         d = self.properties.d
@@ -799,8 +760,8 @@ def validate(params: dict) -> Config:
     the stages read (`cfg.sweep.w2`).
 
     Built here from the dict, not by OmegaConf (which Hydra composes with): every stage process validates
-    params.yaml, and OmegaConf's import and merge onto the schema cost it 0.11 s (measured: import 0.06 s, merge,
-    conversion and to_object 0.05 s), six times in a fresh run. Values are taken as they are (no interpolation, no
+    params.yaml, and OmegaConf's import and merge would cost each of them more than the validation
+    (docs/benchmarks-measurements.md#imports-avoided). Values are taken as they are (no interpolation, no
     conversion but an int where a float goes)."""
     _check_keys(params)
     missing = sorted(_missing_keys(params))
@@ -810,8 +771,15 @@ def validate(params: dict) -> Config:
             f"config key{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
             f"{'have' if len(missing) > 1 else 'has'} no value (???): set "
             f"{'them' if len(missing) > 1 else 'it'}, e.g. `python -m pipeline.compose {example}`."
+            + (EXTEND_HINT if len(missing) > 2 else "")
         )
     return _build(Config, params, "")  # building the dataclasses runs every rule (__post_init__)
+
+
+EXTEND_HINT = (
+    " An option file of conf/ takes the values it does not set from another option through its defaults list: "
+    "`defaults: [seed, _self_]` (conf/glove/: `defaults: [shared/every_source@_here_, _self_]`)."
+)
 
 
 def _missing_keys(tree: dict, prefix: str = "") -> Iterator[str]:
@@ -879,7 +847,7 @@ def register() -> None:
     """Make Hydra compose conf/ on this schema (Hydra's ConfigStore; conf/config.yaml names it first). Called by
     whatever composes conf/ (`pipeline.config.params.compose`, the Hydra app `pipeline.__main__`, and, for DVC's
     own composition, the plugin hydra_plugins/pe_pipeline_schema), not on import: a stage only validates params.yaml,
-    and Hydra's import (0.25-0.35 s, measured) was most of what a stage paid for the schema.
+    and Hydra's import would be most of what it pays for the schema (docs/benchmarks-measurements.md#imports-avoided).
 
     Hydra applies `+key=value` with OmegaConf's force_add, which adds keys even to structured configs, so the
     schema's types alone do not stop `+sweep.w3=1` during composition: `validate` refuses it (an unknown key) in

@@ -29,7 +29,10 @@ def _hypot(a: float, b: float) -> float:
 def _tred2_tql2(matrices, values, vectors, scratch):  # pragma: no cover - compiled by numba (or run interpreted)
     """For each symmetric (n, n) matrices[b]: values[b] (n,) ascending and vectors[b] (n, n) with the eigenvectors as
     columns; scratch (n,) holds the off-diagonal. Only the lower triangle of each matrix is read. Returns the number
-    of matrices whose QL iteration did not converge within 30 n steps (their rows are left as reached)."""
+    of matrices whose QL iteration did not converge within 30 n steps (their rows are left as reached).
+
+    Longer than 60 lines because it is one compiled kernel (EISPACK's tred2 and tql2 in sequence on shared scratch
+    arrays): helpers would be calls inside its innermost loops."""
     count, n = matrices.shape[0], matrices.shape[1]
     eps = 2.0**-52
     failed = 0
@@ -191,9 +194,9 @@ def _tred2_tql2(matrices, values, vectors, scratch):  # pragma: no cover - compi
 
 
 _compiled = None
-# Below this much work (matrices x n^3) the interpreted kernel finishes before numba is even imported (about 2 us per
-# matrix x n^3 interpreted against 0.3 s to import numba and load the compiled kernel; README, Benchmarks): the
-# default run's sweep and panels stay below it. The bits are the same either way.
+# Below this much work (matrices x n^3) the interpreted kernel finishes before numba is even imported
+# (docs/benchmarks-measurements.md#imports-avoided): the default run's sweep and panels stay below it. The bits are
+# the same either way.
 INTERPRETED_WORK = 150_000
 
 

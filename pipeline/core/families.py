@@ -92,10 +92,12 @@ def _one(p: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray]:
 def analytic_families(rel: Any, n: int) -> list[Family]:
     """Every analytic family of the module doc at d = rel.properties.d over N = n positions; rel: the `relative`
     config (its rope.base, rope.scale, scaling, alibi.heads[0], properties)."""
-    from pipeline.core import alibi
+    return [*_absolute_families(rel, n), *_rope_families(rel, n), *_alibi_families(rel, n)]
+
+
+def _absolute_families(rel: Any, n: int) -> list[Family]:
+    """NoPE, the sinusoid and an untrained random table."""
     from pipeline.core.random_tables import learned_position_table
-    from pipeline.core.relative import gaussian_pairs, rope_scores
-    from pipeline.core.rope_scaling import scaled_frequencies
     from pipeline.core.sinusoid import frequencies
 
     cfg = rel.properties
@@ -144,6 +146,18 @@ def analytic_families(rel: Any, n: int) -> list[Family]:
             by_construction={"wang_symmetry": GRAM},
         )
     )
+    return out
+
+
+def _rope_families(rel: Any, n: int) -> list[Family]:
+    """RoPE with k = q under each context-extension scaling, and RoPE with independent q, k."""
+    from pipeline.core.relative import gaussian_pairs, rope_scores
+    from pipeline.core.rope_scaling import scaled_frequencies
+
+    cfg = rel.properties
+    d, base = cfg.d, rel.rope.base
+    dot = f"softmax(P / sqrt({d}))"
+    out = []
     scalings = scaled_frequencies(rel.scaling, d, base, rel.rope.scale)
     for key, freq in scalings.items():
         a2 = freq.attention_factor * freq.attention_factor
@@ -181,6 +195,14 @@ def analytic_families(rel: Any, n: int) -> list[Family]:
             by_construction={"wang_translation_invariance": TOEPLITZ},
         )
     )
+    return out
+
+
+def _alibi_families(rel: Any, n: int) -> list[Family]:
+    """ALiBi's causal and bidirectional biases, with relative.alibi.heads[0] heads."""
+    from pipeline.core import alibi
+
+    out = []
     slopes = alibi.slopes(rel.alibi.heads[0]).tolist()
     for causal, key in ((True, "alibi_causal"), (False, "alibi_bidirectional")):
         bias = alibi.bias(alibi.slopes(len(slopes)), n, causal=causal).numpy()

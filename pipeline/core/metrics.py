@@ -116,7 +116,8 @@ def knn_overlap(dist: np.ndarray, dist_reference: np.ndarray, k: int) -> float:
 
 
 # trustworthiness and Spearman's rho are written out here (tests check them against scikit-learn
-# and scipy): importing sklearn.manifold alone costs 0.8 s, more than the whole sweep stage's work.
+# and scipy): importing sklearn.manifold alone costs more than the whole sweep stage's work
+# (docs/benchmarks-measurements.md#imports-avoided).
 
 
 def reference_ranks(reference: np.ndarray) -> np.ndarray:

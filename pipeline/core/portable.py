@@ -176,8 +176,7 @@ def _is_cpu_tensor(x: Any) -> bool:
 def numpy_on_cpu(function):
     """Run `function` on numpy views of CPU tensors and hand tensors back: the same IEEE operations, so the same bits,
     without torch's per-operation overhead and thread start-up, which dominate these short elementwise chains on the
-    CPU (pipeline/core/portable.py's functions run ~20 times faster through numpy there: docs in README, Benchmarks);
-    tensors on a GPU stay there."""
+    CPU (docs/benchmarks-measurements.md#files-and-parsing); tensors on a GPU stay there."""
     import functools
 
     @functools.wraps(function)

@@ -132,6 +132,9 @@ def download(
     server's file is unchanged (or cannot say).
     Raises PipelineError when every URL fails: it lists what was tried (URLs without their credentials), then
     `hint` (how to proceed), or `mismatch_hint` when every URL answered with a file of the wrong SHA-256.
+
+    Longer than 60 lines because its docstring states the whole retry contract; the body is the loop over URLs and
+    attempts.
     """
     import requests
 
@@ -299,8 +302,39 @@ def _transfer(
     """One HTTP request: resume `part` if it provably holds the start of the same file, else start it afresh.
     pinned: a SHA-256 will check the result (a wrong splice is then caught and retried from zero).
     Returns (bytes, sha256, resumed_from)."""
-    import requests
+    offset, validator = _resumable(url, part, meta, pinned)
+    response = _request(session, url, offset, validator, policy)
+    with response:
+        status = response.status_code
+        if status == 416 and offset:
+            total = _content_range_total(response.headers.get("Content-Range", ""))
+            if total == offset:  # the partial file is already complete
+                return offset, sha256_file(part), offset
+            part.unlink(missing_ok=True)
+            raise _Transient(f"HTTP 416: the server refused to resume at byte {offset}; restarting from byte 0")
+        if status in TRANSIENT_STATUS:
+            raise _Transient(f"HTTP {status} {response.reason}", retry_after=_retry_after(response))
+        if status not in (200, 206):
+            raise _Permanent(f"HTTP {status} {response.reason}")
+        offset, total, remaining = _accepted_range(response, url, part, meta, offset, validator)
+        # A server that compresses despite "Accept-Encoding: identity" sends bytes whose offsets and length
+        # are not those of the file: nothing to compare the size with, and nothing to resume.
+        encoded = response.headers.get("Content-Encoding", "identity").lower() not in ("identity", "")
+        if encoded:
+            total = remaining = None
+        _check_space(part.parent, remaining, policy.reserve_bytes)
+        if not offset:
+            _write_validator(meta, url, {} if encoded else response.headers)
+        written, digest = _stream(response, part, offset, total, encoded, policy)
+    size = offset + written
+    if total is not None and size != total:
+        raise _Transient(f"the connection closed after {size:,} of {total:,} bytes", progressed=written > 0)
+    return size, digest, offset
 
+
+def _resumable(url: str, part: Path, meta: Path, pinned: bool) -> tuple[int, str | None]:
+    """(the byte to resume at, the recorded ETag / Last-Modified): 0 when `part` is absent or of unknown version
+    (then deleted)."""
     offset = part.stat().st_size if part.exists() else 0
     validator = _read_validator(meta, url)
     if offset and not (validator or pinned):
@@ -314,13 +348,20 @@ def _transfer(
         part.unlink()
         meta.unlink(missing_ok=True)
         offset = 0
+    return offset, validator
+
+
+def _request(session, url: str, offset: int, validator: str | None, policy: DownloadPolicy):
+    """The streaming GET (a range from `offset`, if any); a failure to connect as _Permanent or _Transient."""
+    import requests
+
     headers = {"Accept-Encoding": "identity"}  # byte ranges and sizes refer to the file as stored
     if offset:
         headers["Range"] = f"bytes={offset}-"
         if validator:
             headers["If-Range"] = validator
     try:
-        response = session.get(
+        return session.get(
             url,
             stream=True,
             headers=headers,
@@ -342,73 +383,61 @@ def _transfer(
         raise _Transient(f"proxy error ({_short(exc)}); check HTTPS_PROXY / HTTP_PROXY") from None
     except requests.exceptions.RequestException as exc:
         raise _Transient(_describe(exc, policy)) from None
-    with response:
-        status = response.status_code
-        if status == 416 and offset:
-            total = _content_range_total(response.headers.get("Content-Range", ""))
-            if total == offset:  # the partial file is already complete
-                return offset, sha256_file(part), offset
+
+
+def _accepted_range(
+    response, url: str, part: Path, meta: Path, offset: int, validator: str | None
+) -> tuple[int, int | None, int | None]:
+    """(offset, total size, bytes to come) of a 200 or 206 answer; a 206 of another start or version is refused
+    (the partial file deleted), a 200 restarts from byte 0."""
+    length = response.headers.get("Content-Length")
+    remaining = int(length) if length and length.isdigit() else None
+    if response.status_code == 206:
+        start, total = _content_range(response.headers.get("Content-Range", ""))
+        if start != offset:
             part.unlink(missing_ok=True)
-            raise _Transient(f"HTTP 416: the server refused to resume at byte {offset}; restarting from byte 0")
-        if status in TRANSIENT_STATUS:
-            raise _Transient(f"HTTP {status} {response.reason}", retry_after=_retry_after(response))
-        if status not in (200, 206):
-            raise _Permanent(f"HTTP {status} {response.reason}")
-        length = response.headers.get("Content-Length")
-        remaining = int(length) if length and length.isdigit() else None
-        if status == 206:
-            start, total = _content_range(response.headers.get("Content-Range", ""))
-            if start != offset:
-                part.unlink(missing_ok=True)
-                raise _Transient(f"the server resumed at byte {start}, not {offset}; restarting from byte 0")
-            if validator and _validator(response.headers) not in (None, validator):  # If-Range ignored
-                part.unlink(missing_ok=True)
-                meta.unlink(missing_ok=True)
+            raise _Transient(f"the server resumed at byte {start}, not {offset}; restarting from byte 0")
+        if validator and _validator(response.headers) not in (None, validator):  # If-Range ignored
+            part.unlink(missing_ok=True)
+            meta.unlink(missing_ok=True)
+            raise _Transient(
+                "the server sent a range of another version of the file (it ignored If-Range); restarting from byte 0"
+            )
+        return offset, total, remaining
+    if offset:
+        log.info("%s ignored the range request: downloading it from byte 0", redact(url))
+    return 0, remaining, remaining
+
+
+def _stream(response, part: Path, offset: int, total: int | None, encoded: bool, policy: DownloadPolicy):
+    """Append the body to `part` (written afresh when offset is 0); (bytes written, SHA-256 of the whole file)."""
+    import requests
+
+    digest = hashlib.sha256()
+    if offset:
+        with open(part, "rb") as handle:
+            while block := handle.read(1 << 22):
+                digest.update(block)
+    written = 0
+    chunks = response.iter_content(CHUNK)
+    with open(part, "ab" if offset else "wb") as out, _progress(total, offset, part.name[:-5], policy) as bar:
+        while True:
+            try:
+                chunk = next(chunks)
+            except StopIteration:
+                break
+            except (requests.exceptions.RequestException, OSError) as exc:
+                if encoded:
+                    part.unlink(missing_ok=True)
                 raise _Transient(
-                    "the server sent a range of another version of the file (it ignored If-Range); "
-                    "restarting from byte 0"
-                )
-        else:
-            if offset:
-                log.info("%s ignored the range request: downloading it from byte 0", redact(url))
-            offset = 0
-            total = remaining
-        # A server that compresses despite "Accept-Encoding: identity" sends bytes whose offsets and length
-        # are not those of the file: nothing to compare the size with, and nothing to resume.
-        encoded = response.headers.get("Content-Encoding", "identity").lower() not in ("identity", "")
-        if encoded:
-            total = remaining = None
-        _check_space(part.parent, remaining, policy.reserve_bytes)
-        if not offset:
-            _write_validator(meta, url, {} if encoded else response.headers)
-        digest = hashlib.sha256()
-        if offset:
-            with open(part, "rb") as handle:
-                while block := handle.read(1 << 22):
-                    digest.update(block)
-        written = 0
-        chunks = response.iter_content(CHUNK)
-        with open(part, "ab" if offset else "wb") as out, _progress(total, offset, part.name[:-5], policy) as bar:
-            while True:
-                try:
-                    chunk = next(chunks)
-                except StopIteration:
-                    break
-                except (requests.exceptions.RequestException, OSError) as exc:
-                    if encoded:
-                        part.unlink(missing_ok=True)
-                    raise _Transient(
-                        f"connection lost after {offset + written:,} bytes: {_describe(exc, policy)}",
-                        progressed=written > 0 and not encoded,
-                    ) from None
-                _write(out, chunk, part)
-                digest.update(chunk)
-                written += len(chunk)
-                bar.update(len(chunk))
-    size = offset + written
-    if total is not None and size != total:
-        raise _Transient(f"the connection closed after {size:,} of {total:,} bytes", progressed=written > 0)
-    return size, digest.hexdigest(), offset
+                    f"connection lost after {offset + written:,} bytes: {_describe(exc, policy)}",
+                    progressed=written > 0 and not encoded,
+                ) from None
+            _write(out, chunk, part)
+            digest.update(chunk)
+            written += len(chunk)
+            bar.update(len(chunk))
+    return written, digest.hexdigest()
 
 
 def _write(out, chunk: bytes, part: Path) -> None:

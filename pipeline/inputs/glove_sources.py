@@ -96,7 +96,8 @@ def from_package(cfg: Any, target: Path, root: Path, cache_dir: Path) -> dict:
     vectors = np.load(data / "glove_6B_50d_emb.npy", mmap_mode="r")
     import pyarrow.parquet as pq
 
-    # ParquetFile, not read_table: read_table imports pyarrow.dataset and pandas (0.2 s) to read one plain file
+    # ParquetFile, not read_table: read_table imports pyarrow.dataset and pandas to read one plain file
+    # (docs/benchmarks-measurements.md#imports-avoided)
     words = [str(w) for w in pq.ParquetFile(data / "glove_6B_index.parquet").read().column(0).to_pylist()]
     if vectors.shape != (len(words), cfg.dim):
         raise PipelineError(

@@ -120,6 +120,8 @@ def _parse_lines(buf, pos, end, dim, out, row, words, wpos, pow10):  # pragma: n
 
     Returns (pos, row, wpos, status): _DONE at `end`; _SLOW with pos at the start of a line this
     loop does not accept; _FULL when out has no row left for the line at pos.
+
+    Longer than 60 lines because it is one compiled loop over bytes: helpers would be calls inside it, per byte.
     """
     rows = out.shape[0]
     while pos < end:
@@ -302,6 +304,9 @@ def read_glove_text(
     sha256: also hash the file (in a parallel thread). threads: parsing threads (default: CPU count,
     at most 8). fast=False: use only the reference parser (for tests and comparisons).
     Raises PipelineError naming the line for a malformed line, a non-UTF-8 word, or duplicate words.
+
+    Longer than 60 lines because its docstring states the file format it accepts; the body picks the fast or the plain
+    parser and checks the result.
     """
     path = Path(path)
     origin = origin or str(path)

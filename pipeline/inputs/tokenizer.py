@@ -241,6 +241,9 @@ def pad_sequences(
 
     Returns:
         Array of shape ``(n, maxlen) + S`` and dtype ``dtype``.
+
+    Longer than 60 lines because it follows Keras's pad_sequences step by step, so that the two can be compared line by
+    line.
     """
     _check_pad_args(padding, truncating, maxlen)
     if not hasattr(sequences, "__len__") or isinstance(sequences, (str, bytes)):

@@ -194,7 +194,9 @@ def minilm_probing(
     """arrays: data/families/minilm.npz (table_proximity (N, N), head_attention (H, N, N)); summary: reports/
     properties.json's `minilm`; rows: its family rows minilm_l6_layer0 (the head mean) and minilm_l6_learned. Left:
     the trained table's T T^T; middle: layer 0's attention under identical word probing, the mean over heads; right:
-    every head's properties, the head mean's and the table's (a score that holds by construction: "by constr.")."""
+    every head's properties, the head mean's and the table's (a score that holds by construction: "by constr.").
+
+    Longer than 60 lines because it draws one figure top to bottom, a sequence of matplotlib calls."""
     import matplotlib.pyplot as plt
 
     table, attention = arrays["table_proximity"], arrays["head_attention"]

@@ -6,9 +6,8 @@ folder. Its key is a SHA-256 of the function's name and the pickled arguments, w
 the folder; its entry, `<sweep dir>/.stage_cache/figures/<key>/`, holds the PNGs it wrote and what it returned.
 A job whose entry is there links the PNGs into its folder (hard links, as pipeline.stage_cache does) instead of
 drawing them. In a sweep over the weights, the figures of `figures=summary` that the weights do not change (the
-metrics against r of each sentence) are drawn by the first job only. Kept because it pays, measured on 2 cores
-(10-point `figures=summary` multiruns, two interleaved rounds, load 5-9): without it a point drew its two ratio sweeps
-again, 0.67-0.75 s more CPU a point (21.7 -> 28.4 s, 22.8 -> 30.3 s), about three quarters of its two panels' cost.
+metrics against r of each sentence) are drawn by the first job only. Kept for speed: without it each point draws its
+ratio sweeps again (docs/benchmarks-measurements.md#sweep-caches).
 
 Arguments that do not pickle the same way twice only cost a miss (a figure drawn again), never a wrong figure: the
 key holds every byte the figure is drawn from. Code does not change during a sweep, as for the stage outputs.

@@ -147,7 +147,7 @@ def save(fig, path: Path, dpi: int) -> None:
     """Write the figure at its own size (no tight bbox: text never grows the image), capped at MAX_INCHES, with
     matplotlib's savefig at `dpi`. Figures lay themselves out: the layout engine (constrained layout) runs once,
     here at `dpi`, and is then removed, because savefig would run it in a draw of its own before rendering, a
-    second pass over every artist (15% of the encode stage's figure CPU time, measured; same bytes). Written
+    second pass over every artist (same bytes; docs/benchmarks-measurements.md#figures). Written
     atomically; then the SAVED hooks see the figure as written."""
     fig.set_size_inches(np.minimum(fig.get_size_inches(), MAX_INCHES))
     fig.set_dpi(dpi)  # so that the figure the hooks see is laid out and measured at the dpi it was written at
@@ -263,7 +263,9 @@ def place_labels(
     The axes' limits must be final (the figure is laid out by hand). Returns the number of labels left out.
     Each label's spots (rings x DIRECTIONS, in that order) are tested against everything placed at once, as arrays
     (the tests of matplotlib's Bbox.contains and Bbox.overlaps, on the same float64 extents): the cost of a label
-    stays about constant however many are placed (one at a time, a 1,000-word sentence took minutes).
+    stays about constant however many are placed (docs/benchmarks-measurements.md#figures).
+
+    Longer than 60 lines because the placement loop is one vectorised test per label that reads best in one piece.
     """
     fig = ax.figure
     ax.apply_aspect()
@@ -581,7 +583,9 @@ def projection_panels(
     """Scatter panels (five a row) on shared axes; points coloured by semantic group and numbered by position.
 
     Laid out by hand in inches (title, rows of panels, legend), so that labels are placed in final axes; at most
-    three rows (15 panels), the title says when pairs are left out."""
+    three rows (15 panels), the title says when pairs are left out.
+
+    Longer than 60 lines because it draws one figure top to bottom, a sequence of matplotlib calls."""
     colours, legend = group_colours(words, groups)
     if len(panels) > 15:
         title += f"\n(the first 15 of {len(panels)} weight pairs)"
@@ -719,6 +723,8 @@ def encoding_figure_text(kind: str, pe_layout: str | None, d: int, tag: str) -> 
     A sinusoid of even d has constant norms sqrt(d/2) and distances that depend only on |a - b|; for odd d the
     unpaired last sine column bends both a little; a learned (random, untrained) table has neither property,
     and its figures must not claim them.
+
+    Longer than 60 lines because it is a table of texts, one entry per figure and label.
     """
     xlabel = {
         "interleaved": "encoding dimension i (even: sin, odd: cos)",

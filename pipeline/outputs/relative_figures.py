@@ -107,7 +107,9 @@ def rope_scores(
     dpi: int,
 ) -> None:
     """scores (n, n) over query position m (rows) and key position n (columns); offsets, closed, spread64,
-    spread32: (2n - 1,) per m - n: the closed form and the spread over m of the scores (float64, float32)."""
+    spread32: (2n - 1,) per m - n: the closed form and the spread over m of the scores (float64, float32).
+
+    Longer than 60 lines because it draws one figure top to bottom, a sequence of matplotlib calls."""
     import matplotlib.pyplot as plt
 
     n = scores.shape[0]

@@ -246,6 +246,8 @@ def build_report(
     figures.max_sentences; the page stays small for any number of sentences); layout: the Layout whose figures (its
     figures_dir's stage folders) the page shows; relative: reports/relative.json (RoPE and ALiBi; None leaves their
     section out); properties: reports/properties.json (every family's property scores; None leaves its section out).
+
+    Longer than 60 lines because it gathers every section of the report's template context in one place.
     """
     from markupsafe import Markup
 

@@ -21,6 +21,8 @@ def crossover_study(rows: list[dict], summary: dict, path: Path, *, dpi: int = 1
     (quartiles, whiskers over the whole range) and a dashed line at 1/sqrt(d): below the line, position has
     already won at the Transformer's scaling. Sentences whose curves never cross on the grid are left out
     (their count is in the legend).
+
+    Longer than 60 lines because it draws one figure top to bottom, a sequence of matplotlib calls.
     """
     dims = sorted({row["d"] for row in rows})
     lengths = sorted({row["length"] for row in rows if not row["from_file"]})

@@ -421,20 +421,8 @@ def log_result(
     (default now); the run ends when its logging does. A tracking server that stops answering raises one
     PipelineError (within ~30 s); the run is then ended FAILED, now or by the next run that reaches the server.
     """
-    from pipeline.base.files import read_json
-
     client, experiment_id, uri = _client(params["tracking"]["uri"], params["tracking"]["experiment"], root)
-    tags = {
-        "git_commit": git_commit(root) or "unknown",
-        "glove": params["glove"]["name"],
-        "texts": params["texts"]["name"],
-        "params_digest": params_digest(params),
-        **(extra_tags or {}),
-    }
-    if os.environ.get("DVC_EXP_NAME"):
-        tags["dvc_exp_name"] = os.environ["DVC_EXP_NAME"]
-    if parent_run_id:
-        tags["mlflow.parentRunId"] = parent_run_id
+    tags = _run_tags(params, root, extra_tags, parent_run_id)
     name = run_name or default_run_name(params, os.environ.get("DVC_EXP_NAME"))
     with _server_errors(uri, "creating the run"):
         run = client.create_run(experiment_id, run_name=name, tags=tags, start_time=start_time)
@@ -442,48 +430,15 @@ def log_result(
     pending = _pending(root, uri, run_id)
     try:
         with _server_errors(uri, "its params, metrics and artifacts", run_id):
-            from mlflow.entities import Metric, RunTag
-
-            metrics = read_json(layout.metrics)
-            now = int(time.time() * 1000)
-            inputs = [
-                path
-                for path in (layout.params, layout.glove_manifest, layout.tokens, layout.encode_summary)
-                if path.exists()
-            ]
-            if share_inputs and parent_run_id:
-                folder = _shared_inputs(client, layout, parent_run_id)
-                input_tags = [RunTag("shared_inputs", f"{folder}/ of the parent run {parent_run_id}")]
-                inputs, where = [layout.params], {}
-            else:
-                same_store = previous and (previous.get("tracking_uri"), previous.get("experiment_id")) == (
-                    redact(uri),
-                    experiment_id,
-                )
-                inputs, input_tags, where = _reused_inputs(
-                    client, run_id, inputs, previous.get("inputs") if same_store else None
-                )
-            client.log_batch(
-                run_id,
-                params=_params(params),
-                tags=input_tags,
-                metrics=[Metric(k, v, now, 0) for k, v in _numeric_metrics(metrics).items()],
+            where = _log_run(
+                client, run_id, params, layout, artifacts, (uri, experiment_id), parent_run_id, share_inputs, previous
             )
-            if layout.glove_manifest.exists() and layout.tokens.exists():
-                _log_inputs(client, run_id, _datasets(params, layout))
-            _log_artifacts(client, run_id, layout, artifacts, inputs)
             end_time = int(time.time() * 1000)
             client.set_terminated(run_id, "FINISHED", end_time=end_time)
     except PipelineError:
         raise  # the server stopped answering: the run stays pending, ended FAILED by the next run that reaches it
     except BaseException as exc:
-        from pipeline.base.stops import Interrupted
-
-        stopped = isinstance(exc, (Interrupted, KeyboardInterrupt))  # a stop signal: KILLED, as MLflow says it
-        with _server_errors(uri, "ending the run", run_id):
-            client.set_terminated(run_id, "KILLED" if stopped else "FAILED")
-            reason = f"interrupted by {exc.name}" if isinstance(exc, Interrupted) else f"{type(exc).__name__}: {exc}"
-            client.set_tag(run_id, "error", redact(reason)[:5000])
+        _end_unfinished(client, uri, run_id, exc)
         pending.unlink(missing_ok=True)
         raise
     pending.unlink(missing_ok=True)
@@ -496,6 +451,79 @@ def log_result(
         "end_time": end_time,
         "inputs": where,
     }
+
+
+def _run_tags(params: dict, root: Path, extra_tags: dict[str, str] | None, parent_run_id: str | None) -> dict:
+    tags = {
+        "git_commit": git_commit(root) or "unknown",
+        "glove": params["glove"]["name"],
+        "texts": params["texts"]["name"],
+        "params_digest": params_digest(params),
+        **(extra_tags or {}),
+    }
+    if os.environ.get("DVC_EXP_NAME"):
+        tags["dvc_exp_name"] = os.environ["DVC_EXP_NAME"]
+    if parent_run_id:
+        tags["mlflow.parentRunId"] = parent_run_id
+    return tags
+
+
+def _log_run(
+    client,
+    run_id: str,
+    params: dict,
+    layout: "Layout",
+    artifacts: tuple[tuple[str, str], ...],
+    store: tuple[str, str],
+    parent_run_id: str | None,
+    share_inputs: bool,
+    previous: dict | None,
+) -> dict:
+    """Log the run's params, metrics, datasets, inputs and artifacts (log_result says which); store: (tracking URI,
+    experiment id). Returns where each input file is ({file name: {"sha256", "run_id"}})."""
+    from mlflow.entities import Metric, RunTag
+
+    from pipeline.base.files import read_json
+
+    metrics = read_json(layout.metrics)
+    now = int(time.time() * 1000)
+    inputs = [
+        path for path in (layout.params, layout.glove_manifest, layout.tokens, layout.encode_summary) if path.exists()
+    ]
+    if share_inputs and parent_run_id:
+        folder = _shared_inputs(client, layout, parent_run_id)
+        input_tags = [RunTag("shared_inputs", f"{folder}/ of the parent run {parent_run_id}")]
+        inputs, where = [layout.params], {}
+    else:
+        uri, experiment_id = store
+        same_store = previous and (previous.get("tracking_uri"), previous.get("experiment_id")) == (
+            redact(uri),
+            experiment_id,
+        )
+        inputs, input_tags, where = _reused_inputs(
+            client, run_id, inputs, previous.get("inputs") if same_store else None
+        )
+    client.log_batch(
+        run_id,
+        params=_params(params),
+        tags=input_tags,
+        metrics=[Metric(k, v, now, 0) for k, v in _numeric_metrics(metrics).items()],
+    )
+    if layout.glove_manifest.exists() and layout.tokens.exists():
+        _log_inputs(client, run_id, _datasets(params, layout))
+    _log_artifacts(client, run_id, layout, artifacts, inputs)
+    return where
+
+
+def _end_unfinished(client, uri: str, run_id: str, exc: BaseException) -> None:
+    """End a run its logging did not finish: KILLED on a stop signal (as MLflow says it), else FAILED; tag the error."""
+    from pipeline.base.stops import Interrupted
+
+    stopped = isinstance(exc, (Interrupted, KeyboardInterrupt))
+    with _server_errors(uri, "ending the run", run_id):
+        client.set_terminated(run_id, "KILLED" if stopped else "FAILED")
+        reason = f"interrupted by {exc.name}" if isinstance(exc, Interrupted) else f"{type(exc).__name__}: {exc}"
+        client.set_tag(run_id, "error", redact(reason)[:5000])
 
 
 def _reused_inputs(client, run_id: str, files: list[Path], previous: dict | None) -> tuple[list[Path], list, dict]:
@@ -758,9 +786,9 @@ def check_reachable(configured: str | None, root: Path | None = None) -> None:
 @functools.cache
 def check_sqlite_store(db: Path) -> None:
     """Refuse a SQLite store file that is damaged (truncated, a corrupted page) or not a database: `PRAGMA
-    quick_check` on a read-only connection (0.23 s for a 100 MB store, 1.9 s from a cold disk cache), once per
-    process and file (a sweep's jobs share one check). A missing file is fine (the first run creates it); a store
-    locked or unreadable is left to MLflow (its own message)."""
+    quick_check` on a read-only connection, once per process and file (a sweep's jobs share one check), since it
+    reads the whole file (docs/benchmarks-measurements.md#files-and-parsing). A missing file is fine (the first run
+    creates it); a store locked or unreadable is left to MLflow (its own message)."""
     import shlex
     import sqlite3
     import urllib.parse

@@ -1,8 +1,7 @@
 """What every stage entry point does around its work: read params.yaml, report user errors in one line.
 
-params.yaml reaches a stage as the schema's dataclasses (`pipeline.config.schema.Config`, built by `validate`: a
-few ms, measured). Under `python -m pipeline.repro` that is all: it composed params.yaml from conf/, checked it and
-wrote dvc.yaml just before `dvc repro`. Under a plain `dvc repro` or `dvc exp run`, which compose nothing or only
+params.yaml reaches a stage as the schema's dataclasses (`pipeline.config.schema.Config`, built by `validate`).
+Under `python -m pipeline.repro` that is all: it composed params.yaml from conf/, checked it and wrote dvc.yaml just before `dvc repro`. Under a plain `dvc repro` or `dvc exp run`, which compose nothing or only
 params.yaml, each stage first makes the same checks (`check_params`: a stale params.yaml, input files, limits, its
 own input files listed in dvc.yaml), so that none computes from a config that pipeline.repro would have refused,
 whatever order DVC runs the stages in. A user error, a full disk or an unwritable folder exits 2 with one
@@ -153,8 +152,8 @@ def stage_main(
             run(cfg, layout, root)
         # Done: the process exits without Python's final garbage collection over the heap the stage built (mlflow,
         # torch, the GloVe vocabulary), which objects gc.freeze() moved out of its reach (the standard library's own
-        # API; the OS frees the memory). Measured on 2 cores, best of 2: the figures stage 4.48 -> 3.56 s, encode 4.85
-        # -> 4.49 s, glove 1.13 -> 0.85 s (the same bytes written: every output is closed before this line).
+        # API; the OS frees the memory), for speed (docs/benchmarks-measurements.md#process-start-and-exit); the same
+        # bytes are written: every output is closed before this line.
         gc.freeze()
     except PipelineError as exc:
         hint = workspace_holder() is None and (isinstance(exc, _ParamsError) or os.environ.get("DVC_EXP_NAME"))

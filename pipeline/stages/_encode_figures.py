@@ -86,7 +86,9 @@ def draw_encode_figures(params, layout: Layout, compute: Callable[[EncodeFigures
 
 
 def queue_encoding_figures(params, layout: Layout, path, batch) -> None:
-    """The encoding matrix, its dot products and distances, and the two property plots."""
+    """The encoding matrix, its dot products and distances, and the two property plots.
+
+    Longer than 60 lines because it queues the five encoding figures in one place, a short block each."""
     import numpy as np
 
     from pipeline.base.files import read_columns, read_json

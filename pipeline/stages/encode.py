@@ -53,12 +53,11 @@ def run(params: Config, layout: Layout, root: Path) -> dict:
         threads = torch.get_num_threads()
         if figures.batch is not None and figures.batch.forked:
             # the figure workers take the other cores meanwhile: torch's intra-op threads would only wait for them
-            # (measured on 2 cores: relative_diagnostics 0.35-0.99 -> 0.09 s CPU, encode_positions 0.32 -> 0.18 s,
-            # and quicker in wall time too, even at max_len 200,000)
+            # (docs/benchmarks-measurements.md#process-start-and-exit)
             torch.set_num_threads(1)
         try:
             device = resolve_device(params.encoding.device)
-            figures.queue("tutorials")  # their data takes 0.03 s to compute, their figures the longest to draw
+            figures.queue("tutorials")  # their data is quick to compute, their figures the longest to draw
             summary = encode_positions(params, layout, device)
             relative_diagnostics(params.relative, layout, device)
             figures.queue("relative")

@@ -42,8 +42,9 @@ def run(params: Config, layout: Layout, root: Path, while_drawing: Callable[[], 
 
 
 def run_and_log(params: Config, layout: Layout, root: Path) -> dict:
-    """What DVC runs: `run`, then the MLflow run of the result. mlflow's import and the store's opening (about
-    1.2 s of CPU) are done while the forked figure workers draw: forked first, they do not load mlflow."""
+    """What DVC runs: `run`, then the MLflow run of the result. mlflow's import and the store's opening are done while
+    the forked figure workers draw (docs/benchmarks-measurements.md#process-start-and-exit): forked first, they do not
+    load mlflow."""
     import time
 
     started = time.time()
@@ -286,7 +287,8 @@ def render_comparisons(params: Config, layout: Layout, meta: dict, shown: int, k
         if "panels" in kinds:
             e = embeddings[tokens["ids"][s]]
             p = np.asarray(pe[sentence["positions"]], dtype=np.float64)
-            # a (pairs x words, d) SVD: waking BLAS threads costs far more than it takes (0.1-0.2 s on 2 busy cores)
+            # a (pairs x words, d) SVD: waking BLAS threads costs more than it takes
+            # (docs/benchmarks-measurements.md#process-start-and-exit)
             with threadpool_limits(1, user_api="blas"):
                 panels = fig.shared_projection([pair["w1"] * e + pair["w2"] * p for pair in meta["pairs"]])
             titles = ["embeddings only" if pair["baseline"] else pair["title"] for pair in meta["pairs"]]

@@ -9,7 +9,7 @@ glove=6B-100d, ...: those are not DVC dependencies; the vectors' SHA-256 of each
 Encoding: the sinusoid with encoding.base, encoding.layout and encoding.dtype, positions 0..n-1 (in numpy,
 pipeline.core.study.sinusoid: the stage imports no torch). The sentences are measured by forked workers, one per
 core (a sentence's r* has the same bits whichever part it is measured in), while this process imports matplotlib for
-the figure: measured on 2 cores, 2.9-3.0 s -> 1.8-2.0 s wall for the same CPU.
+the figure, for speed (docs/benchmarks-measurements.md#process-start-and-exit).
 
 Writes reports/study/ (replaced whole): crossover.json (the distribution), r_star.csv (every sentence),
 crossover_study.png (the figure, pipeline.outputs.study_figures).
@@ -20,7 +20,7 @@ files: the GloVe store, study.texts_file (under data/texts/).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 import logging
 from pathlib import Path
 
@@ -58,21 +58,33 @@ def find_stores(dims: list[int], layout: Layout, root: Path) -> tuple[dict, dict
 
 
 def run(params: Config, layout: Layout, root: Path) -> dict:
-    import numpy as np
-
     from pipeline.base import worker_pool
-    from pipeline.base.files import replace_dir, write_columns, write_json
-    from pipeline.base.progress import Progress
+
+    cfg = params.study
+    cores = worker_pool.usable_cores()
+    stores, missing, _ = find_stores(list(cfg.dims), layout, root)
+    lengths, skipped, sentences, texts, file_tokens = _sentences(params, stores, root)
+    cases, encodings = _cases(params, stores, lengths, sentences, file_tokens)
+    results, crossover_study = _measure(params, stores, cases, encodings, cores)
+    rows = []
+    for d in sorted(cases):
+        for (length, from_file, s, _, _), result in zip(cases[d], results[d]):
+            rows.append({"d": d, "length": length, "from_file": from_file, "sentence": s, **result})
+        log.info("study: d=%d, %d sentences", d, len(cases[d]))
+    summary = _summary(params, stores, missing, skipped, texts, rows, root)
+    _write(layout, rows, summary, crossover_study, params.figures.dpi)
+    _log_summary(summary)
+    return summary
+
+
+def _sentences(params: Config, stores: dict, root: Path) -> tuple[list[int], list[int], dict, list[str], tuple]:
+    """The lengths studied and those skipped, the random sentences ({length: [words, ...]}), the texts file's
+    sentences and their (words, positions) as tokenized."""
     from pipeline.core import study as study_lib
-    from pipeline.core.sweep import ratio_grid, sentence_batches
     from pipeline.inputs.texts import read_sentences
     from pipeline.inputs.tokens import tokenize
 
-    cfg, enc = params.study, params.encoding
-    cores = worker_pool.usable_cores()
-    stores, missing, available = find_stores(list(cfg.dims), layout, root)
-    ratios = ratio_grid(params.sweep.ratios)
-    neighbours = params.metrics.neighbours
+    cfg = params.study
     first = stores[min(stores)]
     vocabulary = study_lib.study_vocabulary(first.words, cfg.vocabulary)
     # a small store (a test's or a custom one) cannot fill the longest sentences: those lengths are skipped, and said
@@ -92,8 +104,16 @@ def run(params: Config, layout: Layout, root: Path) -> dict:
         texts = read_sentences(cfg.texts_file, root, "study.texts_file")
         tokens = tokenize(texts, params.tokenizer)
         file_words, file_positions = tokens["words"], tokens["positions"]
-    longest = max([*lengths, 1] + [max(p) + 1 for p in file_positions if p])
+    return lengths, skipped, sentences, texts, (file_words, file_positions)
 
+
+def _cases(params: Config, stores: dict, lengths: list[int], sentences: dict, file_tokens: tuple) -> tuple[dict, dict]:
+    """{d: [(length, from_file, index, words, positions), ...]} and {d: the sinusoid of the longest position}."""
+    from pipeline.core import study as study_lib
+
+    enc = params.encoding
+    file_words, file_positions = file_tokens
+    longest = max([*lengths, 1] + [max(p) + 1 for p in file_positions if p])
     cases, encodings = {}, {}
     for d in sorted(stores):
         encodings[d] = study_lib.sinusoid(longest, d, enc.base, enc.layout, enc.dtype)
@@ -106,6 +126,19 @@ def run(params: Config, layout: Layout, root: Path) -> dict:
             (len(words), True, s, words, positions)
             for s, (words, positions) in enumerate(zip(file_words, file_positions))
         ]
+    return cases, encodings
+
+
+def _measure(params: Config, stores: dict, cases: dict, encodings: dict, cores: int) -> tuple[dict, Callable]:
+    """{d: [each case's crossover result]}, computed by forked workers; and the figure function, imported meanwhile."""
+    import numpy as np
+
+    from pipeline.base import worker_pool
+    from pipeline.base.progress import Progress
+    from pipeline.core import study as study_lib
+    from pipeline.core.sweep import ratio_grid, sentence_batches
+
+    ratios, neighbours = ratio_grid(params.sweep.ratios), params.metrics.neighbours
     # sentences of one length go through together (pipeline.core.study.crossovers), grouped as the sweep groups them,
     # each group split in parts for the workers, the longest sentences first (so that the workers finish together)
     parts = [
@@ -124,7 +157,7 @@ def run(params: Config, layout: Layout, root: Path) -> dict:
 
     results = {d: [None] * len(group) for d, group in cases.items()}
     with worker_pool.imap(study_lib.crossovers_of, tasks(), cores if cores > 1 else 0) as answers:
-        # imported while the workers compute (matplotlib: about 0.7 s of CPU)
+        # imported while the workers compute: matplotlib's import overlaps their work
         from pipeline.outputs.study_figures import crossover_study
 
         progress = Progress("study: sentences", sum(len(group) for group in cases.values()))
@@ -134,12 +167,16 @@ def run(params: Config, layout: Layout, root: Path) -> dict:
                 results[d][i] = one
             done += len(part)
             progress.update(done)
-    rows = []
-    for d in sorted(cases):
-        for (length, from_file, s, _, _), result in zip(cases[d], results[d]):
-            rows.append({"d": d, "length": length, "from_file": from_file, "sentence": s, **result})
-        log.info("study: d=%d, %d sentences", d, len(cases[d]))
-    summary = {
+    return results, crossover_study
+
+
+def _summary(
+    params: Config, stores: dict, missing: dict, skipped: list[int], texts: list[str], rows: list[dict], root: Path
+) -> dict:
+    """reports/study/crossover.json: the distribution per dimension, the stores used, what is missing or skipped."""
+    from pipeline.core import study as study_lib
+
+    return {
         "dims": study_lib.summarize(rows),
         "stores": {
             f"d{d}": {
@@ -151,9 +188,14 @@ def run(params: Config, layout: Layout, root: Path) -> dict:
         },
         "missing_dims": {f"d{d}": why for d, why in sorted(missing.items())},
         "skipped_lengths": skipped,
-        "texts_file": {"file": cfg.texts_file, "sentences": texts},
-        "neighbours": neighbours,
+        "texts_file": {"file": params.study.texts_file, "sentences": texts},
+        "neighbours": params.metrics.neighbours,
     }
+
+
+def _write(layout: Layout, rows: list[dict], summary: dict, crossover_study: Callable, dpi: int) -> None:
+    """reports/study/, replaced whole: the summary, the table of every sentence, the figure."""
+    from pipeline.base.files import replace_dir, write_columns, write_json
 
     def build(folder: Path) -> None:
         write_json(folder / layout.study_summary.name, summary)
@@ -169,9 +211,12 @@ def run(params: Config, layout: Layout, root: Path) -> dict:
                 "sqrt_d_semantic": [r["sqrt_d_semantic"] for r in rows],
             },
         )
-        crossover_study(rows, summary["dims"], folder / layout.study_figure.name, dpi=params.figures.dpi)
+        crossover_study(rows, summary["dims"], folder / layout.study_figure.name, dpi=dpi)
 
     replace_dir(layout.study_dir, build)
+
+
+def _log_summary(summary: dict) -> None:
     for key, stats in summary["dims"].items():
         random = stats["random"]
         log.info(
@@ -185,7 +230,6 @@ def run(params: Config, layout: Layout, root: Path) -> dict:
         )
     for key, why in summary["missing_dims"].items():
         log.info("study %s: %s", key, why)
-    return summary
 
 
 def _fmt(value) -> str:

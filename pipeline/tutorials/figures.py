@@ -228,7 +228,10 @@ def queue_tutorial_figures(
 ) -> None:
     """Compute the tutorials' data here (torch) and queue their seven figures on `batch`
     (pipeline.outputs.figures.Batch), the longest to draw first; path(name): where a figure goes (and records its
-    name). `tokens`: the tokenize stage's output for the mask figures (None: tokenize the configured texts)."""
+    name). `tokens`: the tokenize stage's output for the mask figures (None: tokenize the configured texts).
+
+    Longer than 60 lines because it queues the seven tutorial figures in one place, a short block each, in drawing
+    order."""
     import torch
 
     from pipeline.core.encoding import sinusoidal_encoding

@@ -65,7 +65,7 @@ def test_official_glove_options_pin_url_and_checksums():
 def test_seed_defaults():
     params = config.compose([], REPO)
     assert params["glove"]["name"] == "6B-50d"
-    assert params["tokenizer"]["num_words"] == 64 and params["tokenizer"]["maxlen"] == 100
+    assert params["tokenizer"]["num_words"] is None and params["tokenizer"]["maxlen"] == 100
     assert params["tokenizer"]["padding"] == "post"
     assert params["encoding"]["base"] == 10000 and params["encoding"]["max_len"] == 100
     assert params["sweep"]["w1"] == [1, 1, 10, "sqrt_d"] and params["sweep"]["w2"] == [1, 10, 1, 1]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, params_for, run, run_stages
+from conftest import REPO, params_for, run, run_stages, typed
 from pipeline.base.errors import PipelineError
 
 
@@ -103,6 +103,40 @@ def test_a_sentence_left_without_words_names_num_words(tmp_path, small_store):
     message = str(info.value)
     assert message.startswith("sentence 2 ('dog wolf red') has 0 token(s)")
     assert "raise tokenizer.num_words (tokenizer.num_words=8 keeps all 7 words" in message
+
+
+def test_a_file_of_many_words_keeps_every_word_by_default(tmp_path, small_store):
+    """texts=file with the default tokenizer: every word of every sentence is a token (Keras's num_words=None), so
+    a file of more distinct words than the notebook's num_words=64 works on its first run."""
+    words = [f"w{i}" for i in range(200)]  # 200 distinct words: past the notebook's 64
+    lines = [" ".join(words[i : i + 4]) for i in range(0, 200, 4)]
+    tokens = read_tokens(tokenize_file(tmp_path, small_store, lines))
+    assert [len(ids) for ids in tokens["ids"]] == [4] * 50
+
+
+def read_tokens(layout):
+    from pipeline.base.files import read_json
+
+    return read_json(layout.tokens)
+
+
+@pytest.mark.parametrize("option", ["seed", "queen_king", "brown_ball", "transformers", "file"])
+def test_the_notebooks_num_words_changes_no_builtin_texts(tmp_path, small_store, option):
+    """The notebook's Tokenizer(num_words=64) and the default (every word) give the same tokens for every texts
+    option the project ships (each holds fewer than 64 distinct words), and for the study's texts file: the outputs
+    of the default run keep their bytes."""
+    from dataclasses import replace
+
+    from pipeline.inputs.texts import load_texts, read_sentences
+    from pipeline.inputs.tokens import tokenize
+
+    cfg = typed(params_for(f"texts={option}"))
+    texts = load_texts(cfg.texts, REPO)
+    study = read_sentences(cfg.study.texts_file, REPO, "study.texts_file")
+    assert cfg.tokenizer.num_words is None
+    notebook = replace(cfg.tokenizer, num_words=64)
+    for sentences in (texts, study):
+        assert tokenize(sentences, notebook) == tokenize(sentences, cfg.tokenizer)
 
 
 # ---------------------------------------------------------------- thousands of sentences

@@ -277,12 +277,14 @@ class TextsConfig(_Checked):
 
 @dataclass
 class TokenizerConfig(_Checked):
-    """Keras's Tokenizer + pad_sequences; the defaults are the notebook's calls."""
+    """Keras's Tokenizer + pad_sequences; the defaults are the notebook's calls, but num_words (every word)."""
 
     KEY = "tokenizer"
     name: str = MISSING
-    # texts_to_sequences keeps only word indices < num_words (null: all)
-    num_words: Optional[int] = checked(at_least(1), null=True, default=64)
+    # texts_to_sequences keeps only word indices < num_words; null (Keras's own default): every word. The notebook's
+    # Tokenizer(num_words=64) leaves its two sentences (11 words) whole, so null gives the seed's tokens; with 64 a
+    # user's file of ordinary sentences would lose all but its 63 most frequent words
+    num_words: Optional[int] = checked(at_least(1), null=True, default=None)
     oov_token: Optional[str] = checked(NON_EMPTY, null=True, default=None)  # null: unknown words dropped, as in Keras
     filters: str = '!"#$%&()*+,-./:;<=>?@[\\]^_`{|}~\t\n'
     lower: bool = True

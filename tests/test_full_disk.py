@@ -65,22 +65,29 @@ def first_line(result: subprocess.CompletedProcess) -> str:
     return next((line for line in result.stderr.splitlines() if line.startswith(("error", "repro:"))), "")
 
 
-def test_a_full_disk_while_saving_the_journal(project, tmp_path):
-    """The journal copies the small outputs (the 4 MB report among them) before anything changes."""
-    result = run_on_full_disk(project, tmp_path / "disk", 1, "sweep.w2=5")
+def point_reached(result: subprocess.CompletedProcess) -> str:
+    """Where the run ran out of space: the journal, a stage, DVC's cache; or "finished"."""
     line = first_line(result)
+    if result.returncode == 0:
+        return "finished"
+    if line.startswith("error in stage"):
+        return "stage"
+    if "where DVC writes the outputs and its cache" in line:
+        return "dvc"
     assert line.startswith("error: no space left on the device (") and line.endswith("Nothing was changed."), line
+    return "journal"
 
 
-def test_a_full_disk_in_a_stage_and_in_dvcs_cache(project, tmp_path):
-    """With room for the journal: the figures stage writing 21 projections, or DVC copying the new outputs into
-    its cache (its copy names no file: the message names the project DVC writes in)."""
-    seen = set()
-    for margin, overrides in ((10, (PAIRS, "sweep.w1=1")), (11, (PAIRS, "sweep.w1=1")), (12, ("sweep.w2=5",))):
-        result = run_on_full_disk(project, tmp_path / f"disk{margin}", margin, *overrides)
-        line = first_line(result)
-        if line.startswith("error in stage"):
-            seen.add("stage")
-        elif "where DVC writes the outputs and its cache" in line:
-            seen.add("dvc")
-    assert seen == {"stage", "dvc"}, f"the margins no longer reach both points (outputs changed size?): {seen}"
+def test_a_full_disk_at_each_point_of_a_run(project, tmp_path):
+    """More room each time, 1 MB at a time, until the run finishes: the disk fills while the journal copies the small
+    outputs (the 4 MB report among them) before anything changes, then while the figures stage writes 21 projections,
+    then while DVC copies the new outputs into its cache (its copy names no file: the message names the project DVC
+    writes in), in that order, each one message and the workspace as it was (run_on_full_disk). The margins follow
+    the outputs' sizes instead of fixed numbers, which every new output would move."""
+    points = []
+    for margin in range(1, 60):
+        points.append(point_reached(run_on_full_disk(project, tmp_path / f"disk{margin}", margin, PAIRS, "sweep.w1=1")))
+        if points[-1] == "finished":
+            break
+    order = ["journal", "stage", "dvc", "finished"]
+    assert sorted(points, key=order.index) == points and set(points) == set(order), points

@@ -201,12 +201,14 @@ def test_killed_multirun_parent_is_ended_by_the_next_run(checkout, tmp_path, pri
 
     sweep_dir = tmp_path / "sweep"
     proc = start_sweep(checkout, "sweep.w2=1,2", f"hydra.sweep.dir={sweep_dir}")
-    deadline = time.monotonic() + 120
+    # guards a hang: the sweep composes, imports MLflow and creates its parent run: seconds on a quiet machine,
+    # many times that on a loaded one
+    deadline = time.monotonic() + 300
     while not (sweep_dir / "sweep.json").exists():  # written just after the parent run is created
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[0]
         time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=30)
+    proc.wait(timeout=30)  # guards a hang: SIGKILL takes milliseconds
     parent = json.loads((sweep_dir / "sweep.json").read_text())["parent_run_id"]
     client = MlflowClient(private_mlflow_store)
     assert client.get_run(parent).info.status == "RUNNING"  # what the killed sweep left

@@ -191,7 +191,7 @@ def test_mlflow_ui_shows_the_run_and_a_figure_in_chromium(served_run, tmp_path):
         browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.set_default_timeout(30_000)
+            page.set_default_timeout(120_000)  # guards a hang: a step takes seconds on a quiet machine
             page.goto(f"{server.url}/#/experiments/{experiment_id}/runs?workflowType=machine_learning")
             link = page.get_by_role("link", name=run_name, exact=True)
             link.wait_for(state="visible")
@@ -268,7 +268,9 @@ def test_server_killed_mid_run_fails_fast_and_the_run_ends_failed(tmp_path):
     uri = f"http://bob:{secret}@127.0.0.1:{port}"
     try:
         proc = logger(result, project, uri)
-        deadline = time.monotonic() + 120
+        # guards a hang: the logger imports MLflow, as the server does, before its first upload: seconds on a quiet
+        # machine, many times that on a loaded one
+        deadline = time.monotonic() + 300
         while not any(server.artifacts.glob("*/artifacts/figures/*.png")):  # the run is logging its figures
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
             time.sleep(0.05)
@@ -293,7 +295,7 @@ def test_server_killed_mid_run_fails_fast_and_the_run_ends_failed(tmp_path):
         small = tmp_path / "small"
         fake_result(small, figures=2)
         again = logger(small, project, uri)
-        out2, err2 = again.communicate(timeout=180)
+        out2, err2 = again.communicate(timeout=600)  # guards a hang: a two-figure run takes seconds when quiet
         assert again.returncode == 0, err2
         client = MlflowClient(server.url)
         runs = {r.info.run_id: r for r in client.search_runs([e.experiment_id for e in client.search_experiments()])}

@@ -140,9 +140,11 @@ def test_dvc_run_starts_when_the_pipeline_did(tmp_path):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("x")
         os.utime(path, (mtime, mtime))
-    assert pipeline_start(layout, now) == pytest.approx(now - 50)  # first run: the git file's clone time ignored
+    # file times come back to the microsecond; approx's default (1e-6 relative: half an hour of a Unix time) could
+    # not tell one file from another
+    assert pipeline_start(layout, now) == pytest.approx(now - 50, abs=0.01)  # first run: the clone time ignored
     write_json(layout.mlflow_last_run, {"enabled": True, "end_time": int((now - 45) * 1000)})
-    assert pipeline_start(layout, now) == pytest.approx(now - 40)  # glove is from the previous repro
+    assert pipeline_start(layout, now) == pytest.approx(now - 40, abs=0.01)  # glove is from the previous repro
     write_json(layout.mlflow_last_run, {"enabled": True, "end_time": int((now - 5) * 1000)})
     assert pipeline_start(layout, now) == now  # nothing newer: only this stage ran
     layout.mlflow_last_run.unlink()  # a queued experiment's copy: no previous run, inputs from the cache
@@ -249,7 +251,7 @@ def test_mlflow_ui_opens_on_the_runs_table(result, tmp_path):
         with sync_api.sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
             page = browser.new_page(viewport={"width": 1400, "height": 900})
-            page.set_default_timeout(30_000)
+            page.set_default_timeout(120_000)  # guards a hang: a step takes seconds on a quiet machine
             try:
                 page.goto(landing)
                 page.get_by_role("link", name=record["run_name"], exact=True).wait_for(state="visible")
@@ -264,7 +266,9 @@ def test_mlflow_ui_opens_on_the_runs_table(result, tmp_path):
                 )
                 body = page.frame_locator("iframe.mlflow-html-iframe").locator("body")
                 body.locator('img[src*="get-artifact"]').first.wait_for(state="attached")
-                deadline = time.monotonic() + 30
+                # guards a hang: the figures load in a second or two from a quiet local server; a loaded machine
+                # serves them slower, and the loop ends as soon as they are all there
+                deadline = time.monotonic() + 120
                 while (loaded := body.evaluate(count_loaded)) < figures and time.monotonic() < deadline:
                     time.sleep(0.5)
                 page.screenshot(path=str(shots / "mlflow_report.png"))

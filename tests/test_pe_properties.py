@@ -46,6 +46,8 @@ def random_attention(n, seed):
 def test_chen_against_the_authors_code(n, seed):
     """Equal up to the order of the sums (Python's left to right against numpy's pairwise): a few ulp of ~0.5."""
     a = random_attention(n, seed)
+    # plain IEEE sums on both sides, the same bits on every machine; their orders differ: the authors' recursive
+    # sums of n^2 positive terms are within 2 n eps (1.5e-14 at n = 33) of ours
     assert pp.chen_locality(a) == pytest.approx(authors_locality(a), rel=1e-13)
     assert pp.chen_symmetry(a) == pytest.approx(authors_symmetry(a), rel=1e-13)
 
@@ -143,8 +145,22 @@ def test_monotonicity_against_scipy(n):
 def test_spearman_with_ties():
     rng = np.random.default_rng(3)
     x, y = rng.integers(0, 4, 30).astype(float), rng.standard_normal(30)
+    # scipy's sums of 30 rank products move by machine by ~30 eps of them: ~1e-14 on a correlation of 0.16
     assert pp.spearman(x, y) == pytest.approx(spearmanr(x, y).statistic, rel=1e-12)
     assert pp.spearman(np.ones(5), y[:5]) is None
+
+
+def test_translation_invariance_of_a_nearly_constant_toeplitz_matrix_is_exactly_one():
+    """Diagonals of 1e6 + a variation of 1e-4 (RoPE at the schema's largest scale looks like this): averaging a
+    diagonal's equal values unshifted is off by ~n eps 1e6, whose square beside the variance (~1e-8) moved the score by
+    ~1e-9; shifted by one of their own values, the residuals are exactly zero."""
+    n = 300
+    profile = 1e6 + 1e-4 * np.cos(0.1 * np.arange(n))
+    p = profile[np.abs(np.arange(n)[:, None] - np.arange(n)[None, :])]
+    assert pp.wang_translation_invariance(p) == 1.0
+    broken = p.copy()
+    broken[3, 5] += 1e-5
+    assert 0.9 < pp.wang_translation_invariance(broken) < 1.0
 
 
 def test_wang_known_cases():
@@ -152,6 +168,7 @@ def test_wang_known_cases():
     rng = np.random.default_rng(4)
     profile = rng.standard_normal(2 * n - 1)
     t = pp.toeplitz(profile, n)
+    # ours (the same bits everywhere) against the exact answer: the within-diagonal variance is rounding noise
     assert pp.wang_translation_invariance(t) == pytest.approx(1.0, abs=1e-15)
     s = rng.standard_normal((n, n))
     assert pp.wang_symmetry(s + s.T) == 1.0
@@ -178,6 +195,8 @@ def test_translation_invariance_is_the_variance_share_of_the_offset():
     p = np.random.default_rng(5).standard_normal((n, n))
     diag = [np.diagonal(p, k) for k in range(-(n - 1), n)]
     within = sum(((d - d.mean()) ** 2).sum() for d in diag)
+    # numpy's own reductions on both sides (no CPU dispatch): the same bits everywhere; summation orders differ by
+    # ~n^2 eps relative to the variances, 5e-14 at most on a share of 0.17
     assert pp.wang_translation_invariance(p) == pytest.approx(1 - within / ((p - p.mean()) ** 2).sum(), rel=1e-13)
 
 
@@ -185,6 +204,7 @@ def test_symmetry_against_frobenius_parts():
     p = np.random.default_rng(6).standard_normal((7, 7))
     c = p - p.mean()
     s, k = np.linalg.norm((c + c.T) / 2) ** 2, np.linalg.norm((c - c.T) / 2) ** 2
+    # np.linalg.norm is BLAS's dot of 49 squares (by machine, 49 eps relative at most): s / (s + k) within 1e-14
     assert pp.wang_symmetry(p) == pytest.approx(s / (s + k), rel=1e-13)
 
 

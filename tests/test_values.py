@@ -56,7 +56,7 @@ def test_the_rope_bounds_give_finite_diagnostics(tmp_path):
     )
     layout = Layout(tmp_path)
     relative = relative_diagnostics(cfg.relative, layout, torch.device("cpu"))
-    properties = family_properties(cfg.relative, cfg.encoding, cfg.glove.dim, layout)
+    properties = family_properties(cfg.relative, layout)
     assert _finite(relative) and _finite(properties)
     assert _finite(read_json(layout.relative_metrics)) and _finite(read_json(layout.properties_metrics))
 

@@ -11,8 +11,9 @@ Memory estimates are peak RSS, each a stage process's baseline (its imports) plu
                                                            sinusoid needs none): knobs encoding.max_len,
                                                            encoding.max_offset, encoding.max_matrix_size
     sweep     80 MB + (P + 1 + m) n^2 16 + P S 6 kB        one batched PCA per sentence (each weighting's n x n
-                                                           Gram matrix and eigenvectors) and what every pair keeps
-                                                           per sentence (projections, metrics, their JSON): knobs
+              (+ 150 MB when (P + 1 + m) n^3 exceeds       Gram matrix and eigenvectors) and what every pair keeps
+              eigen.INTERPRETED_WORK)                      per sentence (projections, metrics, their JSON); numba
+                                                           and the compiled eigensolver beyond small work: knobs
                                                            sweep.w1 / sweep.w2, sweep.ratios.points,
                                                            tokenizer.maxlen
     figures  min(S, max_sentences) x (per-sentence kinds   the per-sentence kinds of the figure set
@@ -70,6 +71,9 @@ LABEL_S = 2.1e-3
 # -13 %..+28 %, closest for the large batches it exists to refuse); a Hydra job's process imports both.
 ENCODE_BASE = 345e6
 SWEEP_BASE = 80e6
+# numba's import (65 MB) and the eigensolver it compiles (98 MB the first time, 70 MB loaded from its cache) when the
+# sweep's eigen work exceeds pipeline.core.eigen.INTERPRETED_WORK: ru_maxrss above the sweep module's import
+SWEEP_COMPILED = 150e6
 # A Hydra job kept by the sweeper until the sweep ends (hydra.core.utils.JobReturn: the job's config and a copy of
 # the Hydra config): 219 kB, the RSS of holding 200 deep copies of a composed config; its override list 170 B
 # (BasicSweeper.split_arguments of range(0, 10**6): 169 B a job).
@@ -135,10 +139,14 @@ def encode_estimate(params: Config) -> tuple[float, str]:
 def sweep_estimate(params: Config, sentences: Sequence[str]) -> tuple[float, str]:
     """The sweep stage's peak RSS in bytes and its formula with the numbers (module docstring)."""
     pairs, m, n = pair_count(params), params.sweep.ratios.points, longest_sentence(params, sentences)
+    from pipeline.core.eigen import INTERPRETED_WORK
+
     batch = pairs + 1 + m
-    needed = SWEEP_BASE + batch * n * n * 16 + pairs * len(sentences) * 6e3
+    compiled = SWEEP_COMPILED if batch * n**3 > INTERPRETED_WORK else 0.0
+    needed = SWEEP_BASE + compiled + batch * n * n * 16 + pairs * len(sentences) * 6e3
+    eigensolver = f" + {compiled / 1e6:.0f} MB (the compiled eigensolver)" if compiled else ""
     formula = (
-        f"{SWEEP_BASE / 1e6:.0f} MB + (pairs + 1 + ratios) x n^2 x 16 + pairs x sentences x 6 kB = "
+        f"{SWEEP_BASE / 1e6:.0f} MB{eigensolver} + (pairs + 1 + ratios) x n^2 x 16 + pairs x sentences x 6 kB = "
         f"{batch:,} x {n:,}^2 x 16 + {pairs:,} x {len(sentences):,} x 6 kB (n: words of the longest sentence)"
     )
     return needed, formula

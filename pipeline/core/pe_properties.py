@@ -121,8 +121,15 @@ def wang_translation_invariance(p: np.ndarray) -> float | None:
     if total == 0:
         return None
     counts = np.bincount(offset, minlength=2 * n - 1)
-    means = np.bincount(offset, weights=values, minlength=2 * n - 1) / np.maximum(counts, 1)
-    residual = values - means[offset]
+    # Each diagonal is shifted by one of its own values before its mean is taken, so that a constant diagonal has a
+    # residual of exactly 0: its unshifted mean is off by rounding (~ n eps |value|), which on a nearly constant matrix
+    # is not small beside the total variance.
+    diagonals, first = np.unique(offset, return_index=True)
+    shift = np.zeros(2 * n - 1)
+    shift[diagonals] = values[first]
+    shifted = values - shift[offset]
+    means = np.bincount(offset, weights=shifted, minlength=2 * n - 1) / np.maximum(counts, 1)
+    residual = shifted - means[offset]
     within = float((residual * residual).sum())
     return 1.0 - within / total
 

@@ -10,7 +10,7 @@ Each job writes its data/ and reports/ under its own Hydra output directory (the
 left alone) and logs one MLflow run. GloVe stores are shared between jobs through
 data/cache/stores/, keyed by the glove config; the other stage outputs the jobs of a multirun share (tokens,
 encoding) are computed once per sweep and reused by content hash (pipeline.stage_cache, <sweep dir>/.stage_cache/).
-Sweeps should use figures=summary (README, "Sweeps").
+A multirun draws figures=summary unless its command line names a figure set (docs/sweeps.md).
 
 A job that fails (a bad override value, a bug) does not stop the sweep: it writes its error into
 <job dir>/job_result.json and a FAILED child run; the other jobs go on, and at the end
@@ -221,7 +221,7 @@ def job(cfg: DictConfig, hydra_cfg: DictConfig, multirun: bool, num: int) -> Non
 
         worker_pool.keep()  # the jobs of this process share one warm pool of figure workers
         if OmegaConf.select(hydra_cfg, "launcher.n_jobs", default=1) not in (0, 1):
-            cfg.figures.workers = 1  # jobs in parallel (joblib) already share the cores: README, "Sweeps"
+            cfg.figures.workers = 1  # jobs in parallel (joblib) already share the cores: docs/sweeps.md
         figure_set = figure_set_of_job(hydra_cfg.runtime.choices.get("figures"), overrides)
         if figure_set is not None:  # a multirun draws what a point needs unless the command line says otherwise
             cfg.figures.name = figure_set

@@ -139,7 +139,7 @@ def test_many_jobs_print_a_capped_narrow_table_and_keep_every_row():
 
 
 def test_a_job_reports_its_headline_and_the_families_property_numbers(tmp_path):
-    """job_metrics: headline.json as it is, and every numeric property value of properties.json by family and
+    """job_metrics: headline.json as it is (with r* over the sentences), and every numeric property value of properties.json by family and
     property (null cells, by-construction flags and the other numbers of the table left out)."""
     from pipeline.base.paths import Layout
     from pipeline.outputs.multirun import job_metrics
@@ -160,6 +160,7 @@ def test_a_job_reports_its_headline_and_the_families_property_numbers(tmp_path):
     }
     layout.properties_metrics.write_text(json.dumps(properties))
     assert job_metrics(tmp_path) == {
+        "r_star.median": 1.3,  # the median over the sentences, which headline.json gives only beyond the listed ones
         "r_star.s0": 1.3,
         "oov_count": 0,
         "properties.rope_ntk.chen_locality": 0.38,
@@ -585,7 +586,7 @@ def test_joblib_four_parallel_jobs_lose_nothing(checkout, private_mlflow_store):
     assert all(f"[job {n}] " in log for n in range(4))
     assert log.count("] - encode: PE ") == 1  # computed by one job; the other three waited for it
     assert [(row["job"], row["sweep.w2"]) for row in summary["rows"]] == [(0, "1"), (1, "2"), (2, "3"), (3, "4")]
-    # jobs in parallel share the cores: one figure worker each (README, "Sweeps")
+    # jobs in parallel share the cores: one figure worker each (docs/sweeps.md)
     assert "  workers: 1\n" in (checkout / "multirun_test" / "0" / "params.yaml").read_text()
     # figures drawn from the same data are kept once for the sweep, whichever of the four processes drew them first:
     # the encoding's (the weights do not change them) once, each point's panels (they do) once per point

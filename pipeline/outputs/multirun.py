@@ -20,6 +20,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
+import statistics
 import textwrap
 import time
 import uuid
@@ -33,6 +35,7 @@ TABLE_FILE = "sweep_summary.csv"
 FIGURE_FILE = "sweep_summary.png"
 WIDTH = 199  # printed lines stay narrower than this
 SHOWN_ROWS = 20  # jobs printed; every job is in the JSON and CSV files
+RSTAR = re.compile(r"r_star\.s\d+")  # a listed sentence's r* in headline.json
 PROPERTIES = "properties."  # the prefix of the families table's numbers among a job's metrics (`job_metrics`)
 
 
@@ -65,13 +68,17 @@ def write_job(job_dir: Path, record: dict) -> None:
 
 def job_metrics(job_dir: Path) -> dict:
     """A finished job's numbers for the sweep's table: its headline (reports/headline.json: r* per listed sentence,
-    the summary over sentences, the property checks) and the families table's property numbers
+    the summary over sentences (r_star.median: of every sentence's r*, also when the texts hold no more sentences
+    than it lists), the property checks) and the families table's property numbers
     (reports/properties.json: `properties.<family>.<property>`, the numeric values only), flat."""
     from pipeline.base.files import read_json
     from pipeline.base.paths import Layout
 
     layout = Layout(Path(job_dir))
     metrics = dict(read_json(layout.headline_metrics))
+    if "r_star.median" not in metrics:  # headline.json has it only beyond the listed sentences: every sentence here
+        r_stars = [v for k, v in metrics.items() if RSTAR.fullmatch(k) and isinstance(v, (int, float))]
+        metrics = {"r_star.median": float(statistics.median(r_stars)) if r_stars else None, **metrics}
     if layout.properties_metrics.exists():
         for family, row in read_json(layout.properties_metrics).get("families", {}).items():
             for name, cell in row.items():
@@ -82,8 +89,8 @@ def job_metrics(job_dir: Path) -> dict:
 
 
 def figure_set_of_job(choice: str | None, overrides: list[str]) -> str | None:
-    """The figure set a multirun job draws when the command line chose none: `summary` (what a point needs, README
-    "Sweeps") in place of the default `all`; None keeps the composed one (`choice`, conf/'s figures option:
+    """The figure set a multirun job draws when the command line chose none: `summary` (what a point needs,
+    docs/sweeps.md) in place of the default `all`; None keeps the composed one (`choice`, conf/'s figures option:
     `figures=all`, `figures=none` or `figures.name=...` on the command line, or another default in conf/)."""
     chosen = any(item.split("=", 1)[0].lstrip("+~") in ("figures", "figures.name") for item in overrides)
     return "summary" if choice == "all" and not chosen else None

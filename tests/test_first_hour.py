@@ -188,3 +188,19 @@ def test_three_thousand_sentences_stay_small_in_git_logs_and_mlflow(tmp_path, sm
     assert len(run.data.metrics) < 1000 and "sentences.r_star_median" in run.data.metrics
     logged = [f.path for f in client.list_artifacts(run.info.run_id)]
     assert {"sentences.csv", "sentences.csv.gz"} & set(logged) and len(logged) < 10  # .gz: above 1 MB
+
+
+def test_one_sentence_is_counted_in_the_singular(tmp_path, small_store, pipeline_log):
+    """`texts=queen_king` (one sentence): the tokenize and sweep stages' lines say "1 sentence", not "1 sentences"."""
+    from pipeline.base.words import counted
+
+    assert (counted(1, "sentence"), counted(2, "sentence"), counted(1200, "ratio")) == (
+        "1 sentence",
+        "2 sentences",
+        "1,200 ratios",
+    )
+    run_stages(params_for("texts=queen_king", "figures=none"), tmp_path, small_store, upto="sweep")
+    lines = [r.getMessage() for r in pipeline_log.records if r.getMessage().startswith(("tokenize:", "sweep:"))]
+    assert any(line.startswith("tokenize: 1 sentence, ") for line in lines), lines
+    assert any(" x 1 sentence; " in line for line in lines), lines
+    assert not any("1 sentences" in line for line in lines), lines

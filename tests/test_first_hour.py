@@ -204,3 +204,29 @@ def test_one_sentence_is_counted_in_the_singular(tmp_path, small_store, pipeline
     assert any(line.startswith("tokenize: 1 sentence, ") for line in lines), lines
     assert any(" x 1 sentence; " in line for line in lines), lines
     assert not any("1 sentences" in line for line in lines), lines
+
+
+def test_panels_of_a_users_sentence_show_no_legend_of_groups_it_lacks(tmp_path, monkeypatch):
+    """A user's sentence outside metrics.groups' words: every dot grey, and the legend says so instead of naming the
+    default groups (king/queen, ...); a sentence with some group words names those groups only."""
+    import numpy as np
+
+    from pipeline.outputs import figures as fig
+
+    seen = []
+    monkeypatch.setattr(
+        fig, "SAVED", [lambda figure, path: seen.append([t.get_text() for t in figure.legends[0].texts])]
+    )
+    groups = [["king", "queen"], ["man", "woman"], ["red", "green", "yellow"]]
+    coords = [np.array([[0.0, 0.0], [1.0, 0.5], [0.5, 1.0]])]
+    for words in (["the", "teacher", "walked"], ["the", "red", "king"]):
+        fig.projection_panels(
+            coords, ["W1=1"], words, [0, 1, 2], groups, tmp_path / "p.png", title="t", arrows=False, dpi=30
+        )
+    assert seen == [
+        ["no word of the sentence is in a semantic group (metrics.groups)"],
+        ["king/queen", "red/green/yellow"],
+    ]
+    from pipeline.outputs.figure_plan import GROUP_COLOURS, group_colours
+
+    assert group_colours(["red"], groups)[1] == {"red/green/yellow": GROUP_COLOURS[2]}  # its colour kept

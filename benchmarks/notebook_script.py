@@ -2,7 +2,7 @@
 
     python benchmarks/notebook_script.py --glove data/cache/benchmarks/glove.6B.50d.txt --out /tmp/nb
 
-Cell by cell what /work/shared/seeds/000_*.txt (the course notebook) does, with TensorFlow replaced by its
+Cell by cell what the course notebook (the seeds' `000_*.txt`) does, with TensorFlow replaced by its
 NumPy equivalent and every `plt.show()` by saving the figure as a PNG (matplotlib's default size and dpi,
 `bbox_inches="tight"` as the notebook's inline backend does):
 

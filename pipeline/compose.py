@@ -17,6 +17,7 @@ from pipeline.base.errors import PipelineError
 from pipeline.base.locks import workspace_lock
 from pipeline.base.paths import Layout, checkout_root
 from pipeline.config import check, compose, write_params
+from pipeline.config.input_files import check_portable
 from pipeline.config.schema import GROUPS
 
 
@@ -47,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
 def _compose(argv: list[str], root: Path) -> int:
     try:
         params = compose(argv, root)
+        check_portable(params, root)  # params.yaml and dvc.yaml are committed: no machine's folders in them
         check(params, root)
         path = write_params(params, root, argv)
         from pipeline.dvcyaml import write_if_changed

@@ -34,6 +34,7 @@ from pipeline.base.paths import Layout
 
 METRICS = Layout(Path(".")).metrics.as_posix()  # as git and DVC name it
 # The gated files: name prefix -> Layout attribute (paths as git names them). "" keeps metrics.json's names unprefixed.
+SHOWN = 10  # drifted metrics listed by default: a changed config (e.g. sweep.w2=3) moves hundreds of them
 GATED = {"": "metrics", "relative": "relative_metrics", "study": "study_summary", "properties": "properties_metrics"}
 
 
@@ -160,7 +161,9 @@ def read_sides(baseline: str, current: str | None, root: Path) -> tuple[dict, di
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m pipeline.gate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--baseline", default="HEAD", help="git revision or .json file (default: HEAD)")
     parser.add_argument(
         "--current",
@@ -168,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         help=f"a metrics file to compare instead of the gated files (with a .json --baseline: default {METRICS})",
     )
     parser.add_argument("--tolerances", default=TOLERANCES)
+    parser.add_argument("--all", action="store_true", help=f"list every drifted metric (default: the first {SHOWN})")
     args = parser.parse_args(argv)
     from pipeline.base.paths import checkout_root
 
@@ -181,8 +185,11 @@ def main(argv: list[str] | None = None) -> int:
     checked = len(flatten(baseline).keys() | flatten(current).keys())  # a problem is one of these names
     if problems:
         print(f"gate: {len(problems)} of {checked} metrics drifted from the baseline ({args.baseline}):")
-        for line in problems:
+        shown = problems if args.all else problems[:SHOWN]
+        for line in shown:
             print(f"  FAIL {line}")
+        if len(shown) < len(problems):
+            print(f"  ... and {len(problems) - len(shown)} more: `python -m pipeline.gate --all` lists every one")
         return 1
     print(f"gate: all {checked} metrics within tolerance of the baseline ({args.baseline})")
     return 0

@@ -4,7 +4,9 @@ The points of a sweep over `sweep.w2` differ only in the sweep stage's params: e
 texts and compute the same encoding again. Here each in-process stage's outputs are stored once per sweep, in a
 content-addressed folder of the sweep dir, `<sweep dir>/.stage_cache/<stage>-<key>/`, and a job whose key is
 already there links those files into its own folder (hard links; a copy across file systems) instead of running
-the stage. Works for every launcher: jobs of other processes (joblib, submitit) see the same folder.
+the stage. Works for every launcher: jobs of other processes (joblib, submitit) see the same folder, and a job that
+finds another computing the entry it needs (parallel jobs start together) waits for it (a lock per entry) instead of
+computing it too.
 
 The key of a stage is a SHA-256 of what determines its outputs, as the stage registry declares it:
 - the params it reads (`Stage.params`: groups or dotted keys), as JSON;
@@ -40,6 +42,9 @@ log = logging.getLogger("pipeline")
 
 CACHE_DIR = ".stage_cache"
 NAMED_FILES = ("texts.file",)  # config keys naming an input file that an in-process stage reads
+# How long a job waits for another job of its sweep computing the same stage: as long as a shared GloVe store may take
+# to build (pipeline.__main__), beyond any stage the limits let through (pipeline.config.limits: 5 minutes of CPU)
+LOCK_WAIT = 3 * 3600.0
 
 
 def _select(cfg: Config, dotted: str) -> Any:
@@ -138,13 +143,19 @@ def run_stages(stages, params: Config, layout: Layout, root: Path) -> dict[str, 
             continue
         key = stage_key(stage, params, layout, root, produced)
         entry = cache / f"{stage.name}-{key}"
-        if entry.is_dir():
+        if not entry.is_dir():
+            from pipeline.base.locks import machine_lock
+
+            # jobs in parallel (joblib, submitit) that need the same entry: one computes it, the others wait and
+            # reuse it. A holder that dies releases the lock (the OS's): the wait is bounded by the work, not a guess
+            with machine_lock(f"stage-cache:{entry}", f"{stage.name} of another job of this sweep", timeout=LOCK_WAIT):
+                if not entry.is_dir():
+                    stage.run(params, layout, root)
+                    _publish(entry, stage, layout)
+                    reused[stage.name] = False
+        if stage.name not in reused:
             _restore(entry, stage, layout)
             reused[stage.name] = True
-        else:
-            stage.run(params, layout, root)
-            _publish(entry, stage, layout)
-            reused[stage.name] = False
         produced.update({out.layout: key for out in stage.outputs})
     if cache is not None and any(reused.values()):
         log.info("reused from this sweep's earlier jobs: %s", ", ".join(n for n, r in reused.items() if r))

@@ -407,3 +407,51 @@ def test_links_to_the_measurements_page_reach_a_section():
         for anchor in re.findall(r"benchmarks-measurements\.md#([a-z0-9-]+)", path.read_text())
     }
     assert cited and {(path, anchor) for path, anchor in cited if anchor not in anchors} == set()
+
+
+def test_every_project_path_a_config_comment_names_exists():
+    """Comments in pyproject.toml, constraints.txt and .dvc/config name modules by path (`pipeline/inputs/...py`):
+    each must exist, so that a module that moves takes its mentions along (one named pipeline/glove_text.py after it
+    had moved to pipeline/inputs/)."""
+    import re
+
+    named = []
+    for name in ("pyproject.toml", "constraints.txt", ".dvc/config"):
+        text = (REPO / name).read_text(encoding="utf-8")
+        comments = [line.split("#", 1)[1] for line in text.splitlines() if "#" in line]
+        named += [
+            (name, path)
+            for comment in comments
+            for path in re.findall(r"\b(?:pipeline|tests|benchmarks)/[\w/]+\.py\b", comment)
+        ]
+    assert named, "no path found: the pattern no longer matches the comments"
+    missing = [f"{name}: {path}" for name, path in named if not (REPO / path).is_file()]
+    assert not missing, missing
+
+
+def test_no_machine_path_in_a_committed_file_the_pipeline_writes_or_reads():
+    """params.yaml, dvc.yaml, dvc.lock, conf/, DVC's config and .dvc files, and the tracked reports and data name
+    files relative to the project (pipeline.config.input_files.check_portable refuses an absolute input path): a
+    colleague's clone has none of this machine's folders."""
+    import re
+    import subprocess
+
+    tracked = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
+    chosen = [
+        name
+        for name in tracked
+        if name in ("params.yaml", "dvc.yaml", "dvc.lock", ".dvc/config")
+        or name.endswith(".dvc")
+        or name.split("/")[0] in ("conf", "reports", "data")
+    ]
+    assert "params.yaml" in chosen and "dvc.lock" in chosen
+    homes = [str(Path.home())] if len(Path.home().parts) > 1 else []  # no home folder: "/" would match every path
+    machine = re.compile("|".join([*map(re.escape, [str(REPO), *homes]), r"(?<![\w.~])/(?:home|work|Users|root)/"]))
+    found = []
+    for name in chosen:
+        try:
+            text = (REPO / name).read_text(encoding="utf-8")
+        except (UnicodeDecodeError, FileNotFoundError):
+            continue  # a PNG, or a file DVC has not checked out
+        found += [f"{name}: {m.group(0)}" for m in machine.finditer(text)]
+    assert not found, found

@@ -102,3 +102,15 @@ def test_quick_benchmark_measures_every_section(checkout, tmp_path):
         ["git", "status", "--porcelain", "--ignored"], cwd=checkout, capture_output=True, text=True, check=True
     ).stdout
     assert status == "", status
+
+
+def test_the_glove_text_is_written_into_the_temporary_folder(tmp_path):
+    """The notebook's 164 MB GloVe text goes into the folder the benchmark removes at its end (`--quick` included),
+    never under the project's data/cache/benchmarks/."""
+    from benchmarks.ingest import DEFAULT_FILE
+    from benchmarks.pipeline import glove_text
+
+    before = DEFAULT_FILE.exists()
+    path = glove_text(None, tmp_path)
+    assert path.parent == tmp_path and path.stat().st_size > 100e6
+    assert DEFAULT_FILE.exists() == before

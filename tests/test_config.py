@@ -65,7 +65,7 @@ def test_official_glove_options_pin_url_and_checksums():
 def test_seed_defaults():
     params = config.compose([], REPO)
     assert params["glove"]["name"] == "6B-50d"
-    assert params["tokenizer"]["num_words"] == 64 and params["tokenizer"]["maxlen"] == 100
+    assert params["tokenizer"]["num_words"] is None and params["tokenizer"]["maxlen"] == 100
     assert params["tokenizer"]["padding"] == "post"
     assert params["encoding"]["base"] == 10000 and params["encoding"]["max_len"] == 100
     assert params["sweep"]["w1"] == [1, 1, 10, "sqrt_d"] and params["sweep"]["w2"] == [1, 10, 1, 1]
@@ -807,3 +807,27 @@ def test_validate_checks_every_type_the_schema_declares_and_refuses_others():
     Odd = make_dataclass("Odd", [("pair", Tuple[int, int])])  # the type itself, not a string to resolve here
     with pytest.raises(TypeError, match=r"validate cannot check odd\.pair's schema type"):
         schema._build(Odd, {"pair": [1, 2]}, "odd")
+
+
+def test_experiments_table_is_whole_cells_in_blocks_that_fit():
+    """The view prints DVC's CSV itself: numbers to 6 digits, no "…", experiments under their commit as DVC draws
+    them, and columns past the width in a second block that repeats the name column."""
+    from pipeline.experiments import table
+
+    keys = [f"encoding.key{i}" for i in range(12)]
+    csv_text = "\n".join(
+        [
+            ",".join(["Experiment", "rev", "typ", "Created", "r_star.s0", *keys]),
+            ",".join(["", "workspace", "baseline", "", "1.30470430838", *["10000.0"] * 12]),
+            ",".join(["", "main", "baseline", "2026-11-27T04:18:59", "1.30470430838", *["10000.0"] * 12]),
+            ",".join(["pokey-dace", "a1b2c3d", "branch_commit", "04:30 PM", "0.73441390792", *["100.0"] * 12]),
+            ",".join(["bared-lath", "e4f5a6b", "branch_base", "04:31 PM", "1.08900381322", *["1000.0"] * 12]),
+        ]
+    )
+    lines = table(csv_text, 80)
+    assert max(map(len, lines)) <= 80 and "…" not in "".join(lines)
+    blocks = [i for i, line in enumerate(lines) if line.startswith("Experiment ")]
+    assert len(blocks) >= 2 and lines[blocks[0]].split()[:3] == ["Experiment", "Created", "r_star.s0"]
+    assert [line.split()[0] for line in lines[1:3]] == ["workspace", "main"]
+    assert lines[3].startswith("├── pokey-dace") and lines[4].startswith("└── bared-lath")
+    assert lines[3].split()[4] == "0.734414" and "encoding.key11" in lines[blocks[-1]]

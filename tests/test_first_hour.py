@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, params_for, run, run_stages
+from conftest import REPO, params_for, run, run_stages, typed
 from pipeline.base.errors import PipelineError
 
 
@@ -105,6 +105,40 @@ def test_a_sentence_left_without_words_names_num_words(tmp_path, small_store):
     assert "raise tokenizer.num_words (tokenizer.num_words=8 keeps all 7 words" in message
 
 
+def test_a_file_of_many_words_keeps_every_word_by_default(tmp_path, small_store):
+    """texts=file with the default tokenizer: every word of every sentence is a token (Keras's num_words=None), so
+    a file of more distinct words than the notebook's num_words=64 works on its first run."""
+    words = [f"w{i}" for i in range(200)]  # 200 distinct words: past the notebook's 64
+    lines = [" ".join(words[i : i + 4]) for i in range(0, 200, 4)]
+    tokens = read_tokens(tokenize_file(tmp_path, small_store, lines))
+    assert [len(ids) for ids in tokens["ids"]] == [4] * 50
+
+
+def read_tokens(layout):
+    from pipeline.base.files import read_json
+
+    return read_json(layout.tokens)
+
+
+@pytest.mark.parametrize("option", ["seed", "queen_king", "brown_ball", "transformers", "file"])
+def test_the_notebooks_num_words_changes_no_builtin_texts(tmp_path, small_store, option):
+    """The notebook's Tokenizer(num_words=64) and the default (every word) give the same tokens for every texts
+    option the project ships (each holds fewer than 64 distinct words), and for the study's texts file: the outputs
+    of the default run keep their bytes."""
+    from dataclasses import replace
+
+    from pipeline.inputs.texts import load_texts, read_sentences
+    from pipeline.inputs.tokens import tokenize
+
+    cfg = typed(params_for(f"texts={option}"))
+    texts = load_texts(cfg.texts, REPO)
+    study = read_sentences(cfg.study.texts_file, REPO, "study.texts_file")
+    assert cfg.tokenizer.num_words is None
+    notebook = replace(cfg.tokenizer, num_words=64)
+    for sentences in (texts, study):
+        assert tokenize(sentences, notebook) == tokenize(sentences, cfg.tokenizer)
+
+
 # ---------------------------------------------------------------- thousands of sentences
 
 
@@ -154,3 +188,45 @@ def test_three_thousand_sentences_stay_small_in_git_logs_and_mlflow(tmp_path, sm
     assert len(run.data.metrics) < 1000 and "sentences.r_star_median" in run.data.metrics
     logged = [f.path for f in client.list_artifacts(run.info.run_id)]
     assert {"sentences.csv", "sentences.csv.gz"} & set(logged) and len(logged) < 10  # .gz: above 1 MB
+
+
+def test_one_sentence_is_counted_in_the_singular(tmp_path, small_store, pipeline_log):
+    """`texts=queen_king` (one sentence): the tokenize and sweep stages' lines say "1 sentence", not "1 sentences"."""
+    from pipeline.base.words import counted
+
+    assert (counted(1, "sentence"), counted(2, "sentence"), counted(1200, "ratio")) == (
+        "1 sentence",
+        "2 sentences",
+        "1,200 ratios",
+    )
+    run_stages(params_for("texts=queen_king", "figures=none"), tmp_path, small_store, upto="sweep")
+    lines = [r.getMessage() for r in pipeline_log.records if r.getMessage().startswith(("tokenize:", "sweep:"))]
+    assert any(line.startswith("tokenize: 1 sentence, ") for line in lines), lines
+    assert any(" x 1 sentence; " in line for line in lines), lines
+    assert not any("1 sentences" in line for line in lines), lines
+
+
+def test_panels_of_a_users_sentence_show_no_legend_of_groups_it_lacks(tmp_path, monkeypatch):
+    """A user's sentence outside metrics.groups' words: every dot grey, and the legend says so instead of naming the
+    default groups (king/queen, ...); a sentence with some group words names those groups only."""
+    import numpy as np
+
+    from pipeline.outputs import figures as fig
+
+    seen = []
+    monkeypatch.setattr(
+        fig, "SAVED", [lambda figure, path: seen.append([t.get_text() for t in figure.legends[0].texts])]
+    )
+    groups = [["king", "queen"], ["man", "woman"], ["red", "green", "yellow"]]
+    coords = [np.array([[0.0, 0.0], [1.0, 0.5], [0.5, 1.0]])]
+    for words in (["the", "teacher", "walked"], ["the", "red", "king"]):
+        fig.projection_panels(
+            coords, ["W1=1"], words, [0, 1, 2], groups, tmp_path / "p.png", title="t", arrows=False, dpi=30
+        )
+    assert seen == [
+        ["no word of the sentence is in a semantic group (metrics.groups)"],
+        ["king/queen", "red/green/yellow"],
+    ]
+    from pipeline.outputs.figure_plan import GROUP_COLOURS, group_colours
+
+    assert group_colours(["red"], groups)[1] == {"red/green/yellow": GROUP_COLOURS[2]}  # its colour kept

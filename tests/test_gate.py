@@ -129,6 +129,31 @@ def test_gate_counts_the_metrics_of_both_sides(tmp_path, capsys):
     assert "gate: all 3 metrics within tolerance" in capsys.readouterr().out
 
 
+def test_many_drifted_metrics_print_the_first_few_and_how_to_see_all(tmp_path, capsys):
+    """A changed config moves hundreds of metrics (sweep.w2=3: 182): the count, the first SHOWN, and the flag that
+    lists them all; --all prints every one."""
+    from pipeline.gate import SHOWN, main
+
+    baseline, current = tmp_path / "baseline.json", tmp_path / "current.json"
+    baseline.write_text(json.dumps({"encoding": {f"m{i:03d}": 1.0 for i in range(182)}}))
+    current.write_text(json.dumps({"encoding": {f"m{i:03d}": 2.0 for i in range(182)}}))
+    assert main(["--baseline", str(baseline), "--current", str(current)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"gate: 182 of 182 metrics drifted from the baseline ({baseline}):"
+    assert [line.split(":")[0] for line in out[1:-1]] == [f"  FAIL encoding.m{i:03d}" for i in range(SHOWN)]
+    assert out[-1] == f"  ... and {182 - SHOWN} more: `python -m pipeline.gate --all` lists every one"
+    assert main(["--baseline", str(baseline), "--current", str(current), "--all"]) == 1
+    assert capsys.readouterr().out.count("  FAIL ") == 182
+
+
+def test_help_names_the_command_to_type(capsys):
+    from pipeline.gate import main
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert capsys.readouterr().out.startswith("usage: python -m pipeline.gate ")
+
+
 @pytest.mark.parametrize(
     "text, says",
     [
@@ -152,3 +177,13 @@ def test_a_malformed_tolerances_file_is_one_message_naming_the_rule(tmp_path, ca
     err = capsys.readouterr().err
     assert re.search(rf"^gate: error: {re.escape(str(tolerances))}.*{says}.*Fix: `rules:` is a list", err), err
     assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_the_documented_way_to_read_every_metric_prints_one_per_line():
+    """`dvc metrics show reports/metrics.json` prints a column per metric (one line of thousands of characters); the
+    README names `dvc metrics diff HEAD --all --targets reports/metrics.json`: a metric per line, narrow."""
+    command = "dvc metrics diff HEAD --all --targets reports/metrics.json"
+    assert command in " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+    assert "dvc metrics show reports/metrics.json" not in (REPO / "README.md").read_text(encoding="utf-8")
+    out = run([sys.executable, "-m", *command.split()], REPO).stdout.splitlines()
+    assert len(out) > 100 and max(map(len, out)) < 160, max(map(len, out))

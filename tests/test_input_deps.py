@@ -4,6 +4,7 @@ wherever it lies, so editing it re-runs what depends on it (pipeline.config.inpu
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -23,9 +24,23 @@ def test_input_file_deps_inside_and_outside_the_workspace(tmp_path):
     params = {"texts": {"file": "data/texts/example.txt"}, "glove": {"path": str(tmp_path / "g.txt"), "zip": None}}
     assert input_file_deps(params, root, ("texts.file",), inside=("data/texts",)) == []  # data/texts is a dep
     assert input_file_deps(params, root, ("texts.file",)) == ["data/texts/example.txt"]
-    assert input_file_deps(params, root, ("glove.path", "glove.zip")) == [(tmp_path / "g.txt").as_posix()]
+    assert input_file_deps(params, root, ("glove.path", "glove.zip")) == ["../g.txt"]  # relative: no machine path
     params["texts"]["file"] = "../elsewhere/t.txt"
-    assert input_file_deps(params, root, ("texts.file",)) == [(tmp_path / "elsewhere" / "t.txt").as_posix()]
+    assert input_file_deps(params, root, ("texts.file",)) == ["../elsewhere/t.txt"]
+
+
+def test_compose_refuses_an_absolute_input_path_and_names_the_relative_one(tmp_path):
+    """params.yaml and dvc.yaml are committed: `texts.file=/abs/path` is refused by `python -m pipeline.compose` (and
+    so by pipeline.repro) with the path relative to the project and the copies DVC tracks; nothing is written."""
+    project = copy_checkout(tmp_path / "project")
+    before = (project / "params.yaml").read_bytes()
+    sentences = tmp_path / "sentences.txt"
+    sentences.write_text("king queen man woman\n", encoding="utf-8")
+    out = run([sys.executable, "-m", "pipeline.compose", "texts=file", f"texts.file={sentences}"], project, check=False)
+    assert out.returncode == 2
+    [line] = out.stderr.strip().splitlines()
+    assert "texts.file=../sentences.txt" in line and "data/texts/" in line and "dvc import-url" in line
+    assert (project / "params.yaml").read_bytes() == before
 
 
 def test_generated_dvc_yaml_lists_the_configured_input_files(tmp_path):
@@ -37,18 +52,18 @@ def test_generated_dvc_yaml_lists_the_configured_input_files(tmp_path):
     params = config.compose(
         [
             "texts=file",
-            f"texts.file={tmp_path / 't.txt'}",
+            "texts.file=../t.txt",
             "glove=path",
-            f"glove.path={tmp_path / 'g.txt'}",
+            "glove.path=../g.txt",
             "glove.dim=8",
         ],
         project,
     )
     config.write_params(params, project)
     stages = yaml.safe_load(render(project))["stages"]
-    assert (tmp_path / "t.txt").as_posix() in stages["tokenize"]["deps"]
-    assert (tmp_path / "g.txt").as_posix() in stages["glove"]["deps"]
-    assert all((tmp_path / "t.txt").as_posix() not in stages[s]["deps"] for s in stages if s != "tokenize")
+    assert "../t.txt" in stages["tokenize"]["deps"]
+    assert "../g.txt" in stages["glove"]["deps"]
+    assert all("../t.txt" not in stages[s]["deps"] for s in stages if s != "tokenize")
 
 
 def test_a_stage_refuses_a_dvc_yaml_that_does_not_track_its_file(tmp_path):
@@ -85,9 +100,9 @@ def test_editing_a_texts_or_glove_file_outside_the_workspace_reruns_its_stages(t
             "tracking=disabled",
             "figures=none",  # what re-runs is the question, not what it draws (the figure tests' concern)
             "texts=file",
-            f"texts.file={texts}",
+            f"texts.file={os.path.relpath(texts, project)}",  # relative: params.yaml and dvc.yaml are committed
             "glove=path",
-            f"glove.path={glove}",
+            f"glove.path={os.path.relpath(glove, project)}",
             "glove.dim=8",
         ],
         project,

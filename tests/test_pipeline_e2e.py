@@ -165,7 +165,7 @@ def test_dvc_exp_run_with_set_param(ran_checkout, private_mlflow_store):
     run(["dvc", "exp", "run", "-S", "sweep.w2=3"], checkout)
     wide = run([PY, "-m", "pipeline.experiments"], checkout, COLUMNS="1000").stdout
     lines = [line.rstrip() for line in wide.splitlines() if line.strip()]
-    header = lines[1].split()
+    header = lines[0].split()
     assert header[:2] == ["Experiment", "Created"] and {"r_star.s0", "r_star.s1", "texts.name", "sweep.w2"} <= set(
         header
     ), wide

@@ -87,10 +87,11 @@ def test_summary_is_a_per_job_table_of_what_varies(tmp_path):
     assert (summary["jobs"], summary["finished"]) == (4, 2)
     assert [(f["job"], f["error"][:10]) for f in summary["failed"]] == [(1, "config key"), (3, "the job en")]
     assert "/sweep/3" in summary["failed"][1]["error"]
-    assert summary["columns"] == ["job", "sweep.w2", "r_star.s0"]
+    assert summary["keys"] == ["sweep.w2"] and summary["varying"] == ["r_star.s0"]
+    assert summary["columns"] == ["job", "sweep.w2", "r_star.s0", "pe_norm_dev_1e-9", "oov_count"]
     assert summary["rows"] == [
-        {"job": 0, "sweep.w2": "0", "r_star.s0": 1.3},
-        {"job": 2, "sweep.w2": "2", "r_star.s0": 2.5},
+        {"job": 0, "sweep.w2": "0", "r_star.s0": 1.3, "pe_norm_dev_1e-9": 48.37, "oov_count": 0},
+        {"job": 2, "sweep.w2": "2", "r_star.s0": 2.5, "pe_norm_dev_1e-9": 48.37, "oov_count": 0},
     ]
     assert summary["same"] == {"pe_norm_dev_1e-9": 48.37, "oov_count": 0}
     lines = summary_lines(summary)
@@ -106,10 +107,10 @@ def test_summary_is_a_per_job_table_of_what_varies(tmp_path):
         "  same in every job: pe_norm_dev_1e-9 48.37, oov_count 0",
     ]
     write_table(tmp_path / "t.csv", summary)
-    assert list(csv.reader((tmp_path / "t.csv").open())) == [
-        ["job", "sweep.w2", "r_star.s0"],
-        ["0", "0", "1.3"],
-        ["2", "2", "2.5"],
+    assert list(csv.reader((tmp_path / "t.csv").open())) == [  # the CSV: every headline metric of every job
+        ["job", "sweep.w2", "r_star.s0", "pe_norm_dev_1e-9", "oov_count"],
+        ["0", "0", "1.3", "48.37", "0"],
+        ["2", "2", "2.5", "48.37", "0"],
     ]
 
 
@@ -128,12 +129,178 @@ def test_many_jobs_print_a_capped_narrow_table_and_keep_every_row():
         for n in range(500)
     ]
     summary = summarize(jobs)
-    assert len(summary["rows"]) == 500 and len(summary["columns"]) == 43 and summary["same"] == {"oov_count": 0}
+    assert len(summary["rows"]) == 500 and len(summary["varying"]) == 40 and summary["same"] == {"oov_count": 0}
+    assert len(summary["columns"]) == 1 + 2 + 41
     lines = summary_lines(summary, "/sweep/sweep_summary.csv")
     assert max(map(len, lines)) < 200
     assert lines[1].split()[:4] == ["job", "sweep.w2", "texts.file", "r_star.s0"]
     assert len(lines) == 1 + 1 + SHOWN_ROWS + 1 + 1
     assert lines[-2].startswith("  (480 more jobs and ") and "more columns in /sweep/sweep_summary.csv)" in lines[-2]
+
+
+def test_a_job_reports_its_headline_and_the_families_property_numbers(tmp_path):
+    """job_metrics: headline.json as it is (with r* over the sentences), and every numeric property value of properties.json by family and
+    property (null cells, by-construction flags and the other numbers of the table left out)."""
+    from pipeline.base.paths import Layout
+    from pipeline.outputs.multirun import job_metrics
+
+    layout = Layout(tmp_path)
+    layout.headline_metrics.parent.mkdir(parents=True)
+    layout.headline_metrics.write_text(json.dumps({"r_star.s0": 1.3, "oov_count": 0}))
+    properties = {
+        "positions": 64,
+        "families": {
+            "nope": {"label": "NoPE", "d": None, "wang_symmetry": {"value": None, "reason": "P is constant"}},
+            "rope_ntk": {
+                "d": 128,
+                "chen_locality": {"value": 0.38},
+                "chen_symmetry": {"value": 1.0, "by_construction": True},
+            },
+        },
+    }
+    layout.properties_metrics.write_text(json.dumps(properties))
+    assert job_metrics(tmp_path) == {
+        "r_star.median": 1.3,  # the median over the sentences, which headline.json gives only beyond the listed ones
+        "r_star.s0": 1.3,
+        "oov_count": 0,
+        "properties.rope_ntk.chen_locality": 0.38,
+        "properties.rope_ntk.chen_symmetry": 1.0,
+    }
+
+
+def test_property_numbers_are_columns_only_where_they_vary():
+    """A sweep over relative.*: the property numbers it moves are columns; those it does not are counted once in
+    the printed summary (not listed: dozens of them), and stay out of the CSV."""
+    from pipeline.outputs.multirun import summarize, summary_lines
+
+    def metrics(base):
+        return {
+            "r_star.s0": 1.3,
+            "properties.rope_ntk.chen_locality": base / 1e5,
+            "properties.nope.chen_locality": 0.05,
+        }
+
+    jobs = [
+        record(n, "finished", metrics(base), overrides=[f"relative.rope.base={base}"])
+        for n, base in enumerate((1e4, 5e5))
+    ]
+    summary = summarize(jobs)
+    assert summary["columns"] == ["job", "relative.rope.base", "r_star.s0", "properties.rope_ntk.chen_locality"]
+    assert summary["varying"] == ["properties.rope_ntk.chen_locality"]
+    same = [line for line in summary_lines(summary) if "same in every job" in line]
+    assert same == ["  same in every job: r_star.s0 1.3, and the families table's 1 property numbers"]
+
+
+def test_a_multirun_draws_the_summary_figure_set_unless_the_command_line_chooses():
+    from pipeline.outputs.multirun import figure_set_of_job
+
+    assert figure_set_of_job("all", ["sweep.w2=1", "figures.dpi=40"]) == "summary"
+    assert figure_set_of_job("all", ["sweep.w2=1", "figures=all"]) is None  # asked for: every figure
+    assert figure_set_of_job("all", ["figures.name=all"]) is None
+    assert figure_set_of_job("none", ["sweep.w2=1"]) is None  # conf/ chose another default
+    assert figure_set_of_job("all", ["figures=none"]) is None
+
+
+def summary_of(rows: list[tuple[dict, dict]]) -> dict:
+    """The summary of finished jobs given as (overrides as {key: value}, metrics)."""
+    from pipeline.outputs.multirun import summarize
+
+    return summarize(
+        [
+            record(n, "finished", metrics, overrides=[f"{k}={v}" for k, v in overrides.items()])
+            for n, (overrides, metrics) in enumerate(rows)
+        ]
+    )
+
+
+def drawn_figure(summary: dict, tmp_path: Path, monkeypatch) -> tuple[Path | None, dict, list]:
+    """sweep_figure.draw on `summary`: (its path or None, what test_figures_bounds.inspect finds, its axes)."""
+    from test_figures_bounds import inspect
+
+    from pipeline.outputs import figures as fig
+    from pipeline.outputs.sweep_figure import draw
+
+    seen = {}
+
+    def keep(figure, path):
+        seen["found"], seen["axes"] = inspect(figure), list(figure.axes)
+
+    monkeypatch.setattr(fig, "SAVED", [keep])
+    path = draw(summary, tmp_path / "sweep_summary.png", dpi=40)
+    return path, seen.get("found", {}), seen.get("axes", [])
+
+
+def test_the_sweep_figure_draws_r_star_against_each_numeric_key_one_line_per_category(tmp_path, monkeypatch):
+    """encoding.base x texts: r* against the base on a log axis (its values span a factor of 100), one line per
+    texts option; the second sentence's r* (one texts option only) in a panel of its own; nothing outside the
+    figure or its axes."""
+    bases, texts = (100, 1000, 10000), ("seed", "queen_king")
+    rows = [
+        ({"encoding.base": base, "texts": text}, {"r_star.s0": i + j / 10, **({"r_star.s1": 2.0 + i} if j else {})})
+        for i, base in enumerate(bases)
+        for j, text in enumerate(texts)
+    ]
+    path, found, axes = drawn_figure(summary_of(rows), tmp_path, monkeypatch)
+    assert path is not None and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert [ax.get_ylabel() for ax in axes] == ["r* of sentence 0", "r* of sentence 1"]
+    assert {ax.get_xlabel() for ax in axes} == {"encoding.base (log scale)"}
+    first = axes[0].get_lines()
+    assert sorted(line.get_label() for line in first) == ["texts=queen_king", "texts=seed"]
+    seed = next(line for line in first if line.get_label() == "texts=seed")
+    assert list(seed.get_xdata()) == [2.0, 3.0, 4.0] and list(seed.get_ydata()) == [0.0, 1.0, 2.0]  # log10 of the base
+    assert [line.get_label() for line in axes[1].get_lines()] == ["texts=queen_king"]  # only its jobs have an s1
+    assert not found["outside_figure"] and not found["outside_axes"], found
+
+
+def test_a_categorical_sweep_gets_a_point_chart_and_an_unmoved_r_star_is_drawn_flat(tmp_path, monkeypatch):
+    """encoding x layout (no numeric key): points at each encoding, one series per layout; a sweep.w2 sweep, where no
+    headline number moves, still shows r* (flat) against w2; no swept key: no figure."""
+    rows = [
+        ({"encoding": enc, "encoding.layout": lay}, {"r_star.s0": 1.0 + i + j / 10})
+        for i, enc in enumerate(("sinusoidal", "learned"))
+        for j, lay in enumerate(("interleaved", "concatenated"))
+    ]
+    path, found, axes = drawn_figure(summary_of(rows), tmp_path, monkeypatch)
+    assert path is not None and len(axes) == 1
+    assert [t.get_text() for t in axes[0].get_xticklabels()] == ["sinusoidal", "learned"]
+    assert {line.get_linestyle() for line in axes[0].get_lines()} == {"None"}  # points, not lines
+    assert sorted(line.get_label() for line in axes[0].get_lines()) == [
+        "encoding.layout=concatenated",
+        "encoding.layout=interleaved",
+    ]
+    assert not found["outside_figure"] and not found["outside_axes"], found
+
+    flat = summary_of([({"sweep.w2": w2}, {"r_star.s0": 1.3, "oov_count": 0}) for w2 in (1, 2, 4)])
+    path, _, axes = drawn_figure(flat, tmp_path, monkeypatch)
+    assert [ax.get_ylabel() for ax in axes] == ["r* of sentence 0"]
+    assert list(axes[0].get_lines()[0].get_ydata()) == [1.3, 1.3, 1.3]
+    assert drawn_figure(summary_of([({}, {"r_star.s0": 1.3})]), tmp_path, monkeypatch)[0] is None
+
+
+def test_each_job_s_log_lines_carry_its_number():
+    """Inside a job every line of every handler starts with `[job N] ` (each line of a traceback too); after it the
+    handlers format as before (the launcher's lines between jobs and the summary carry no job number)."""
+    import io
+    import logging
+
+    from pipeline.__main__ import tagged_job_logs
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter("[%(name)s] %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        with tagged_job_logs(3):
+            logging.getLogger("pipeline.test").warning("first\nsecond")
+        logging.getLogger("pipeline.test").warning("between jobs")
+    finally:
+        root.removeHandler(handler)
+    assert stream.getvalue().splitlines() == [
+        "[job 3] [pipeline.test] first",
+        "[job 3] second",
+        "[pipeline.test] between jobs",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -182,6 +349,38 @@ def test_parent_run_is_closed_failed_when_a_sweep_breaks_off(tmp_path, private_m
     assert [p.info.status for p in parents] == ["FAILED", "FAILED"]
     statuses = {p.data.tags.get("error", "no error tag"): p.data.metrics.get("jobs") for p in parents}
     assert statuses == {"the sweep stopped before its end: see the console output": None, "no error tag": 0.0}
+
+
+def test_the_parent_run_holds_the_table_the_figure_and_each_job_s_headline(tmp_path, private_mlflow_store):
+    """The callback in-process, over two finished job records of an encoding.base sweep: the parent run gets
+    sweep_summary.csv/.json/.png as artifacts and each headline metric as a metric history, one point per job at
+    step = the job's number."""
+    from hydra import compose, initialize_config_dir
+
+    from pipeline.outputs.multirun import read_sweep, write_job
+    from pipeline.outputs.parent_run import MultirunParentRun
+
+    sweep_dir = tmp_path / "sweep"
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        cfg = compose("config", overrides=[f"hydra.sweep.dir={sweep_dir}"], return_hydra_config=True)
+    callback = MultirunParentRun()
+    callback.on_multirun_start(config=cfg)
+    sweep_id = read_sweep(sweep_dir)["sweep_id"]
+    for num, (base, r_star) in enumerate(((100, 0.73), (10000, 1.30))):
+        job = record(num, "finished", {"r_star.s0": r_star, "oov_count": 0}, overrides=[f"encoding.base={base}"])
+        write_job(sweep_dir / str(num), {**job, "sweep_id": sweep_id, "dir": str(sweep_dir / str(num))})
+    callback.on_multirun_end(config=cfg)
+    client, [parent], _ = runs_by_kind(private_mlflow_store)
+    assert parent.info.status == "FINISHED"
+    assert artifact_files(client, parent.info.run_id) == [
+        "sweep_summary.csv",
+        "sweep_summary.json",
+        "sweep_summary.png",
+    ]
+    history = client.get_metric_history(parent.info.run_id, "r_star.s0")
+    assert sorted((m.step, m.value) for m in history) == [(0, 0.73), (1, 1.30)]
+    assert sorted(m.step for m in client.get_metric_history(parent.info.run_id, "oov_count")) == [0, 1]
+    assert (sweep_dir / "sweep_summary.png").stat().st_size > 0
 
 
 def test_project_root_of_a_dvc_temp_copy(tmp_path, monkeypatch):
@@ -297,7 +496,11 @@ def check_sweep(checkout: Path, sweep_dir: Path, uri: str, finished: list[str], 
     assert parent.data.tags["mlflow.note.content"].startswith(f"sweep: {summary['jobs']} jobs")
     parent_files = artifact_files(client, parent.info.run_id)
     shared = [f for f in parent_files if f.startswith("inputs/")]
-    assert [f for f in parent_files if f not in shared] == ["sweep_summary.csv", "sweep_summary.json"]
+    assert [f for f in parent_files if f not in shared] == [
+        "sweep_summary.csv",
+        "sweep_summary.json",
+        "sweep_summary.png",
+    ]
     records = [json.loads(p.read_text()) for p in sweep_dir.glob("*/job_result.json")]
     assert [row["job"] for row in summary["rows"]] == sorted(r["num"] for r in records if r["status"] == "finished")
     if finished:  # the inputs every point shares, logged once, on the parent (the points differ in sweep.w2 only)
@@ -327,7 +530,7 @@ def check_sweep(checkout: Path, sweep_dir: Path, uri: str, finished: list[str], 
         )
         logged = artifact_files(client, run.info.run_id, "figures")
         assert logged == sorted(f"figures/{p.name}" for p in (out / "reports" / "figures").rglob("*.png"))
-        assert len(logged) > 5
+        assert len(logged) >= 4  # figures=summary, a multirun's default: the panels and ratio sweeps of 2 sentences
     assert not list((checkout / "reports").glob("mlflow*run.json"))  # the DVC workspace is left alone
     return summary, parent
 
@@ -351,21 +554,37 @@ def test_basic_launcher_one_failed_job_keeps_the_others(checkout, private_mlflow
 
 @pytest.mark.slow
 def test_joblib_four_parallel_jobs_lose_nothing(checkout, private_mlflow_store):
-    """hydra/launcher=parallel with n_jobs=4: four processes write to the same SQLite store at once."""
+    """hydra/launcher=parallel with n_jobs=4: four processes write to the same SQLite store at once; with figures=all
+    (asked for: a multirun's default is figures=summary) the encode stage's figures are drawn once, by the job that
+    computes the encoding while the others wait for it."""
     out = run(
-        [PY, "-m", "pipeline", "-m", "hydra/launcher=parallel", "hydra.launcher.n_jobs=4", "sweep.w2=1,2,3,4", *FAST],
+        [
+            PY,
+            "-m",
+            "pipeline",
+            "-m",
+            "hydra/launcher=parallel",
+            "hydra.launcher.n_jobs=4",
+            "sweep.w2=1,2,3,4",
+            *FAST,
+            "figures=all",
+        ],
         checkout,
     )
-    assert "Joblib.Parallel(n_jobs=4" in out.stdout + out.stderr
+    log = out.stdout + out.stderr
+    assert "Joblib.Parallel(n_jobs=4" in log
     summary, _ = check_sweep(
         checkout,
         checkout / "multirun_test",
         private_mlflow_store,
-        finished=[job(f"sweep.w2={w}") for w in (1, 2, 3, 4)],
+        finished=[f"{job(f'sweep.w2={w}')} figures=all" for w in (1, 2, 3, 4)],
         failed=[],
     )
-    # the table: one row per job, the swept key its only column (sweep.w2 moves no headline number)
-    assert summary["columns"] == ["job", "sweep.w2"] and "r_star.s0" in summary["same"]
+    # the table: one row per job, the swept key its one varying column (sweep.w2 moves no headline number)
+    assert summary["keys"] == ["sweep.w2"] and summary["varying"] == [] and "r_star.s0" in summary["same"]
+    # every job's lines carry its number (four processes write to one console)
+    assert all(f"[job {n}] " in log for n in range(4))
+    assert log.count("] - encode: PE ") == 1  # computed by one job; the other three waited for it
     assert [(row["job"], row["sweep.w2"]) for row in summary["rows"]] == [(0, "1"), (1, "2"), (2, "3"), (3, "4")]
     # jobs in parallel share the cores: one figure worker each (docs/sweeps.md)
     assert "  workers: 1\n" in (checkout / "multirun_test" / "0" / "params.yaml").read_text()

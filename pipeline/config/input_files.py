@@ -29,9 +29,34 @@ def check_inputs(params: Config, root: Path) -> list[str]:
     return sentences
 
 
+PORTABLE_KEYS = ("texts.file", "glove.path", "glove.zip", "study.texts_file")  # keys of the files a config names
+
+
+def check_portable(params: dict, root: Path, keys: tuple[str, ...] = PORTABLE_KEYS) -> None:
+    """Refuse a file named by an absolute path (or `~`) where the composed config is committed (params.yaml, and
+    dvc.yaml's deps): a colleague's clone has no such path. The fix gives the path relative to the project, which
+    params.yaml and dvc.yaml record as they are (DVC follows `../` deps), or a copy the project tracks.
+
+    Raises PipelineError naming the key, the relative path that works and the copies that DVC tracks."""
+    for key in keys:
+        group, name = key.split(".")
+        value = (params.get(group) or {}).get(name)
+        if value is None or not Path(str(value)).expanduser().is_absolute():
+            continue
+        path = Path(str(value)).expanduser()
+        relative = Path(os.path.relpath(path, root)).as_posix()
+        raise PipelineError(
+            f"{key} = {value!r} is an absolute path, and params.yaml and dvc.yaml (committed) would carry it to "
+            f"machines that lack it. Fix: give it relative to the project ({key}={relative}); or copy the file into "
+            f"the project (`cp {value} data/texts/` then {key}=data/texts/{path.name}); or let DVC track a copy "
+            f"(`dvc import-url {value} data/texts/{path.name}`, or `dvc add` on a copy)."
+        )
+
+
 def input_file_deps(params: dict, root: Path, keys: tuple[str, ...], inside: tuple[str, ...] = ()) -> list[str]:
-    """The files that the config keys `keys` (e.g. 'texts.file') name, as dvc.yaml deps: relative POSIX paths inside
-    `root`, absolute ones outside; files under one of the folders `inside` (already deps, e.g. data/texts) left out."""
+    """The files that the config keys `keys` (e.g. 'texts.file') name, as dvc.yaml deps: POSIX paths relative to
+    `root` (`../` for a file outside it, which DVC follows), so that dvc.yaml names no machine's folders; files under
+    one of the folders `inside` (already deps, e.g. data/texts) left out."""
     deps = []
     for key in keys:
         group, name = key.split(".")
@@ -40,7 +65,7 @@ def input_file_deps(params: dict, root: Path, keys: tuple[str, ...], inside: tup
             continue
         path = Path(value).expanduser()
         path = Path(os.path.normpath(path if path.is_absolute() else root / path))
-        dep = (path.relative_to(root) if path.is_relative_to(root) else path).as_posix()
+        dep = Path(os.path.relpath(path, root)).as_posix()
         if not any(dep == folder or dep.startswith(folder.rstrip("/") + "/") for folder in inside):
             deps.append(dep)
     return deps

@@ -285,7 +285,7 @@ class TokenizerConfig(_Checked):
 
     KEY = "tokenizer"
     name: str = MISSING
-    # texts_to_sequences keeps only word indices < num_words (null: all)
+    # texts_to_sequences keeps only word indices < num_words; null (Keras's own default): every word
     num_words: Optional[int] = checked(at_least(1), null=True)
     oov_token: Optional[str] = checked(NON_EMPTY, null=True)  # null: unknown words dropped, as in Keras
     filters: str = MISSING  # characters replaced by `split`

@@ -48,8 +48,10 @@ def check_inside(path: Path, root: Path, label: str, fix: str) -> None:
         return
     raise PipelineError(
         f"{label}: {shown} lies outside the project {project}: the pipeline reads only project data (what it "
-        f"reads reaches the DVC cache, the report and MLflow). {fix} To read files of a folder outside the project, "
-        f"allow it: `export {ALLOW_ENV}=/that/folder` (several: separated by '{os.pathsep}')."
+        f"reads reaches the DVC cache, the report and MLflow). {fix} Copy it into the project (texts: under "
+        f"data/texts/) or let DVC track a copy (`dvc import-url {path} data/texts/{path.name}`); to read files of a "
+        f"folder outside the project, allow it: `export {ALLOW_ENV}=/that/folder` (several: separated by "
+        f"'{os.pathsep}') and name the file relative to the project."
     )
 
 

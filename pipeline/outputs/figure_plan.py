@@ -34,11 +34,15 @@ def wrap(text: str, width: int = 70) -> str:
 
 
 def group_colours(words: Sequence[str], groups: Sequence[Sequence[str]]) -> tuple[list[str], dict[str, str]]:
-    """A colour per word by semantic group (grey outside every group), and the legend's group -> colour."""
+    """A colour per word by semantic group (grey outside every group), and the legend's group -> colour: the groups
+    with a word among `words` only (a user's sentences, outside metrics.groups' words, get no legend of groups they
+    lack); each group keeps its colour whichever others are present."""
     legend, colour_of = {}, {}
+    present = set(words)
     for g, group in enumerate(groups):
         colour = GROUP_COLOURS[g % len(GROUP_COLOURS)]
-        legend["/".join(group)] = colour
+        if present.intersection(group):
+            legend["/".join(group)] = colour
         for word in group:
             colour_of.setdefault(word, colour)
     return [colour_of.get(w, OTHER_COLOUR) for w in words], legend

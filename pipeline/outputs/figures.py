@@ -16,7 +16,7 @@ import numpy as np  # noqa: E402
 from pipeline.base.files import atomic_path, round_significant  # noqa: E402
 from pipeline.base.progress import Progress  # noqa: E402
 from pipeline.outputs import figure_plan  # noqa: E402
-from pipeline.outputs.figure_plan import group_colours, wrap  # noqa: E402, F401 (re-exported)
+from pipeline.outputs.figure_plan import OTHER_COLOUR, group_colours, wrap  # noqa: E402, F401 (re-exported)
 
 
 def literal(text: str) -> str:
@@ -592,7 +592,7 @@ def projection_panels(
         panels, titles = panels[:15], titles[:15]
     ncols = min(5, len(panels))
     nrows = -(-len(panels) // ncols)
-    legend_rows = -(-len(legend) // 5) + 1  # entries, and the legend's title
+    legend_rows = -(-max(1, len(legend)) // 5) + 1  # entries (a note when there is none), and the legend's title
     xlim, ylim = padded_limits(np.concatenate(panels), 0.08)
     # inches: title; per row the panel (its height follows the data's aspect), its title and x label; the legend
     top, bottom, gap, panel = 1.05, 0.25 + 0.25 * legend_rows, 0.85, 3.0
@@ -625,6 +625,8 @@ def projection_panels(
         ax.set_aspect("equal", adjustable="box")
         ax.grid(True, alpha=0.3)
         left_out = max(left_out, place_labels(ax, coords, [literal(w) for w in words], marker_pt=4.5, fontsize=8))
+    if not legend:  # every dot grey: say why, not a legend of groups the sentence lacks
+        legend = {"no word of the sentence is in a semantic group (metrics.groups)": OTHER_COLOUR}
     handles = [plt.Line2D([], [], marker="o", linestyle="", color=c, label=g) for g, c in legend.items()]
     fig.legend(
         handles=handles,

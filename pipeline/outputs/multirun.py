@@ -7,9 +7,12 @@ Files in the sweep dir (hydra.sweep.dir), whatever the launcher (basic, joblib, 
                             summary metrics) or "failed" (with the error); a job that still says
                             "running" at the end died without a word (killed, out of memory)
     sweep_summary.json      at the end: job count, failed jobs and why, and a per-job table of the headline
-                            (reports/headline.json): columns the overrides and headline metrics that vary
-                            between the finished jobs; the metrics equal in every job listed once ("same")
+                            (`job_metrics`: reports/headline.json and the families table's property numbers):
+                            columns every swept key (an override whose value differs between the jobs) and the
+                            metrics that vary between the finished jobs; the metrics equal in every job listed
+                            once ("same")
     sweep_summary.csv       the same table as a CSV
+    sweep_summary.png       the headline against each swept key (pipeline.outputs.sweep_figure)
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
+import statistics
 import textwrap
 import time
 import uuid
@@ -27,8 +32,11 @@ SWEEP_FILE = "sweep.json"
 JOB_FILE = "job_result.json"
 SUMMARY_FILE = "sweep_summary.json"
 TABLE_FILE = "sweep_summary.csv"
+FIGURE_FILE = "sweep_summary.png"
 WIDTH = 199  # printed lines stay narrower than this
 SHOWN_ROWS = 20  # jobs printed; every job is in the JSON and CSV files
+RSTAR = re.compile(r"r_star\.s\d+")  # a listed sentence's r* in headline.json
+PROPERTIES = "properties."  # the prefix of the families table's numbers among a job's metrics (`job_metrics`)
 
 
 def _write(path: Path, obj: Any) -> None:
@@ -56,6 +64,36 @@ def read_sweep(sweep_dir: Path) -> dict | None:
 
 def write_job(job_dir: Path, record: dict) -> None:
     _write(Path(job_dir) / JOB_FILE, record)
+
+
+def job_metrics(job_dir: Path) -> dict:
+    """A finished job's numbers for the sweep's table: its headline (reports/headline.json: r* per listed sentence,
+    the summary over sentences (r_star.median: of every sentence's r*, also when the texts hold no more sentences
+    than it lists), the property checks) and the families table's property numbers
+    (reports/properties.json: `properties.<family>.<property>`, the numeric values only), flat."""
+    from pipeline.base.files import read_json
+    from pipeline.base.paths import Layout
+
+    layout = Layout(Path(job_dir))
+    metrics = dict(read_json(layout.headline_metrics))
+    if "r_star.median" not in metrics:  # headline.json has it only beyond the listed sentences: every sentence here
+        r_stars = [v for k, v in metrics.items() if RSTAR.fullmatch(k) and isinstance(v, (int, float))]
+        metrics = {"r_star.median": float(statistics.median(r_stars)) if r_stars else None, **metrics}
+    if layout.properties_metrics.exists():
+        for family, row in read_json(layout.properties_metrics).get("families", {}).items():
+            for name, cell in row.items():
+                value = cell.get("value") if isinstance(cell, dict) else None
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    metrics[f"{PROPERTIES}{family}.{name}"] = value
+    return metrics
+
+
+def figure_set_of_job(choice: str | None, overrides: list[str]) -> str | None:
+    """The figure set a multirun job draws when the command line chose none: `summary` (what a point needs,
+    docs/sweeps.md) in place of the default `all`; None keeps the composed one (`choice`, conf/'s figures option:
+    `figures=all`, `figures=none` or `figures.name=...` on the command line, or another default in conf/)."""
+    chosen = any(item.split("=", 1)[0].lstrip("+~") in ("figures", "figures.name") for item in overrides)
+    return "summary" if choice == "all" and not chosen else None
 
 
 def job_label(job: dict) -> str:
@@ -86,11 +124,15 @@ def _varying(rows: list[dict]) -> tuple[list[str], dict]:
 
 
 def summarize(jobs: list[dict]) -> dict:
-    """Job records -> {"jobs", "finished", "failed": [{job, overrides, error, dir}], "columns", "rows", "same"}.
+    """Job records -> {"jobs", "finished", "failed": [{job, overrides, error, dir}], "keys", "varying", "columns",
+    "rows", "same"}.
 
-    rows: one per finished job, {"job": num, <override key>: value, <headline metric>: value} with the columns
-    (after "job") the override keys and headline metrics that vary between the finished jobs; same: the headline
-    metrics equal in every finished job, {metric: value}."""
+    keys: the swept keys, the override keys whose value differs between the jobs (all of them, failed ones too);
+    rows: one per finished job, {"job": num, <swept key>: value (as given), <metric>: value}; columns: "job", the
+    swept keys and the metrics: every headline metric (reports/headline.json) and the property numbers that vary
+    (the families table's other numbers are the same in every job unless `relative.*` is swept); varying: the
+    metrics whose value differs between the finished jobs (what the printed table shows); same: the metrics equal
+    in every finished job, {metric: value}."""
     finished = [job for job in jobs if job["status"] == "finished"]
     failed = []
     for job in jobs:
@@ -98,8 +140,10 @@ def summarize(jobs: list[dict]) -> dict:
             continue
         error = job.get("error") or f"the job ended without a result (killed?): see its log in {job['dir']}"
         failed.append({"job": job["num"], "overrides": job["overrides"], "error": error, "dir": job["dir"]})
-    overrides, _ = _varying([_overrides(job) for job in finished])
-    metrics, same = _varying([job.get("metrics", {}) for job in finished]) if finished else ([], {})
+    overrides, _ = _varying([_overrides(job) for job in jobs])
+    varying, same = _varying([job.get("metrics", {}) for job in finished]) if finished else ([], {})
+    every = list(dict.fromkeys(key for job in finished for key in job.get("metrics", {})))
+    metrics = [key for key in every if not key.startswith(PROPERTIES) or key in varying]
     rows = [
         {
             "job": job["num"],
@@ -112,6 +156,8 @@ def summarize(jobs: list[dict]) -> dict:
         "jobs": len(jobs),
         "finished": len(finished),
         "failed": failed,
+        "keys": overrides,
+        "varying": varying,
         "columns": ["job", *overrides, *metrics],
         "rows": rows,
         "same": same,
@@ -136,10 +182,11 @@ def _cell(value: Any) -> str:
 
 
 def table_lines(summary: dict, where: str = TABLE_FILE) -> list[str]:
-    """The per-job table as fixed-width text: the columns that fit in WIDTH characters and the first SHOWN_ROWS
-    jobs, then a line naming `where` the rest is."""
-    cells = [[_cell(row.get(c)) for c in summary["columns"]] for row in summary["rows"]]
-    widths = [max([len(c), *(len(row[i]) for row in cells)]) for i, c in enumerate(summary["columns"])]
+    """The per-job table as fixed-width text: the job, the swept keys and the metrics that vary, the columns that
+    fit in WIDTH characters and the first SHOWN_ROWS jobs, then a line naming `where` the rest is."""
+    columns = ["job", *summary["keys"], *summary["varying"]]
+    cells = [[_cell(row.get(c)) for c in columns] for row in summary["rows"]]
+    widths = [max([len(c), *(len(row[i]) for row in cells)]) for i, c in enumerate(columns)]
     shown, width = 0, 0
     while shown < len(widths) and width + widths[shown] + 2 <= WIDTH:
         width += widths[shown] + 2
@@ -148,7 +195,7 @@ def table_lines(summary: dict, where: str = TABLE_FILE) -> list[str]:
     def line(values: list[str]) -> str:
         return "  " + "  ".join(v.rjust(w) for v, w in zip(values[:shown], widths)).rstrip()
 
-    lines = [line(summary["columns"]), *(line(row) for row in cells[:SHOWN_ROWS])]
+    lines = [line(columns), *(line(row) for row in cells[:SHOWN_ROWS])]
     rest = []
     if len(cells) > SHOWN_ROWS:
         rest.append(f"{len(cells) - SHOWN_ROWS} more jobs")
@@ -166,8 +213,12 @@ def summary_lines(summary: dict, where: str = TABLE_FILE) -> list[str]:
         lines.append(f"  FAILED {job_label({'num': fail['job'], 'overrides': fail['overrides']})}: {fail['error']}")
     if summary["rows"]:
         lines.extend(table_lines(summary, where))
+    headline = {key: value for key, value in summary["same"].items() if not key.startswith(PROPERTIES)}
+    properties = len(summary["same"]) - len(headline)
     if summary["same"]:
-        same = ", ".join(f"{key} {_cell(value)}" for key, value in summary["same"].items())
+        same = ", ".join(f"{key} {_cell(value)}" for key, value in headline.items())
+        if properties:  # the families table: dozens of numbers, in each job's reports/properties.json
+            same += f"{', and ' if same else ''}the families table's {properties} property numbers"
         lines.extend(
             textwrap.wrap(f"same in every job: {same}", WIDTH - 2, initial_indent="  ", subsequent_indent="    ")
         )

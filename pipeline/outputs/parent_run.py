@@ -24,6 +24,7 @@ from pipeline.outputs.tracking import (
 )
 
 log = logging.getLogger("pipeline")
+BATCH = 1000  # metrics per log_batch call: MLflow's limit for one request
 _STARTED: list["MultirunParentRun"] = []  # this process's sweeps (their parent runs), for `end_interrupted`
 
 
@@ -33,9 +34,10 @@ class MultirunParentRun(Callback):
     Start: checks the tracking server answers (else exit 2 before any job), opens the parent run
     (tagged with the sweep's overrides) and writes <sweep dir>/sweep.json; jobs log as its children
     (pipeline/__main__.py) and write <job dir>/job_result.json. End: summarizes the job records
-    (pipeline.outputs.multirun) into sweep_summary.json and sweep_summary.csv (a per-job table of the headline),
-    the log, and the parent run (metrics jobs, jobs_finished, jobs_failed; the two files; the table as its
-    description; a tag naming the failed jobs and why),
+    (pipeline.outputs.multirun) into sweep_summary.json, sweep_summary.csv (a per-job table of the headline) and
+    sweep_summary.png (the headline against the swept keys, pipeline.outputs.sweep_figure), the log, and the parent
+    run (metrics jobs, jobs_finished, jobs_failed and each varying metric of the table at step = job number; the
+    three files; the table as its description; a tag naming the failed jobs and why),
     closes the parent FAILED if any job failed, and then exits 1 so the sweep's status says so.
     Runs in the launching process for every launcher; jobs may run elsewhere (joblib, submitit).
     """
@@ -102,6 +104,7 @@ class MultirunParentRun(Callback):
         write_table(sweep_dir / TABLE_FILE, summary)
         for line in summary_lines(summary, str(sweep_dir / TABLE_FILE)):
             (log.error if line.lstrip().startswith("FAILED") else log.info)("%s", line)
+        files = [sweep_dir / SUMMARY_FILE, sweep_dir / TABLE_FILE, *_summary_figure(summary, sweep_dir, config)]
         failed = bool(summary["failed"]) or summary["jobs"] == 0
         if summary["jobs"] == 0:
             log.error("sweep: no job wrote its result (job_result.json) under %s", sweep_dir)
@@ -112,7 +115,7 @@ class MultirunParentRun(Callback):
             try:
                 with _server_errors(uri, "the sweep's summary", parent):
                     status = "FAILED" if failed else "FINISHED"
-                    _log_summary(uri, parent, summary, [sweep_dir / SUMMARY_FILE, sweep_dir / TABLE_FILE], status)
+                    _log_summary(uri, parent, summary, files, status)
             except PipelineError as exc:  # the server stopped answering: the next run ends the parent FAILED
                 log.error("%s", exc)
                 failed = True
@@ -163,26 +166,55 @@ def end_interrupted(signal_name: str) -> tuple[list[str], list[str]]:
     return [p for p in parents if p], jobs
 
 
+def _summary_figure(summary: dict, sweep_dir: Path, config) -> list[Path]:
+    """[sweep_summary.png] in the sweep dir, or [] when there is nothing to draw (no finished job, no swept key). A
+    failure to draw is logged with its traceback and leaves the rest of the summary (files, parent run) whole."""
+    from omegaconf import OmegaConf
+
+    from pipeline.outputs.multirun import FIGURE_FILE
+
+    try:
+        from pipeline.outputs.sweep_figure import draw
+
+        drawn = draw(summary, sweep_dir / FIGURE_FILE, dpi=OmegaConf.select(config, "figures.dpi", default=110))
+    except Exception:  # noqa: BLE001 - the summary's files and parent run matter more than its figure
+        log.exception("sweep: could not draw %s", sweep_dir / FIGURE_FILE)
+        return []
+    if drawn is not None:
+        log.info("sweep: the headline against the swept keys: %s", drawn)
+    return [drawn] if drawn is not None else []
+
+
 def _log_summary(uri: str, parent: str, summary: dict, files: list[Path], status: str) -> None:
     from mlflow.entities import Metric, RunTag
     from mlflow.tracking import MlflowClient
 
-    from pipeline.outputs.multirun import job_label, summary_lines
+    from pipeline.outputs.multirun import TABLE_FILE, job_label, summary_lines
 
     client = MlflowClient(uri)
     now = int(time.time() * 1000)
     metrics = {"jobs": summary["jobs"], "jobs_finished": summary["finished"], "jobs_failed": len(summary["failed"])}
+    # the table's varying metrics, one point per finished job (step: its number): the parent's charts plot them
+    keys = {"job", *summary["keys"]}
+    steps = [
+        Metric(column, float(row[column]), now, row["job"])
+        for row in summary["rows"]
+        for column in summary["columns"]
+        if column not in keys and isinstance(row.get(column), (int, float))
+    ]
     tags = {}
     if summary["failed"]:
         tags["failed_jobs"] = "\n".join(
             f"{job_label({'num': f['job'], 'overrides': f['overrides']})}: {f['error']}" for f in summary["failed"]
         )[:5000]
-    tags["mlflow.note.content"] = "\n".join(summary_lines(summary, files[-1].name))[:5000]  # the run's description
+    tags["mlflow.note.content"] = "\n".join(summary_lines(summary, TABLE_FILE))[:5000]  # the run's description
     client.log_batch(
         parent,
         metrics=[Metric(k, float(v), now, 0) for k, v in metrics.items()],
         tags=[RunTag(k, v) for k, v in tags.items()],
     )
+    for start in range(0, len(steps), BATCH):
+        client.log_batch(parent, metrics=steps[start : start + BATCH])
     for path in files:
         client.log_artifact(parent, str(path))
     client.set_terminated(parent, status)

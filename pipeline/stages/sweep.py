@@ -28,6 +28,7 @@ log = logging.getLogger("pipeline")
 def run(params: Config, layout: Layout, root: Path) -> dict:
     import numpy as np
 
+    from pipeline.base.words import counted
     from pipeline.base.files import read_json, write_columns, write_json, write_npz
     from pipeline.core import sweep as sweep_lib
 
@@ -55,10 +56,10 @@ def run(params: Config, layout: Layout, root: Path) -> dict:
     write_json(layout.headline_metrics, sweep_lib.headline(summary))
     write_columns(layout.ratio_sweep_csv, sweep_lib.ratio_columns(result, listed))
     log.info(
-        "sweep: %d weight pairs + %d ratios x %d sentences; %s",
-        len(result.pairs),
-        len(result.ratios),
-        len(result.sentences),
+        "sweep: %s + %s x %s; %s",
+        counted(len(result.pairs), "weight pair"),
+        counted(len(result.ratios), "ratio"),
+        counted(len(result.sentences), "sentence"),
         crossover_line(summary),
     )
     return summary

@@ -23,14 +23,15 @@ log = logging.getLogger("pipeline")
 def run(params: Config, layout: Layout, root: Path) -> dict:
     from pipeline.base.files import write_json
     from pipeline.inputs.texts import load_texts
+    from pipeline.base.words import counted
     from pipeline.inputs.tokens import tokenize
 
     tokens = tokenize(load_texts(params.texts, root), params.tokenizer)
     write_json(layout.tokens, tokens)
     log.info(
-        "tokenize: %d sentences, %d distinct words, padded to %d",
-        len(tokens["texts"]),
-        len(tokens["word_index"]),
+        "tokenize: %s, %s, padded to %d",
+        counted(len(tokens["texts"]), "sentence"),
+        counted(len(tokens["word_index"]), "distinct word"),
         len(tokens["padded"][0]),
     )
     return tokens

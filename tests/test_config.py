@@ -807,3 +807,19 @@ def test_validate_checks_every_type_the_schema_declares_and_refuses_others():
     Odd = make_dataclass("Odd", [("pair", Tuple[int, int])])  # the type itself, not a string to resolve here
     with pytest.raises(TypeError, match=r"validate cannot check odd\.pair's schema type"):
         schema._build(Odd, {"pair": [1, 2]}, "odd")
+
+
+def test_differences_name_what_sets_a_config_apart_from_the_defaults(tmp_path):
+    """The run name's source: the recorded overrides (pipeline.compose), or, for a params.yaml `dvc exp run` composed
+    (no overrides recorded), the changed group options and keys found by composing conf/; tracking.* left out."""
+    import shutil
+
+    from pipeline.config.params import compose, differences, write_params
+
+    shutil.copytree(REPO / "conf", tmp_path / "conf")
+    params = compose(["encoding=learned", "sweep.w2=10", "tracking.experiment=x"], tmp_path)
+    write_params(params, tmp_path, ["encoding=learned", "sweep.w2=10", "tracking.experiment=x"])
+    assert differences(params, tmp_path) == ["encoding=learned", "sweep.w2=10"]
+    (tmp_path / "params.yaml").unlink()  # nothing recorded: found by composing
+    assert differences(params, tmp_path) == ["encoding=learned", "sweep.w2=10"]
+    assert differences(compose([], tmp_path), tmp_path) == []

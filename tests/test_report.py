@@ -21,7 +21,7 @@ def report(tmp_path_factory, small_store) -> Path:
 def test_report_is_self_contained(report):
     page = report.read_text(encoding="utf-8")
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page), "the page must not load anything remotely"
-    images = re.findall(r'<img alt="[^"]*" src="([^"]{0,30})', page)
+    images = re.findall(r'<img alt="[^"]*" data-figure="[^"]*" src="([^"]{0,30})', page)
     assert len(images) >= 26 and all(src.startswith("data:image/png;base64,") for src in images)
     for section in (
         "The positional encoding matrix",

@@ -168,7 +168,7 @@ def queue_encoding_figures(params, layout: Layout, path, batch) -> None:
         **text["pe_offset_distance"],
         dpi=dpi,
     )
-    norms = read_columns(layout.pe_norms_csv)
+    norms = read_columns(layout.pe_norms_csv, ("position", "norm"))
     batch.add(
         fig.norms_plot,
         norms["position"],

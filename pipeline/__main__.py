@@ -113,7 +113,7 @@ def run_job(
     from pipeline.base.files import write_text
     from pipeline.base.paths import Layout
     from pipeline.config import check, dump_params
-    from pipeline.outputs.tracking import check_reachable, log_result
+    from pipeline.outputs.tracking import check_reachable, default_run_name, log_result
     from pipeline.registry import job_stages, logged_outputs
     from pipeline.stage_cache import run_stages
 
@@ -125,6 +125,7 @@ def run_job(
     run_stages(job_stages(), cfg, layout, root)
     if not cfg.tracking.enabled:
         return {"enabled": False}
+    name = default_run_name(params, None, [o for o in overrides if not o.startswith("tracking.")])
     overrides = " ".join(overrides)
     record = log_result(
         params,
@@ -133,7 +134,7 @@ def run_job(
         artifacts=logged_outputs(job_stages()),
         parent_run_id=parent_run_id,
         share_inputs=parent_run_id is not None,
-        run_name=overrides or None,
+        run_name=name,
         extra_tags={"runner": "hydra", "overrides": overrides},
     )
     log.info("mlflow: run %s (%s)", record["run_id"], overrides or "defaults")

@@ -35,12 +35,11 @@ from pipeline.inputs.glove_sources import FILE_KEYS as GLOVE_FILE_KEYS
 EXTERNAL_INPUTS = ("conf_dir", "params", "texts_dir")
 
 
-# The figure settings the encode stage's figures read (the figures stage reads the whole group; max_sentences: the
-# tutorials' padding-mask figure shows that many sentences)
-FIGURE_KEYS = tuple(
-    f"figures.{key}"
-    for key in ("name", "dpi", "max_heatmap_size", "cmap", "sequential_cmap", "workers", "max_sentences")
-)
+# The figure settings that every stage drawing figures of its own (encode, relative, tutorials) reads; the figures
+# stage reads the whole group. Each declares the others it reads (figures.max_heatmap_size: heatmaps of many
+# positions; figures.max_sentences: the tutorials' padding mask shows that many sentences), so that a change of one
+# draws no other stage's figures again.
+FIGURE_KEYS = tuple(f"figures.{key}" for key in ("name", "dpi", "cmap", "sequential_cmap", "workers"))
 
 
 @dataclass(frozen=True)
@@ -131,17 +130,16 @@ _COMPUTE: tuple[Stage, ...] = (
         in_jobs=False,
         input_files=GLOVE_FILE_KEYS,  # glove.path, glove.zip
     ),
-    # encode and the RoPE/ALiBi diagnostics in one process: both import torch, most of a stage's start
-    # (docs/benchmarks-measurements.md#stage-layout). A fresh run saves that process; an `encoding.*` or texts edit
-    # re-runs the diagnostics' work, beside sweep and figures that such an edit re-runs anyway. It draws their figures too (and the
-    # tutorials', which use torch): a `sweep.*` edit then re-draws only the sweep's figures (figures stage)
+    # Each figure depends on the config and files its data depends on: the encoding's on `encoding` and the GloVe
+    # dimension (encode), RoPE's, ALiBi's and the families' on `relative` (relative), the tutorials' on `tutorials` and
+    # the tokens (tutorials); the texts' embedding matrix is the sweep's. Each imports torch and draws with its own
+    # workers (docs/benchmarks-measurements.md#stage-layout).
     Stage(
         "encode",
-        "positional encoding, its diagnostics and the embedding matrix (data/encode/), property plots; RoPE's "
-        "relative-position diagnostics and ALiBi's biases (data/relative/, relative.json); their figures and the "
-        "tutorials' (reports/figures/encode/)",
-        params=("encoding", "glove.dim", "glove.name", "relative", "tutorials", *FIGURE_KEYS),
-        inputs=("glove_dir", "tokens_dir"),
+        "positional encoding and its diagnostics (data/encode/), property plots, and their figures "
+        "(reports/figures/encode/)",
+        params=("encoding", "glove.dim", *FIGURE_KEYS, "figures.max_heatmap_size"),
+        inputs=("glove_dir",),
         outputs=(
             Output("encode_dir"),
             Output("encode_figures_dir", log="figures"),
@@ -153,7 +151,10 @@ _COMPUTE: tuple[Stage, ...] = (
                     "x": "position",
                     "y": "norm_dev_1e-9",
                     "y_label": "||PE(pos)|| - sqrt(d/2), in 1e-9 (float rounding)",
-                    "title": "||PE(pos)|| - sqrt(d/2) per position (sinusoidal: 0 up to float rounding)",
+                    # dvc.yaml is not composed again by `dvc exp run -S encoding=...`: the configured encoding is
+                    # named by the data (its `encoding` column, the legend), not by this title
+                    "title": "||PE(pos)|| - sqrt(d/2) per position of the configured encoding (legend)",
+                    "template": "by_encoding",
                 },
             ),
             Output(
@@ -162,17 +163,37 @@ _COMPUTE: tuple[Stage, ...] = (
                 log="plots",
                 plot={"x": "k", "y": "max_over_p", "title": "max over p of ||PE(p) - PE(p+k)||"},
             ),
-            Output("relative_dir"),
-            Output("relative_metrics", cache=False),
-            Output("families_dir"),
-            Output("properties_metrics", cache=False),
         ),
     ),
     Stage(
+        "relative",
+        "RoPE's relative-position diagnostics and ALiBi's biases (data/relative/, relative.json), every "
+        "position-encoding family's properties (data/families/, properties.json), and their figures "
+        "(reports/figures/relative/)",
+        params=("relative", "encoding.device", *FIGURE_KEYS),
+        inputs=(),
+        outputs=(
+            Output("relative_dir"),
+            Output("relative_metrics", cache=False, log=""),
+            Output("families_dir"),
+            Output("properties_metrics", cache=False, log=""),
+            Output("relative_figures_dir", log="figures"),
+        ),
+    ),
+    Stage(
+        "tutorials",
+        "the tutorials' figures (reports/figures/tutorials/): position embeddings, embedding plus PE, the masks of "
+        "the configured texts",
+        params=("tutorials", *FIGURE_KEYS, "figures.max_heatmap_size", "figures.max_sentences"),
+        inputs=("tokens_dir",),
+        outputs=(Output("tutorial_figures_dir", log="figures"),),
+    ),
+    Stage(
         "sweep",
-        "W1 * embedding + W2 * PE for every weight pair, 2-D PCA, metrics (data/sweep/, metrics.json)",
-        params=("sweep", "metrics", "figures.max_sentences"),
-        inputs=("tokens_dir", "encode_dir"),
+        "the texts' embedding matrix, W1 * embedding + W2 * PE for every weight pair, 2-D PCA, metrics "
+        "(data/sweep/, metrics.json)",
+        params=("sweep", "metrics", "figures.max_sentences", "glove.name"),
+        inputs=("tokens_dir", "glove_dir", "encode_dir"),
         # the headline is the DVC metric (a narrow `dvc exp show`); metrics.json, the summary, is a plain output;
         # in git only what stays small for any number of sentences, every sentence's numbers DVC-cached
         outputs=(
@@ -205,7 +226,7 @@ _COMPUTE: tuple[Stage, ...] = (
             "figures.dpi",
         ),
         inputs=("glove_dir", "texts_dir"),
-        outputs=(Output("study_dir", cache=False),),
+        outputs=(Output("study_dir", cache=False, log="study"),),  # in the report and the MLflow run
         in_jobs=False,
     ),
     # (the figures stage, which ends the pipeline and logs the MLflow run, comes after these: STAGES below)
@@ -220,6 +241,8 @@ _DRAWN_FROM = (
     "ratio_sweep_csv",
     "sentence_metrics",
     "encode_figures_dir",
+    "relative_figures_dir",
+    "tutorial_figures_dir",
     "relative_metrics",
     "properties_metrics",
 )
@@ -248,7 +271,10 @@ STAGES: tuple[Stage, ...] = (
         # mlflow_run.json is DVC-cached, not in git: a fresh clone has none, so its first repro logs a run
         outputs=(Output("sweep_figures_dir", log="figures"), Output("report_html", log=""), Output("mlflow_run")),
         untracked=("mlflow_last_run",),
-        plots=({"source": "encode_figures_dir"}, {"source": "sweep_figures_dir"}),
+        plots=tuple(
+            {"source": name}
+            for name in ("encode_figures_dir", "sweep_figures_dir", "tutorial_figures_dir", "relative_figures_dir")
+        ),
     ),
 )
 

@@ -182,7 +182,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m pipeline.server",
         description=__doc__.splitlines()[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=__doc__,
+        epilog=__doc__.split("\n", 1)[1].strip(),  # the description is its first line: printed once
     )
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1: this machine only)")
     parser.add_argument(
@@ -252,18 +252,49 @@ def _serve(args: argparse.Namespace, store: str, artifact_root: Path, experiment
     url = url_of(address, args.port)
     if exposed:
         print(exposure_warning(store, args.host, args.port), file=sys.stderr, flush=True)
-    print(
+    links = (
         f"MLflow server for {redacted(store)} (artifacts in {artifact_root}) on {url}"
         + (f" (bound to {args.host})" if address != args.host else "")
         + "\n"
         f"  use it: export MLFLOW_TRACKING_URI={url}\n"
         f"  browse the runs of {args.experiment}: {runs_page(url, experiment_id)}\n"
         f'  (other links, {url} too, open in MLflow\'s GenAI mode until the browser picks "Model training" '
-        "in the sidebar once)",
-        flush=True,
+        "in the sidebar once)"
     )
-    os.execve(cmd[0], cmd, dict(os.environ, MLFLOW_BACKEND_STORE_URI=store))  # replaces this process: signals reach it
-    return 0  # not reached
+    return serve(cmd, dict(os.environ, MLFLOW_BACKEND_STORE_URI=store), url, links)
+
+
+def serve(cmd: list[str], env: dict, url: str, links: str) -> int:
+    """Run `mlflow server` (cmd) as a child, print `links` once its /health answers (a link printed earlier opens on
+    an error page: a loaded machine has taken minutes to start it), then wait for it; returns its exit status.
+    SIGINT, SIGTERM and SIGHUP to this process reach the server too (Ctrl+C reaches both anyway)."""
+    import signal
+    import subprocess
+    import time
+    import urllib.request
+
+    print(f"starting the MLflow server on {url} (its links follow once it answers) ...", file=sys.stderr, flush=True)
+    server = subprocess.Popen(cmd, env=env)
+
+    def forward(signum, frame) -> None:
+        if server.poll() is None:
+            server.send_signal(signum)
+
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, forward)
+    direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never through $HTTP_PROXY
+    while server.poll() is None:
+        try:
+            with direct.open(url + "/health", timeout=2) as response:
+                if response.read().strip() == b"OK":
+                    print(links, flush=True)
+                    break
+        except OSError:  # not listening yet, or not answering yet
+            time.sleep(0.25)
+    status = server.wait()
+    if status and status > 0:
+        print(f"error: the MLflow server exited with status {status} (its own message is above)", file=sys.stderr)
+    return status if status >= 0 else 128 - status  # killed by a signal: the shell's convention
 
 
 if __name__ == "__main__":

@@ -831,3 +831,19 @@ def test_experiments_table_is_whole_cells_in_blocks_that_fit():
     assert [line.split()[0] for line in lines[1:3]] == ["workspace", "main"]
     assert lines[3].startswith("├── pokey-dace") and lines[4].startswith("└── bared-lath")
     assert lines[3].split()[4] == "0.734414" and "encoding.key11" in lines[blocks[-1]]
+
+
+def test_differences_name_what_sets_a_config_apart_from_the_defaults(tmp_path):
+    """The run name's source: the recorded overrides (pipeline.compose), or, for a params.yaml `dvc exp run` composed
+    (no overrides recorded), the changed group options and keys found by composing conf/; tracking.* left out."""
+    import shutil
+
+    from pipeline.config.params import compose, differences, write_params
+
+    shutil.copytree(REPO / "conf", tmp_path / "conf")
+    params = compose(["encoding=learned", "sweep.w2=10", "tracking.experiment=x"], tmp_path)
+    write_params(params, tmp_path, ["encoding=learned", "sweep.w2=10", "tracking.experiment=x"])
+    assert differences(params, tmp_path) == ["encoding=learned", "sweep.w2=10"]
+    (tmp_path / "params.yaml").unlink()  # nothing recorded: found by composing
+    assert differences(params, tmp_path) == ["encoding=learned", "sweep.w2=10"]
+    assert differences(compose([], tmp_path), tmp_path) == []

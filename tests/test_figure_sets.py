@@ -47,7 +47,7 @@ def test_summary_draws_the_panels_and_ratio_sweeps_and_the_report_names_the_rest
     names = sorted(p.name for p in summary_run.figures_dir.glob("*/*"))
     assert names == ["panels_s0.png", "panels_s1.png", "ratio_sweep_s0.png", "ratio_sweep_s1.png"]
     page = summary_run.report_html.read_text(encoding="utf-8")
-    assert len(re.findall(r'<img alt="[^"]*" src="data:image/png;base64,', page)) == 4
+    assert len(re.findall(r'<img alt="[^"]*" data-figure="[^"]*" src="data:image/png;base64,', page)) == 4
     for missing in ("pe_heatmap.png", "pe_norms.png", "projection_s1_w1_1-w2_10.png", "tutorial*.png"):
         assert f"{missing} not drawn (figures=summary)" in page
 

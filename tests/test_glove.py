@@ -676,14 +676,17 @@ def test_download_wrong_sha256_leaves_nothing(server, tmp_path):
     assert_no_store(target)
 
 
-def test_download_404_names_url_and_alternatives(server, tmp_path):
-    """Every URL failing gives one message: what was tried, then glove=6B-50d, glove.zip/glove.path, mirrors."""
+def test_download_404_names_url_and_alternatives(server, tmp_path, pipeline_log):
+    """Every URL failing: one log line each (the URL, what went wrong), then one message: glove=6B-50d,
+    glove.zip/glove.path, mirrors."""
     url, mirror = server.url("/missing/glove.6B.zip"), server.url("/also/missing/glove.6B.zip")
     cache, target = tmp_path / "cache", tmp_path / "out" / "glove"
     with pytest.raises(PipelineError) as info:
         from_url(url_cfg(url, None, mirrors=[mirror]), target, ROOT, cache)
     message = str(info.value)
-    assert url in message and mirror in message and "404" in message
+    logged = [r.getMessage() for r in pipeline_log.records if "download of" in r.getMessage()]
+    assert len(logged) == 2 and url in logged[0] and mirror in logged[1] and "404" in logged[1]
+    assert "404" in message and "\n" not in message
     for fix in ("glove=6B-50d", "glove.path", "glove.zip", "glove.mirrors", "HTTPS_PROXY"):
         assert fix in message
     assert [r["path"] for r in server.log] == ["/missing/glove.6B.zip", "/also/missing/glove.6B.zip"]
@@ -1012,3 +1015,16 @@ def test_every_kind_of_source_has_its_key_in_the_schema():
         assert hints.get(kind) == typing.Optional[str], f"GloveConfig needs a field `{kind}: Optional[str]`"
         assert kind == shared["source"] or shared[kind] is None, f"conf/glove/shared/every_source.yaml: `{kind}: null`"
     assert {"glove.path", "glove.zip"} <= set(FILE_KEYS) and BY_NAME["glove"].input_files == FILE_KEYS
+
+
+def test_offline_the_error_of_a_dvc_exp_run_is_one_line_under_300_characters(tmp_path, monkeypatch):
+    """The default 100-d source's three URLs offline (host names that do not resolve): the stage's whole message, with
+    what `dvc exp run` adds (params.yaml keeps the run's values), is one line under 300 characters naming
+    `python -m pipeline.compose`."""
+    from pipeline.stages._cli import RESTORE_PARAMS
+
+    urls = ["http://a.invalid/glove.6B.zip", "http://b.invalid/glove.6B.zip", "http://c.invalid/glove.6B.zip"]
+    with pytest.raises(PipelineError) as info:
+        from_url(url_cfg(urls[0], None, mirrors=urls[1:]), tmp_path / "glove", ROOT, tmp_path / "cache")
+    message = f"error in stage glove: {info.value}{RESTORE_PARAMS}"
+    assert len(message) < 300 and "\n" not in message and "`python -m pipeline.compose`" in message, message

@@ -89,7 +89,7 @@ def consistent(root: Path) -> None:
     "output",
     [
         "data/glove/vectors.npy",  # a file of a directory output: the GloVe store
-        "data/encode/embeddings.npy",
+        "data/sweep/embeddings.npy",
         "data/encode/profiles.npz",  # a bad CRC inside the zip
         "reports/report.html",  # a cached file output
         "reports/metrics.json",  # a git-tracked output (cache: false)

@@ -121,7 +121,7 @@ def test_the_reference_run_writes_every_output(reference):
         "reports/metrics.json",
         "reports/properties.json",
         "reports/study/crossover.json",
-        "reports/figures/encode/rope_scalings.png",
+        "reports/figures/relative/rope_scalings.png",
         "reports/figures/sweep/panels_s0.png",
         "reports/report.html",
     ):

@@ -341,3 +341,38 @@ def test_serving_beyond_this_machine_needs_public_and_says_there_is_no_authentic
     if not server.answered_by_default(address):  # MLflow must answer requests for the printed address
         assert address in argv[argv.index("--allowed-hosts") + 1].split(",")
     assert server.url_of("fd00::2", 5000) == "http://[fd00::2]:5000" and server.loopback("localhost")
+
+
+def test_the_link_is_printed_only_once_the_server_answers(tmp_path):
+    """The links `python -m pipeline.server` prints: by the time they are in its output, /health answers (it checks
+    first), so the first click opens MLflow, not an error page. `--help` prints the description once."""
+    server = Server(tmp_path / "server")
+    try:
+        deadline = time.monotonic() + 300  # the link follows /health: a loaded machine can take minutes for both
+        while "use it: export MLFLOW_TRACKING_URI=" not in server.log.read_text() and time.monotonic() < deadline:
+            assert server.proc.poll() is None, server.log.read_text()
+            time.sleep(0.2)
+        log = server.log.read_text()
+        assert log.index("starting the MLflow server") < log.index("use it: export MLFLOW_TRACKING_URI=")
+        # the UI's telemetry is off with the rest (MLflow's home page shows its notice about it whatever this says)
+        with urllib.request.urlopen(server.url + "/ajax-api/3.0/mlflow/ui-telemetry", timeout=30) as response:
+            assert json.loads(response.read())["disable_ui_telemetry"] is True
+    finally:
+        server.stop()
+    assert server.proc.returncode is not None
+    helped = run([PY, "-m", "pipeline.server", "--help"], REPO)
+    assert helped.stdout.count("serve the project's MLflow store over HTTP") == 1
+
+
+def test_the_server_prints_no_link_before_health_answers(tmp_path, monkeypatch, capsys):
+    """A server process that never answers /health and exits: no link printed, its exit status returned."""
+    from pipeline import server
+
+    status = server.serve(
+        [sys.executable, "-c", "import time; time.sleep(1); raise SystemExit(3)"],
+        dict(os.environ),
+        f"http://127.0.0.1:{free_port()}",
+        "THE LINKS",
+    )
+    out = capsys.readouterr()
+    assert status == 3 and "THE LINKS" not in out.out and "exited with status 3" in out.err

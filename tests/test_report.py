@@ -21,7 +21,7 @@ def report(tmp_path_factory, small_store) -> Path:
 def test_report_is_self_contained(report):
     page = report.read_text(encoding="utf-8")
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page), "the page must not load anything remotely"
-    images = re.findall(r'<img alt="[^"]*" src="([^"]{0,30})', page)
+    images = re.findall(r'<img alt="[^"]*" data-figure="[^"]*" src="([^"]{0,30})', page)
     assert len(images) >= 26 and all(src.startswith("data:image/png;base64,") for src in images)
     for section in (
         "The positional encoding matrix",
@@ -140,3 +140,25 @@ def test_report_in_headless_chromium(report, tmp_path):
         png = tmp_path / f"report-{name}.png"
         chromium(f"--window-size={size}", f"--screenshot={png}", url, tmp=tmp_path)
         assert png.exists() and png.stat().st_size > 10_000, f"no screenshot of the {name}"
+
+
+def test_a_small_budget_scales_figures_instead_of_leaving_them_out(report):
+    """Issue 36: every figure stays in the page; past the budget the largest are made smaller (palette, then 3/4
+    and 1/2 size), the same bytes every time; only when every one is at its smallest do the last go."""
+    import base64
+
+    from pipeline.base.paths import Layout
+    from pipeline.outputs.report import embedded_figures, shrunk_png
+
+    layout = Layout(report.parents[1])
+    labels = [p.name.split("_", 2)[2][:-4] for p in layout.sweep_figures_dir.glob("projection_s0_*.png")]
+    full = embedded_figures(layout, 2, labels)
+    size = sum(len(uri) for uri in full.values())
+    smaller = embedded_figures(layout, 2, labels, budget=size // 2)
+    assert smaller.keys() == full.keys() and sum(len(uri) for uri in smaller.values()) <= size // 2
+    assert smaller == embedded_figures(layout, 2, labels, budget=size // 2)  # deterministic
+    shrunk = [name for name in full if smaller[name] != full[name]]
+    assert shrunk and all(base64.b64decode(smaller[n].split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n" for n in shrunk)
+    png = layout.encode_figures_dir / "pe_heatmap.png"
+    assert shrunk_png(png, 2) == shrunk_png(png, 2) and len(shrunk_png(png, 3)) < len(png.read_bytes())
+    assert len(embedded_figures(layout, 2, labels, budget=1000)) < len(full)  # nothing fits: the last go

@@ -23,7 +23,7 @@ def test_seed_sentences_through_sweep(tmp_path, small_store):
     assert tokens["word_index"] == {w: i + 1 for i, w in enumerate(SEED_WORDS)}
     assert tokens["sequences"] == [list(range(1, 12)), [3, 2, 11, 8, 10, 5, 4, 7, 1, 9, 6]]
     assert np.array(tokens["padded"]).shape == (2, 100) and tokens["positions"][1] == list(range(11))
-    emb = np.load(layout.encode_dir / "embeddings.npy")
+    emb = np.load(layout.embedding_matrix)
     assert emb.shape == (12, DIM) and not emb[0].any()
     from pipeline.inputs.glove_store import GloveStore
 
@@ -50,7 +50,7 @@ def test_sweep_matches_sklearn_pca(tmp_path, small_store):
     from sklearn.decomposition import PCA
 
     layout = run_stages(params_for("figures=none"), tmp_path, small_store)
-    emb = np.load(layout.encode_dir / "embeddings.npy").astype(np.float64)
+    emb = np.load(layout.embedding_matrix).astype(np.float64)
     pe = np.load(layout.encode_dir / "pe.npy").astype(np.float64)
     coords = np.load(layout.sweep_dir / "projections.npz")["s1_coords"]
     ids = [3, 2, 11, 8, 10, 5, 4, 7, 1, 9, 6]
@@ -96,9 +96,9 @@ def test_partly_oov_sentence_gets_zero_rows_and_is_reported(tmp_path, small_stor
     params = params_for("figures=none", "texts.sentences=[king zebra queen,man woman dog]")
     with caplog.at_level(logging.WARNING, logger="pipeline"):
         layout = run_stages(params, tmp_path, small_store)
-    encoded = read_json(layout.encode_summary)
-    assert encoded["oov_words"] == ["zebra"] and encoded["oov_count"] == 1
-    emb = np.load(layout.encode_dir / "embeddings.npy")
+    assert read_json(layout.projections_meta)["oov_words"] == ["zebra"]
+    assert read_json(layout.metrics)["embedding"]["oov_count"] == 1
+    emb = np.load(layout.embedding_matrix)
     assert not emb[read_json(layout.tokens)["word_index"]["zebra"]].any()
     assert "zebra" in caplog.text
 

@@ -141,8 +141,9 @@ class Layout:
 
     @property
     def embedding_matrix(self) -> Path:
-        """(V + 1, d) word vectors by token id; row 0 and OOV rows zero."""
-        return self.encode_dir / "embeddings.npy"
+        """(V + 1, d) word vectors by token id; row 0 and OOV rows zero (stage sweep: it depends on the texts, the
+        encoding does not)."""
+        return self.sweep_dir / "embeddings.npy"
 
     @property
     def dot_matrix(self) -> Path:
@@ -286,13 +287,34 @@ class Layout:
 
     @property
     def encode_figures_dir(self) -> Path:
-        """The encoding's, RoPE's and ALiBi's and the tutorials' figures (stage encode)."""
+        """The encoding's figures: the matrix, its dot products and distances, the two properties (stage encode)."""
         return self.figures_dir / "encode"
+
+    @property
+    def relative_figures_dir(self) -> Path:
+        """RoPE's and ALiBi's figures and the families' (stage relative)."""
+        return self.figures_dir / "relative"
+
+    @property
+    def tutorial_figures_dir(self) -> Path:
+        """The tutorials' examples (stage tutorials)."""
+        return self.figures_dir / "tutorials"
 
     @property
     def sweep_figures_dir(self) -> Path:
         """The projections, panels, ratio sweeps and crossover summary (stage figures)."""
         return self.figures_dir / "sweep"
+
+    @property
+    def figure_dirs(self) -> tuple[Path, ...]:
+        """Every stage's figure folder (the study's holds its figure beside its numbers)."""
+        return (
+            self.encode_figures_dir,
+            self.sweep_figures_dir,
+            self.tutorial_figures_dir,
+            self.relative_figures_dir,
+            self.study_dir,
+        )
 
     @property
     def report_html(self) -> Path:

@@ -11,6 +11,7 @@ Both checks are by content: params.yaml records the SHA-256 of its YAML, of the 
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from pathlib import Path
@@ -181,3 +182,34 @@ def load(root: Path | None = None) -> Config:
     params = read_params(root)
     check_fresh(params, root)
     return validate(params)
+
+
+def differences(params: dict, root: Path | None = None) -> list[str] | None:
+    """What sets `params` apart from conf/'s defaults, as overrides: the recorded ones when params.yaml's stamp has
+    them (pipeline.compose, pipeline.repro), else (`dvc exp run`, which records none) found by composing conf/:
+    the groups whose option differs (`encoding=learned`), then every other key that differs from those options'
+    values (`sweep.w2=10`). tracking.* is left out (where a run is logged is not what it is). None when neither
+    can say (no stamp and no conf/ to compose: a folder holding only a params.yaml)."""
+    root = root or checkout_root()
+    stamp = read_stamp(Layout(root).params) if Layout(root).params.exists() else None
+    if stamp is not None and stamp.get("overrides") is not None:
+        return [o for o in stamp["overrides"] if not o.lstrip("+~").startswith("tracking.")]
+    if not Layout(root).conf_dir.is_dir():
+        return None
+    default = compose((), root)
+    groups = [
+        f"{group}={value['name']}"
+        for group, value in params.items()
+        if isinstance(value, dict) and "name" in value and value["name"] != default.get(group, {}).get("name")
+    ]
+    try:
+        base = compose(groups, root) if groups else default
+    except PipelineError:  # an option not named as its file: the keys that differ say it
+        groups, base = [], default
+    flat_base = flatten(base)
+    keys = [
+        f"{key}={json.dumps(value) if isinstance(value, (list, dict)) else value}"
+        for key, value in flatten(params).items()
+        if flat_base.get(key, ...) != value and not key.startswith("tracking.")
+    ]
+    return groups + keys

@@ -42,15 +42,6 @@ def model_dim(cfg: Any, glove_dim: int, store_dim: int, glove_dir) -> int:
     return d
 
 
-def check_max_len(cfg: Any, padded_len: int) -> None:
-    if cfg.max_len < padded_len:
-        raise PipelineError(
-            f"encoding.max_len = {cfg.max_len} is shorter than the padded sentences "
-            f"({padded_len} = tokenizer.maxlen): raise encoding.max_len to >= {padded_len} "
-            "or lower tokenizer.maxlen."
-        )
-
-
 def position_table(cfg: Any, d: int, device: torch.device) -> tuple[torch.Tensor, pe_lib.Diagnostics]:
     """The configured (n, d) table on `device` in encoding.dtype, and its diagnostics: from the closed-form
     profiles for the sinusoid, from float64 Gram products for a learned (seeded random) table."""
@@ -81,11 +72,9 @@ def probes(cfg: Any) -> tuple[list[int], list[tuple[int, int]]]:
     return kept_positions, kept_pairs
 
 
-def summary(
-    cfg: Any, pe: torch.Tensor, diag: pe_lib.Diagnostics, glove: str, vocab_size: int, missing: list[str]
-) -> dict:
-    """What data/encode/encode.json holds: the property checks and probes (metrics), and the run's facts
-    (pipeline.core.sweep.ENCODE_INFO). pe: (n, d); missing: the words of the word index that GloVe lacks."""
+def summary(cfg: Any, pe: torch.Tensor, diag: pe_lib.Diagnostics) -> dict:
+    """What data/encode/encode.json holds: the encoding's kind (pipeline.core.sweep.ENCODE_INFO), its property checks
+    and probes (metrics). pe: (n, d)."""
     norms, lo, hi, closed = diag.norms, diag.offset_lo, diag.offset_hi, diag.offset_closed
     d = pe.shape[1]
     expected = pe_lib.expected_norm(d)
@@ -97,7 +86,6 @@ def summary(
 
     return {
         "kind": cfg.name,
-        "glove": glove,
         "d_model": d,
         "max_len": cfg.max_len,
         "norm_expected": expected,
@@ -108,9 +96,6 @@ def summary(
         else 0.0,
         "norm": {f"p{p}": float(norms[p]) for p in norm_positions},
         "distance": {f"p{p}_p{q}": distance(p, q) for p, q in distance_pairs},
-        "vocab_size": vocab_size,
-        "oov_count": len(missing),
-        "oov_words": missing,
     }
 
 
@@ -160,8 +145,9 @@ def matrices_info(cfg: Any, diag: pe_lib.Diagnostics) -> dict:
     }
 
 
-def property_columns(diag: pe_lib.Diagnostics, expected: float) -> tuple[dict[str, list], dict[str, list]]:
-    """The property plots' data: (position, norm, sqrt_d_over_2, norm_dev_1e-9) every ceil(n / MAX_PLOT_ROWS)-th
+def property_columns(diag: pe_lib.Diagnostics, expected: float, kind: str) -> tuple[dict[str, list], dict[str, list]]:
+    """The property plots' data: (position, norm, sqrt_d_over_2, norm_dev_1e-9, encoding: `kind`, the configured
+    encoding's name, which the plot's legend shows) every ceil(n / MAX_PLOT_ROWS)-th
     position, and (k, min_over_p, max_over_p, closed_form) for k = 1..K. norm_dev_1e-9 is norm - sqrt(d/2) in
     units of 1e-9 (what `dvc plots` draws: an axis of the deviation, not of 5 +- float noise), from the norm as
     written (12 significant digits), so it is the same on every machine."""
@@ -172,7 +158,13 @@ def property_columns(diag: pe_lib.Diagnostics, expected: float) -> tuple[dict[st
     deviation = [round((norm - expected) / 1e-9, 3) for norm in written]
     lo, hi, closed = (t.cpu().numpy() for t in (diag.offset_lo, diag.offset_hi, diag.offset_closed))
     return (
-        {"position": shown, "norm": written, "sqrt_d_over_2": [expected] * len(shown), "norm_dev_1e-9": deviation},
+        {
+            "position": shown,
+            "norm": written,
+            "sqrt_d_over_2": [expected] * len(shown),
+            "norm_dev_1e-9": deviation,
+            "encoding": [kind] * len(shown),
+        },
         {
             "k": list(range(1, len(lo) + 1)),
             "min_over_p": lo.tolist(),

@@ -1,6 +1,6 @@
 """Every position-encoding family on equal terms, scored by pipeline.core.pe_properties: one dimension d
 (relative.properties.d) for every analytic family, one temperature rule, one proximity P (N x N) per family, defined
-here once (README, "Position-encoding families side by side", repeats the formulas):
+here once (docs/science.md, "Position-encoding families side by side", repeats the formulas):
 
     nope                 P = 0; its prior uniform
     sinusoidal           P[i, j] = PE(i) . PE(j) = sum_k cos((i - j) w_k), w_k = base^(-2k/d), k < d/2, in closed form

@@ -27,6 +27,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from pipeline.base.errors import PipelineError
 from pipeline.base.files import round_significant
 from pipeline.base.progress import Progress
 from pipeline.base.trees import flatten
@@ -309,13 +310,30 @@ def run_sweep(
     return Sweep(d_model, pairs, ratios, sentences)
 
 
-# Entries of the encode stage's summary (encode.json) that describe the run rather than measure the encoding
+def check_max_len(max_len: int, padded_len: int) -> None:
+    """Refuse padded sentences longer than the encoding's max_len positions."""
+    if max_len < padded_len:
+        raise PipelineError(
+            f"encoding.max_len = {max_len} is shorter than the padded sentences "
+            f"({padded_len} = tokenizer.maxlen): raise encoding.max_len to >= {padded_len} "
+            "or lower tokenizer.maxlen."
+        )
+
+
+# Entries of the summary the sweep stage reads (encode.json, with the embedding's facts added: `embedding_facts`) that
+# describe the run rather than measure the encoding
 ENCODE_INFO = ("kind", "glove", "vocab_size", "oov_count", "oov_words")
 
 
+def embedding_facts(glove: str, word_index: dict[str, int], missing: list[str]) -> dict:
+    """The embedding's entries of ENCODE_INFO: the GloVe source's name, the vocabulary's size and the words of the
+    word index that GloVe lacks."""
+    return {"glove": glove, "vocab_size": len(word_index), "oov_count": len(missing), "oov_words": missing}
+
+
 def metrics(sweep: Sweep, encoded: dict) -> dict:
-    """reports/metrics.json: from encoded (the encode stage's summary, encode.json) "encoding" (its measurements)
-    and "embedding" (vocabulary counts), then per sentence s{i} the pairs' metrics, the crossover and the
+    """reports/metrics.json: from encoded (the encode stage's summary, encode.json, with `embedding_facts`)
+    "encoding" (its measurements) and "embedding" (vocabulary counts), then per sentence s{i} the pairs' metrics, the crossover and the
     Transformer scaling. NaN (a metric undefined here, e.g. no semantic group in the sentence) becomes None (JSON
     null)."""
     scaling: dict = {"r": sweep.scaling_ratio}
@@ -432,11 +450,13 @@ def projection_arrays(sweep: Sweep) -> dict[str, np.ndarray]:
 
 
 def projection_meta(sweep: Sweep, tokens: dict, encoded: dict) -> dict:
-    """data/sweep/projections.json: what was projected (encoding kind, GloVe source, d), the weight pairs, the
-    ratio grid, and per sentence its text, words and padded positions."""
+    """data/sweep/projections.json: what was projected (encoding kind, GloVe source, d, the words of the word index
+    GloVe lacks: zero vectors), the weight pairs, the ratio grid, and per sentence its text, words and padded
+    positions."""
     return {
         "encoding": encoded["kind"],
         "glove": encoded["glove"],
+        "oov_words": encoded["oov_words"],
         "d_model": sweep.d_model,
         "pairs": [
             {

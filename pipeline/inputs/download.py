@@ -4,9 +4,10 @@
 
 - The body is streamed to `<target>.part` beside the target, with a progress bar (bytes, rate, ETA)
   when stderr is a terminal and the CI variable is not set.
-- Connect and read timeouts; transient failures (connection errors, timeouts, a body cut short,
+- Connect and read timeouts; transient failures (timeouts, a connection lost or reset, a body cut short,
   HTTP 408/425/429/5xx) are retried with exponential backoff, each retry resuming with an HTTP
-  Range request. A server that ignores Range (answers 200) is read again from byte 0.
+  Range request. A server that ignores Range (answers 200) is read again from byte 0. A host name that does not
+  resolve or a connection refused is not retried (offline, it would only repeat): the next mirror is tried.
 - Bytes are never spliced from two versions of a file. A partial file resumes only when something
   proves it is the same file: the pinned SHA-256 (checked at the end), or the strong ETag or
   Last-Modified of the answer that started it, recorded in `<target>.part.json` and sent back as
@@ -15,7 +16,8 @@
   is read from byte 0.
 - The SHA-256 is checked before the rename into place; a mismatch deletes the file and says so (a
   resumed file gets one fresh try first, since the old partial may be the culprit).
-- Mirrors are tried in order; when all fail, one PipelineError lists every URL and what went wrong.
+- Mirrors are tried in order, one log line for each that fails (its last failure); when all fail, one short
+  PipelineError says so, then `hint`.
 - A cached file is used again: a pinned one when its SHA-256 matches (no request); an unpinned one after a
   conditional request with the ETag / Last-Modified of the answer that brought it (the `.part.json` record,
   kept as `<target>.json`): 304 reuses it, 200 downloads the new file. Without a record (a server without
@@ -130,7 +132,7 @@ def download(
 
     An existing `target` whose SHA-256 matches is used as it is; without `sha256`, after `revalidate` says the
     server's file is unchanged (or cannot say).
-    Raises PipelineError when every URL fails: it lists what was tried (URLs without their credentials), then
+    Raises PipelineError when every URL fails: one line (each URL's failure is logged as it happens), then
     `hint` (how to proceed), or `mismatch_hint` when every URL answered with a file of the wrong SHA-256.
 
     Longer than 60 lines because its docstring states the whole retry contract; the body is the loop over URLs and
@@ -171,7 +173,7 @@ def download(
             try:
                 size, digest, resumed = _from_url(session, url, part, meta, sha256, policy)
             except _Permanent as exc:
-                tried.append(f"{redact(url)}: {redact(exc)}")
+                tried.append(redact(exc))
                 mismatches.append(exc.mismatch)
                 if not exc.logged:
                     log.warning("download of %s failed: %s", redact(url), redact(exc))
@@ -193,9 +195,11 @@ def download(
     )
     if all(mismatches):  # the network worked: the files differ from the pin
         hint = mismatch_hint
-    raise PipelineError(
-        f"could not download {target.name}. Tried:\n" + "\n".join(f"  - {t}" for t in tried) + f"\n{hint}{kept}"
-    )
+    # each URL's failure has had its log line: the message stays one short line (what was tried is above it)
+    why = tried[0] if len(set(tried)) == 1 else "each logged above"
+    where = f"{len(tried)} URLs" if len(tried) > 1 else redact(urls[0])
+    name = urls[0].split("?")[0].rstrip("/").rsplit("/", 1)[-1] or target.name  # the file's name, not the cache's
+    raise PipelineError(f"could not download {name} from {where} ({why}). {hint}{kept}")
 
 
 def discard(target: Path) -> None:
@@ -382,6 +386,8 @@ def _request(session, url: str, offset: int, validator: str | None, policy: Down
     except requests.exceptions.ProxyError as exc:
         raise _Transient(f"proxy error ({_short(exc)}); check HTTPS_PROXY / HTTP_PROXY") from None
     except requests.exceptions.RequestException as exc:
+        if _unreachable(exc):  # DNS or a refused connection: a retry would only repeat it
+            raise _Permanent(_describe(exc, policy)) from None
         raise _Transient(_describe(exc, policy)) from None
 
 
@@ -479,15 +485,15 @@ def _short(exc: Exception) -> str:
     return redact(" ".join(str(exc).split()))[:300]
 
 
-def _describe(exc: Exception, policy: DownloadPolicy) -> str:
-    """A network error in a few words: requests wraps urllib3's, whose names say what happened."""
-    import requests
+def _unreachable(exc: Exception) -> bool:
+    """The host name does not resolve or the host refuses the connection (offline, a typo, nothing listening)."""
     import urllib3.exceptions as u3
 
-    if isinstance(exc, requests.exceptions.ConnectTimeout):
-        return f"no connection within {policy.connect_timeout:g} s (connect timeout)"
-    if isinstance(exc, requests.exceptions.ReadTimeout):
-        return f"no data for {policy.read_timeout:g} s (read timeout)"
+    return any(isinstance(c, (u3.NameResolutionError, ConnectionRefusedError)) for c in _causes(exc))
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    """exc and what it wraps: requests wraps urllib3's errors, which wrap the socket's, often 2-3 deep."""
     chain, seen = [exc], exc
     while seen is not None and len(chain) < 8:  # the cause is often 2-3 wrappers deep
         seen = (
@@ -498,6 +504,19 @@ def _describe(exc: Exception, policy: DownloadPolicy) -> str:
         )
         if seen is not None:
             chain.append(seen)
+    return chain
+
+
+def _describe(exc: Exception, policy: DownloadPolicy) -> str:
+    """A network error in a few words: requests wraps urllib3's, whose names say what happened."""
+    import requests
+    import urllib3.exceptions as u3
+
+    if isinstance(exc, requests.exceptions.ConnectTimeout):
+        return f"no connection within {policy.connect_timeout:g} s (connect timeout)"
+    if isinstance(exc, requests.exceptions.ReadTimeout):
+        return f"no data for {policy.read_timeout:g} s (read timeout)"
+    chain = _causes(exc)
 
     def found(kind) -> BaseException | None:
         return next((c for c in chain if isinstance(c, kind)), None)

@@ -41,12 +41,10 @@ log = logging.getLogger("pipeline")
 UNK = "<unk>"
 UNK_POLICIES = ("keep", "drop")
 FIRST_LINE_LIMIT = 1 << 20  # bytes of a GloVe file's first line that are decoded (a line is a few KB)
+# One line (the whole error stays under 300 characters, DVC's report around it): docs/configuration.md says more
 OFFLINE_HINT = (
-    "Fix: check the network or the proxy settings (HTTPS_PROXY, HTTP_PROXY, NO_PROXY; REQUESTS_CA_BUNDLE "
-    "for a proxy's own certificate authority); or get the file another way and point the config at it: "
-    "glove=zip glove.zip=/path/to/glove.6B.zip glove.member=glove.6B.100d.txt glove.dim=100 (a text file: "
-    "glove=path glove.path=/path/to/glove.6B.100d.txt glove.dim=100); or add a mirror: "
-    "glove.mirrors='[https://...]'; or use the embedded 50-d vectors, which need no network: glove=6B-50d."
+    "Fix: the network or proxy (HTTPS_PROXY), glove.mirrors, a local copy (glove.zip or glove.path), "
+    "or the offline glove=6B-50d."
 )
 
 MISMATCH_HINT = (

@@ -1,5 +1,5 @@
-"""The figures of every position-encoding family side by side (reports/figures/encode/), drawn from
-reports/properties.json and data/families/ (stage encode, pipeline.core.families):
+"""The figures of every position-encoding family side by side (reports/figures/relative/), drawn from
+reports/properties.json and data/families/ (stage relative, pipeline.core.families):
 
     pe_properties.png   every family x the literature's properties (Wang et al. 2021, Chen et al. 2023) at one d and
                         one temperature rule; cells that hold by construction hatched, undefined ones blank
@@ -140,15 +140,21 @@ def rope_scalings(arrays: dict, summary: dict, path: Path, *, dpi: int) -> None:
     figure, (bound, score, wave) = plt.subplots(1, 3, figsize=(20, 6.2), layout="constrained")
     positive = distance >= 1
     log_distance = fig.log10_values(distance[positive])
+    spreads: dict[float, list[str]] = {}  # independent q, k: +- a^2 sqrt(d), shared by every scaling of one a
     for i, key in enumerate(keys):
         colour = f"C{i}"
         bound.plot(log_distance, arrays[f"{key}_bound"][positive], color=colour, label=key)
         score.plot(log_distance, arrays[f"{key}_self"][positive], color=colour, label=f"{key}: k = q")
-        std = summary[key]["independent_std"]
-        score.axhline(std, color=colour, linestyle=":", linewidth=0.8)
-        score.axhline(-std, color=colour, linestyle=":", linewidth=0.8)
+        spreads.setdefault(float(summary[key]["independent_std"]), []).append(key)
         wavelength = arrays[f"{key}_wavelength"]
         wave.plot(np.arange(len(wavelength)), fig.log10_values(wavelength), color=colour, label=key)
+    for j, (std, names) in enumerate(sorted(spreads.items())):  # one band per distinct spread, not one per scaling
+        shade = str(0.55 - 0.2 * (j % 2))
+        score.axhspan(-std, std, color=shade, alpha=0.12, linewidth=0, zorder=0)
+        for edge in (std, -std):
+            score.axhline(edge, color=shade, linestyle=":", linewidth=0.9, zorder=0)
+        shared = "every scaling" if len(names) == len(keys) else ", ".join(names)
+        score.plot([], [], color=shade, linestyle=":", label=f"independent q, k: +-{std:.3g} ({shared})")
     for value, label in ((summary["original_context"], "original context"), (summary["extended_context"], "extended")):
         wave.axhline(fig.log10_values(value), color="black", linestyle="--", linewidth=0.8)
         wave.text(0, fig.log10_values(value), f" {label} {value:g}", va="bottom", fontsize=9)
@@ -165,7 +171,7 @@ def rope_scalings(arrays: dict, summary: dict, path: Path, *, dpi: int) -> None:
         ylabel="score a^2 q . R(m - n) k",
         title=fig.wrap(
             "k = q: exact expectation 2 a^2 sum_i cos(delta theta_i) (solid); independent q, k: mean 0 +- a^2 sqrt(d) "
-            "(dotted), no decay (Barbero et al.)",
+            "(the shaded band, one per attention factor a), no decay (Barbero et al.)",
             75,
         ),
     )

@@ -18,7 +18,6 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from pipeline.base.files import png_data_uri
 from pipeline.core.metrics import METRIC_DOCS
 
 
@@ -65,25 +64,59 @@ def aligned_frames(frames: np.ndarray) -> np.ndarray:
     return out
 
 
-# RoPE's and ALiBi's figures (pipeline.outputs.relative_figures.FIGURES; restated: that module imports matplotlib)
+# RoPE's and ALiBi's figures (pipeline.outputs.relative_figures.FIGURES; restated: that module imports matplotlib),
+# the families' (pipeline.outputs.family_figures) and the crossover study's (pipeline.outputs.study_figures)
 RELATIVE_FIGURES = ("rope_relative_scores.png", "rope_decay.png", "alibi_bias.png", "alibi_penalty.png")
+FAMILY_FIGURES = ("pe_properties.png", "rope_scalings.png", "minilm_probing.png")
+STUDY_FIGURE = "crossover_study.png"
 
-# Embedded images (base64 bytes) stop here, so that the page stays under 5 MB for any number of sentences.
+# Embedded images (base64 bytes) stay under this, so that the page stays under 5 MB for any number of sentences:
+# figures are scaled down to fit (`embedded_figures`), not left out
 IMAGE_BUDGET = 4_200_000
+# How a figure is made smaller, step by step: a 256-colour palette (matplotlib's figures hold few colours: about a
+# third of the bytes, the same pixels to the eye), then that at 3/4 and at 1/2 of the width and height
+SHRINK_STEPS = (None, 1.0, 0.75, 0.5)
 
 
 def figure_path(layout, name: str) -> Path:
-    """Where the figure `name` (e.g. pe_heatmap.png) is: in the encode stage's folder or the figures stage's (names
-    are unique across them); the latter when neither has it."""
-    for folder in (layout.encode_figures_dir, layout.sweep_figures_dir):
+    """Where the figure `name` (e.g. pe_heatmap.png) is: in the folder of the stage that draws it (names are unique
+    across layout.figure_dirs); the figures stage's when none has it."""
+    for folder in layout.figure_dirs:
         if (folder / name).exists():
             return folder / name
     return layout.sweep_figures_dir / name
 
 
-def embedded_figures(layout, shown: int, pair_labels: Sequence[str], budget: int = IMAGE_BUDGET) -> set[str]:
-    """The figures the page embeds: in order of importance (encoding and summary, tutorials, per shown sentence its
-    panels and ratio sweep, then the notebook's single projections) while their data URIs fit in `budget`."""
+def shrunk_png(path: Path, step: int) -> bytes:
+    """The PNG at `path` made smaller by SHRINK_STEPS[step] (0: as it is). Deterministic: the palette from Pillow's
+    fast octree without dithering, the scaling by Lanczos, the PNG written without timestamps: the same bytes from
+    the same file on every run."""
+    import io
+
+    from PIL import Image
+
+    scale = SHRINK_STEPS[step]
+    if scale is None:
+        return path.read_bytes()
+    with Image.open(path) as image:
+        image = image.convert("RGB")
+        if scale != 1.0:
+            size = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
+            image = image.resize(size, Image.Resampling.LANCZOS)
+        palette = image.quantize(colors=256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
+    out = io.BytesIO()
+    palette.save(out, "PNG")
+    return out.getvalue()
+
+
+def embedded_figures(layout, shown: int, pair_labels: Sequence[str], budget: int = IMAGE_BUDGET) -> dict[str, str]:
+    """The figures the page embeds, {name: data URI}: every figure there is (the encoding's and the summary, the
+    tutorials', per shown sentence its panels and ratio sweep, RoPE's, ALiBi's and the families', the crossover
+    study's, the notebook's single projections), each at full size while all fit in `budget` (base64 bytes), else
+    the largest made smaller first (`shrunk_png`, SHRINK_STEPS) until they fit. Only when every one is at its
+    smallest and they still do not fit are the last in this order left out (the page says so)."""
+    import base64
+
     per_sentence = [f"{kind}_s{s}.png" for s in range(shown) for kind in ("panels", "ratio_sweep")]
     projections = [f"projection_s{s}_{label}.png" for s in range(shown) for label in pair_labels]
     order = [
@@ -93,19 +126,29 @@ def embedded_figures(layout, shown: int, pair_labels: Sequence[str], budget: int
         "pe_dot_product.png",
         "pe_distance.png",
         "crossover_all_sentences.png",
-        *sorted(p.name for p in layout.encode_figures_dir.glob("tutorial*.png")),
+        *sorted(p.name for p in layout.tutorial_figures_dir.glob("tutorial*.png")),
         *per_sentence,
         *RELATIVE_FIGURES,
+        *FAMILY_FIGURES,
+        STUDY_FIGURE,
         *projections,
     ]
-    chosen, used = set(), 0
-    for name in order:
-        path = figure_path(layout, name)
-        size = 4 * -(-path.stat().st_size // 3) if path.exists() else 0
-        if size and used + size <= budget:
-            chosen.add(name)
-            used += size
-    return chosen
+    paths = {name: figure_path(layout, name) for name in dict.fromkeys(order)}
+    data = {name: path.read_bytes() for name, path in paths.items() if path.exists()}
+    steps = dict.fromkeys(data, 0)
+
+    def used() -> int:
+        return sum(4 * -(-len(png) // 3) for png in data.values())
+
+    while data and used() > budget:
+        shrinkable = [name for name in data if steps[name] < len(SHRINK_STEPS) - 1]
+        if not shrinkable:
+            data.pop(next(name for name in reversed(order) if name in data))  # the least important goes
+            continue
+        name = max(shrinkable, key=lambda n: (len(data[n]), -order.index(n)))  # the largest first
+        steps[name] += 1
+        data[name] = shrunk_png(paths[name], steps[name])
+    return {name: "data:image/png;base64," + base64.b64encode(png).decode("ascii") for name, png in data.items()}
 
 
 def explorer_data(
@@ -238,6 +281,7 @@ def build_report(
     layout,
     relative: dict | None = None,
     properties: dict | None = None,
+    study: dict | None = None,
 ) -> str:
     """The report as one HTML string.
 
@@ -245,7 +289,8 @@ def build_report(
     data/sweep's projections.json and projections.npz; columns: the ratio-sweep tables of the sentences shown (the first
     figures.max_sentences; the page stays small for any number of sentences); layout: the Layout whose figures (its
     figures_dir's stage folders) the page shows; relative: reports/relative.json (RoPE and ALiBi; None leaves their
-    section out); properties: reports/properties.json (every family's property scores; None leaves its section out).
+    section out); properties: reports/properties.json (every family's property scores; None leaves its section out);
+    study: reports/study/crossover.json (r* of many random sentences per GloVe dimension; None leaves it out).
 
     Longer than 60 lines because it gathers every section of the report's template context in one place.
     """
@@ -264,7 +309,8 @@ def build_report(
             return Markup("<p><i>{}: {} (not embedded, to keep this page under 5 MB)</i></p>").format(
                 alt, path.relative_to(layout.base).as_posix()
             )
-        return Markup('<figure><img alt="{}" src="{}"></figure>').format(alt, png_data_uri(path))
+        # data-figure: the file it shows (an MLflow run's copy of the page links that artifact instead)
+        return Markup('<figure><img alt="{}" data-figure="{}" src="{}"></figure>').format(alt, name, embedded[name])
 
     sentences = [{**sentence, "title": short_text(sentence["words"])} for sentence in meta["sentences"][: len(columns)]]
     pair_keys = list(next(iter(metrics["sweep"]["s0"].values()))) if sentences else []
@@ -284,7 +330,7 @@ def build_report(
             metric_doc=metric_doc,
             docs=METRIC_DOCS,
             figure=figure,
-            tutorials=sorted(layout.encode_figures_dir.glob("tutorial*.png")),
+            tutorials=sorted(layout.tutorial_figures_dir.glob("tutorial*.png")),
             data=explorer_data(meta, arrays, params.metrics.groups, columns),
             config=shown_config(params, meta),
             last=len(meta["ratios"]) - 1,
@@ -292,5 +338,6 @@ def build_report(
             variants=RELATIVE_VARIANTS,
             properties=properties,
             property_docs=PROPERTY_DOCS,
+            study=study,
         )
     )

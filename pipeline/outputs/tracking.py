@@ -52,19 +52,23 @@ RUNS_VIEW = "pe-headline"
 RUNS_VIEW_TAG = f"mlflow.sharedViewState.{RUNS_VIEW}"
 VIEW_SENTENCES = 8  # r* columns for the first sentences (the UI leaves out those a run does not have)
 # A logged file larger than this goes up gzip-compressed as <name>.gz: per-sentence tables and the tokens of thousands
-# of sentences shrink 4-10x (README "MLflow": the budget of a 10,000-sentence run); the seed's files stay as they are
+# of sentences shrink 4-10x (docs/mlflow.md: the budget of a 10,000-sentence run); the seed's files stay as they are
 COMPRESS_ABOVE = 1 << 20  # bytes
 
 
 def runs_view() -> str:
-    """The runs table view (JSON): the datasets, r* of the first sentences and the encoding's two property
-    checks, as MLflow metric names (metrics.json's paths, `pipeline.core.sweep.HEADLINE`)."""
+    """The runs table view (JSON): r* of the first sentences and the encoding's two property checks (MLflow metric
+    names: metrics.json's paths, `pipeline.core.sweep.HEADLINE`) first, then the datasets."""
     from pipeline.core.sweep import HEADLINE
 
     metrics = [HEADLINE["r_star.{s}"].format(s=f"s{i}") for i in range(VIEW_SENTENCES)]
     metrics += [HEADLINE["pe_norm_dev_1e-9"], HEADLINE["pe_offset_spread_1e-9"]]
-    columns = ["attributes.`Dataset`", *(f"metrics.`{name}`" for name in metrics)]
-    return json.dumps({"selectedColumns": columns})
+    columns = [f"metrics.`{name}`" for name in metrics]
+    # columnOrder: the headline right after the run's name and start (seen in chromium at 1,400 px, with MLflow's
+    # assistant panel open), the wide Dataset column after it
+    return json.dumps(
+        {"selectedColumns": [*columns, "attributes.`Dataset`"], "columnOrder": ["attributes.`Run Name`", *columns]}
+    )
 
 
 def runs_page(server: str, experiment_id: str) -> str:
@@ -255,11 +259,21 @@ def params_digest(params: dict) -> str:
     return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:6]
 
 
-def default_run_name(params: dict, label: str | None = None) -> str:
-    """`label` (a DVC experiment's name) and what the run is, e.g. `rapt-mews · 6B-50d seed sinusoidal`;
-    without a label, the config's short hash tells runs apart: `6B-50d seed sinusoidal · 3f2a9c`."""
-    what = f"{params['glove']['name']} {params['texts']['name']} {params['encoding']['name']}"
-    return f"{label} · {what}" if label else f"{what} · {params_digest(params)}"
+RUN_NAME_CHARS = 40  # what the MLflow runs table shows of a name at its default column width
+
+
+def default_run_name(params: dict, label: str | None = None, changed: list[str] | None = None) -> str:
+    """What sets the run apart from conf/'s defaults (`changed`, overrides: pipeline.config.params.differences), e.g.
+    `encoding=learned sweep.w2=10`, or `defaults`; cut to RUN_NAME_CHARS with the config's short hash after it when
+    longer, so that names stay distinct; after `label` (a DVC experiment's name) when there is one. Without
+    `changed`, what the run is: `6B-50d seed sinusoidal · 3f2a9c`."""
+    if changed is None:
+        what = f"{params['glove']['name']} {params['texts']['name']} {params['encoding']['name']}"
+        return f"{label} · {what}" if label else f"{what} · {params_digest(params)}"
+    what = " ".join(changed) or "defaults"
+    if len(what) > RUN_NAME_CHARS:
+        what = f"{what[: RUN_NAME_CHARS - 1]}… · {params_digest(params)}"
+    return f"{label} · {what}" if label else what
 
 
 def sweep_run_name(overrides: list[str], started: float) -> str:
@@ -280,20 +294,19 @@ if (location.protocol === "blob:") {{
 
 
 def linked_report(html: str, pngs: dict[Path, str], run_id: str) -> str:
-    """The report as logged beside its figures: each embedded figure (a data URI of a PNG of `pngs`, {file: its
-    artifact path}) becomes a reference to that artifact, so the run stores every figure once. The report on disk
-    stays self-contained."""
+    """The report as logged beside its figures: each embedded figure (an <img data-figure="NAME.png"> with a data
+    URI, pipeline.outputs.report, at full size or scaled) of a PNG of `pngs` ({file: its artifact path}) becomes a
+    reference to that artifact, at full size, so the run stores every figure once. The report on disk stays
+    self-contained."""
     import re
 
-    from pipeline.base.files import png_data_uri  # how the report embeds a figure
-
-    paths = {png_data_uri(png): path for png, path in pngs.items()}
+    paths = {png.name: path for png, path in pngs.items()}
 
     def link(match: re.Match) -> str:
-        path = paths.get(match.group(1))
-        return f'src="{path}"' if path else match.group(0)
+        path = paths.get(match.group(2))
+        return f'{match.group(1)}src="{path}"' if path else match.group(0)
 
-    html = re.sub(r'src="(data:image/png;base64,[^"]*)"', link, html)  # one pass over the page
+    html = re.sub(r'(data-figure="([^"]+)" )src="data:image/png;base64,[^"]*"', link, html)  # one pass over the page
     folders = sorted({path.rpartition("/")[0] + "/" for path in pngs.values() if "/" in path})
     if not folders:
         return html

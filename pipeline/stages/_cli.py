@@ -36,11 +36,7 @@ ERROR_FILE_ENV = "PE_ERROR_FILE"
 # `dvc exp run -S` writes params.yaml before any stage runs and leaves it so when a stage fails; every later plain
 # `dvc repro` then fails on the same params.yaml. Outside `pipeline.repro` (which puts params.yaml back itself) the
 # message of such a failure says how to get params.yaml back.
-RESTORE_PARAMS = (
-    " params.yaml holds these values because `dvc exp run -S` (or `python -m pipeline.compose`) wrote them, and DVC "
-    "does not put it back when a stage fails. To get the previous params.yaml back: `python -m pipeline.compose` "
-    "(writes it again from conf/; add the overrides you had, if any), or `git checkout params.yaml`."
-)
+RESTORE_PARAMS = " params.yaml keeps these values: `python -m pipeline.compose` resets it to conf/."
 WATCH_INTERVAL_S = 0.2
 
 

@@ -1,7 +1,7 @@
 """Stage figures: the sweep's figures, labelled: the notebook's projections, the panels and the ratio sweeps per
 sentence and the crossover summary (reports/figures/sweep/), drawn by pipeline.outputs.figures; figures.name selects
-the set (all, summary, none). The encode stage draws the encoding's figures (reports/figures/encode/), so a change of
-the weights re-draws only these. Then reports/report.html, one self-contained page with the narrative, every figure,
+the set (all, summary, none). The encode, relative and tutorials stages draw their own (reports/figures/encode/,
+relative/, tutorials/), so a change of the weights re-draws only these. Then reports/report.html, one self-contained page with the narrative, every figure,
 the numbers and the explorer (pipeline.outputs.report): the page shows the figures, so it is rebuilt whenever they are.
 Then, as DVC runs it (`run_and_log`), one MLflow run of the result: the config as params, the metrics, every output
 the registry declares with `log` (figures, plot data, report) and the inputs (pipeline.outputs.tracking.log_result).
@@ -10,7 +10,8 @@ the registry declares with `log` (figures, plot data, report) and the inputs (pi
 
 Reads params: figures, metrics.groups, encoding (for the report's text), and to log the run, the whole config;
 files: tokens.json, data/encode/, data/sweep/, metrics.json, reports/sentences.csv, reports/plots/ratio_sweep.csv,
-the encode stage's figures, reports/relative.json, and what the run logs (pipeline/registry.py).
+the other stages' figures, reports/relative.json, reports/properties.json, and what the run logs
+(pipeline/registry.py).
 
 The run record: reports/mlflow_last_run.json (run id, store URI without password, where each input file is stored:
 the next run references the unchanged ones instead of uploading them again; not versioned: it differs per machine)
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
 import logging
+import os
 from pathlib import Path
 
 from pipeline.base.paths import Layout
@@ -123,7 +125,8 @@ def log_run(params: Config, layout: Layout, root: Path, started: float) -> dict:
     if not params.tracking.enabled:
         record = {"enabled": False}
     else:
-        from pipeline.outputs.tracking import log_result, runs_page, without_credentials
+        from pipeline.config.params import differences
+        from pipeline.outputs.tracking import default_run_name, log_result, runs_page, without_credentials
 
         # the previous run's record: its unchanged input files are referenced, not uploaded again
         previous = read_json(layout.mlflow_last_run) if layout.mlflow_last_run.exists() else None
@@ -134,6 +137,10 @@ def log_run(params: Config, layout: Layout, root: Path, started: float) -> dict:
                 layout,
                 root,
                 artifacts=logged_outputs(),
+                # named by what differs from conf/'s defaults (MLflow's runs table shows ~40 characters of it)
+                run_name=default_run_name(
+                    asdict(params), os.environ.get("DVC_EXP_NAME"), differences(asdict(params), root)
+                ),
                 extra_tags={"runner": "dvc"},
                 start_time=int(pipeline_start(layout, started, dvc_started()) * 1000),
                 previous=previous,
@@ -185,6 +192,8 @@ def write_report(params: Config, layout: Layout) -> Path:
             layout,
             relative=read_json(layout.relative_metrics),
             properties=read_json(layout.properties_metrics),
+            # a Hydra job runs no study (it is the same for every job of a sweep: `dvc repro study`)
+            study=read_json(layout.study_summary) if layout.study_summary.exists() else None,
         )
     write_text(layout.report_html, page)
     log.info("report: %s (%d kB)", layout.report_html, len(page) // 1024)

@@ -1,14 +1,16 @@
-"""Stage sweep: W1 * word_embedding + W2 * positional_encoding for every weight pair and sentence, projected
-to 2-D with PCA (pipeline.core.sweep).
+"""Stage sweep: the embedding matrix of the texts' word index (GloVe rows), then W1 * word_embedding + W2 *
+positional_encoding for every weight pair and sentence, projected to 2-D with PCA (pipeline.core.sweep).
 
-Writes data/sweep/ (projections.npz + projections.json, and ratio_sweep.csv: every sentence's metrics against
-r = W2/W1, long format), reports/sentences.csv (every sentence's metrics, one row each; DVC-cached), and in git,
+Writes data/sweep/ (embeddings.npy (V + 1, d), projections.npz + projections.json, and ratio_sweep.csv: every
+sentence's metrics against r = W2/W1, long format), reports/sentences.csv (every sentence's metrics, one row each; DVC-cached), and in git,
 small for any number of sentences: reports/metrics.json (the summary: the first figures.max_sentences sentences,
 the rest summarised), reports/headline.json (the few DVC shows: pipeline.core.sweep.headline) and
 reports/plots/ratio_sweep.csv (the metrics against r of the sentences with figures, a sentence column).
 
-Reads params: sweep, metrics, figures.max_sentences; files: tokens.json, data/encode/ (encode.json, embeddings, PE).
-numpy only: no torch (encoding.device is the encode stage's; the sweep's batched PCA runs on the CPU).
+Reads params: sweep, metrics, figures.max_sentences, glove.name; files: tokens.json, the GloVe store, data/encode/
+(encode.json, PE). The embedding matrix is computed here, not by the encode stage, so that the encoding (and its
+figures) does not depend on the texts. numpy only: no torch (encoding.device is the encode stage's; the sweep's
+batched PCA runs on the CPU).
 """
 
 from __future__ import annotations
@@ -34,9 +36,12 @@ def run(params: Config, layout: Layout, root: Path) -> dict:
 
     listed = params.figures.max_sentences
     tokens = read_json(layout.tokens)
-    encoded = read_json(layout.encode_summary)
-    embeddings = np.load(layout.embedding_matrix)
     pe = np.load(layout.pe_matrix, mmap_mode="r")
+    embeddings, missing = embed(tokens, params.glove.name, pe.shape[0], layout)
+    encoded = {
+        **read_json(layout.encode_summary),
+        **sweep_lib.embedding_facts(params.glove.name, tokens["word_index"], missing),
+    }
     result = sweep_lib.run_sweep(
         tokens,
         embeddings,
@@ -63,6 +68,23 @@ def run(params: Config, layout: Layout, root: Path) -> dict:
         crossover_line(summary),
     )
     return summary
+
+
+def embed(tokens: dict, glove: str, max_len: int, layout: Layout):
+    """The (V + 1, d) embedding matrix of the word index (written to data/sweep/embeddings.npy) and the words GloVe
+    lacks; refuses sentences longer than the encoding (max_len positions) and sentences whose every word is missing."""
+    from pipeline.base.files import write_npy
+    from pipeline.core.sweep import check_max_len
+    from pipeline.inputs.glove_store import GloveStore, check_sentences_covered, embedding_matrix
+
+    check_max_len(max_len, len(tokens["padded"][0]))
+    matrix, missing = embedding_matrix(tokens["word_index"], GloveStore.open(layout.glove_dir, verify=True))
+    check_sentences_covered(tokens["texts"], tokens["words"], missing, glove)
+    if missing:
+        log.warning("sweep: %d word(s) not in GloVe get zero vectors: %s", len(missing), ", ".join(missing[:20]))
+    layout.sweep_dir.mkdir(parents=True, exist_ok=True)
+    write_npy(layout.embedding_matrix, matrix)
+    return matrix, missing
 
 
 def crossover_line(summary: dict) -> str:

@@ -1,17 +1,21 @@
-"""The figures of the encode stage's data, drawn by that stage (reports/figures/encode/): the encoding matrix, its
-dot products and distances and the two property plots (kind `encoding`), RoPE's and ALiBi's (kind `relative`,
-pipeline.outputs.relative_figures), the families' properties, RoPE's scalings and MiniLM-L6's probe (kind
-`properties`, pipeline.outputs.family_figures) and the tutorials' (kind `tutorials`). Drawn where their data is computed, so that a change of the weights (`sweep.*`)
-re-draws none of them (the figures stage draws the sweep's).
+"""The figures that the encode, relative and tutorials stages draw where their data is computed, each stage into its
+own folder: the encoding matrix, its dot products and distances and the two property plots (kind `encoding`, stage
+encode, reports/figures/encode/), RoPE's and ALiBi's (kind `relative`, pipeline.outputs.relative_figures), the
+families' properties, RoPE's scalings and MiniLM-L6's probe (kind `properties`, pipeline.outputs.family_figures; both
+stage relative, reports/figures/relative/) and the tutorials' (kind `tutorials`, stage tutorials,
+reports/figures/tutorials/). So a figure is drawn again only when the config or files its data comes from change: a
+weight (`sweep.*`) redraws none of them, a texts change only the tutorials', an `encoding.*` change only the
+encoding's, a `relative.*` change only RoPE's, ALiBi's and the families'.
 
-The figure workers are forked before the stage imports torch, and each kind's figures are queued as soon as its data
-is written: the workers draw while this process computes the next kind (`EncodeFigures`).
+The figure workers are forked before a stage imports torch, and each kind's figures are queued as soon as its data
+is written: the workers draw while the stage's process computes the next kind (`StageFigures`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
@@ -20,20 +24,24 @@ from pipeline.base.paths import Layout
 log = logging.getLogger("pipeline")
 T = TypeVar("T")
 
-KINDS = frozenset(
-    {"encoding", "relative", "properties", "tutorials"}
-)  # the kinds of pipeline.config.figure_sets drawn here
+# the kinds of pipeline.config.figure_sets each stage draws, and its folder (a Layout attribute)
+KINDS = {
+    "encode": (frozenset({"encoding"}), "encode_figures_dir"),
+    "relative": (frozenset({"relative", "properties"}), "relative_figures_dir"),
+    "tutorials": (frozenset({"tutorials"}), "tutorial_figures_dir"),
+}
 
 
-class EncodeFigures:
+class StageFigures:
     """Queues the configured set's figures of one kind at a time (`queue(kind)`: nothing when the set does not
-    draw that kind) on `batch`, a pipeline.outputs.figures.Batch of drawing workers; `names`: the PNG names queued."""
+    draw that kind, or `kinds` does not hold it) on `batch`, a pipeline.outputs.figures.Batch of drawing workers;
+    `names`: the PNG names queued."""
 
-    def __init__(self, params, layout: Layout, out: Path) -> None:
+    def __init__(self, params, layout: Layout, out: Path, kinds: frozenset[str]) -> None:
         from pipeline.config.figure_sets import drawn_kinds
 
         self.params, self.layout, self.out, self.batch = params, layout, out, None
-        self.kinds = drawn_kinds(params.figures.name) & KINDS
+        self.kinds = drawn_kinds(params.figures.name) & kinds
         self.names: list[str] = []
 
     def path(self, name: str) -> Path:
@@ -60,28 +68,45 @@ class EncodeFigures:
             queue(layout, cfg, self.path, self.batch)
 
 
-def draw_encode_figures(params, layout: Layout, compute: Callable[[EncodeFigures], T]) -> T:
-    """Fork the figure workers (figures.workers), run compute(figures) (which queues each kind's figures as it
-    writes their data), wait for every figure, and swap the new folder in for reports/figures/encode/ (no figure of
-    an older config lingers). Returns what compute returns. Call it before importing torch: the workers are forked
-    from this process as it is then (numpy and matplotlib)."""
+@contextmanager
+def torch_threads(figures: StageFigures) -> Iterator[None]:
+    """One torch intra-op thread while forked figure workers draw (they take the other cores, so torch's threads
+    would only wait for them: docs/benchmarks-measurements.md#process-start-and-exit); torch's own count again after (a Hydra job's
+    next stages run in this process). Imports torch."""
+    import torch
+
+    threads = torch.get_num_threads()
+    if figures.batch is not None and figures.batch.forked:
+        torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def draw_stage_figures(stage: str, params, layout: Layout, compute: Callable[[StageFigures], T]) -> T:
+    """For the stage `stage` (a key of KINDS): fork the figure workers (figures.workers), run compute(figures) (which
+    queues each kind's figures as it writes their data), wait for every figure, and swap the new folder in for the
+    stage's figure folder (no figure of an older config lingers). Returns what compute returns. Call it before
+    importing torch: the workers are forked from this process as it is then (numpy and matplotlib)."""
     from pipeline.base.files import replace_dir
 
+    kinds, folder = KINDS[stage]
     result = []
 
     def build(out: Path) -> None:
-        figures = EncodeFigures(params, layout, out)
+        figures = StageFigures(params, layout, out, kinds)
         if not figures.kinds:  # figures=summary or none: no matplotlib, no workers
             result.append(compute(figures))
             return
         from pipeline.outputs.figures import Batch
 
         figures.batch = Batch(out)
-        with figures.batch.drawing(params.figures.workers, "encode: figures"):
+        with figures.batch.drawing(params.figures.workers, f"{stage}: figures"):
             result.append(compute(figures))
-        log.info("figures: %d PNG files in %s", len(figures.names), layout.encode_figures_dir)
+        log.info("figures: %d PNG files in %s", len(figures.names), getattr(layout, folder))
 
-    replace_dir(layout.encode_figures_dir, build)
+    replace_dir(getattr(layout, folder), build)
     return result[0]
 
 
@@ -145,7 +170,7 @@ def queue_encoding_figures(params, layout: Layout, path, batch) -> None:
         **text["pe_offset_distance"],
         dpi=dpi,
     )
-    norms = read_columns(layout.pe_norms_csv)
+    norms = read_columns(layout.pe_norms_csv, ("position", "norm"))
     batch.add(
         fig.norms_plot,
         norms["position"],

@@ -1,0 +1,159 @@
+"""Stage relative: the encodings long-context models use instead of an added one, measured beside it, and every
+position-encoding family side by side. It depends on the `relative` config only (and encoding.device, where torch
+computes RoPE's and ALiBi's diagnostics), so a change of the texts, the encoding or the weights draws none of its
+figures again.
+
+RoPE's relative-position diagnostics (scores depend only on m - n; RoFormer's long-term decay bound for the base, a
+larger base, NTK-aware scaling and position interpolation) and ALiBi's slopes, biases and penalties, computed by
+pipeline.core.relative: data/relative/rope.npz, data/relative/alibi.npz (the figures' data) and reports/relative.json
+(the numbers; kept out of headline.json). The families' properties (pipeline.core.families): reports/properties.json,
+data/families/scalings.npz and, with the optional extra `.[models]`, data/families/minilm.npz.
+
+Their figures, reports/figures/relative/, are drawn by pipeline.stages._stage_figures' forked workers while this
+process computes.
+
+Reads params: relative, encoding.device, the figure settings (registry FIGURE_KEYS); files: none.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+import logging
+from pathlib import Path
+
+from pipeline.base.paths import Layout
+
+if TYPE_CHECKING:
+    from pipeline.config.schema import Config, PropertiesConfig, RelativeConfig
+
+log = logging.getLogger("pipeline")
+
+
+def run(params: Config, layout: Layout, root: Path) -> dict:
+    """RoPE's and ALiBi's diagnostics, then the families' properties; returns reports/relative.json's numbers. Each
+    kind's figures are queued as soon as its data is written: the workers draw while this process computes."""
+    from pipeline.stages._stage_figures import draw_stage_figures, torch_threads
+
+    def compute(figures) -> dict:
+        from pipeline.core.device import resolve_device
+
+        with torch_threads(figures):
+            summary = relative_diagnostics(params.relative, layout, resolve_device(params.encoding.device))
+            figures.queue("relative")
+            family_properties(params.relative, layout)
+            figures.queue("properties")
+        return summary
+
+    return draw_stage_figures("relative", params, layout, compute)
+
+
+def relative_diagnostics(cfg: RelativeConfig, layout: Layout, device) -> dict:
+    """data/relative/ and reports/relative.json from the `relative` config; returns the numbers."""
+    from pipeline.base.files import write_json, write_npz
+    from pipeline.core.relative import alibi_diagnostics, rope_diagnostics
+
+    rope_arrays, rope_summary = rope_diagnostics(cfg.rope, device)
+    alibi_arrays, alibi_summary = alibi_diagnostics(cfg.alibi, device)
+    layout.relative_dir.mkdir(parents=True, exist_ok=True)
+    write_npz(layout.rope_arrays, rope_arrays)
+    write_npz(layout.alibi_arrays, alibi_arrays)
+    summary = {"rope": rope_summary, "alibi": alibi_summary}
+    write_json(layout.relative_metrics, summary)
+    checks = rope_summary["relative_only"][rope_summary["layout"]]
+    base = rope_summary["decay_bound"]["base"]
+    log.info(
+        "relative: RoPE d=%d (%s): max spread over m of q.R(m-n)k: %.2e (float64), %.2e (float32); decay bound "
+        "%s; ALiBi slopes for %s heads",
+        rope_summary["d_head"],
+        rope_summary["layout"],
+        checks["float64_max_spread"],
+        checks["float32_max_spread"],
+        ", ".join(f"{key[1:]}: {value:.3f}" for key, value in base.items() if key.startswith("d")),
+        ", ".join(key[1:] for key in alibi_summary["heads"]),
+    )
+    return summary
+
+
+def family_properties(rel: RelativeConfig, layout: Layout) -> dict:
+    """reports/properties.json (every family x the literature's properties at d = relative.properties.d, the RoPE
+    scalings' summary, MiniLM-L6's probe per head), data/families/scalings.npz and, with the optional extra
+    `.[models]`, data/families/minilm.npz (pipeline.core.families); returns the JSON."""
+    from pipeline.base.files import write_json, write_npz
+    from pipeline.core import families as fam
+    from pipeline.core.relative import distance_grid, scaling_diagnostics
+
+    n = rel.properties.positions
+    rows = fam.analytic_families(rel, n)
+    trained = trained_positions(rel.properties)
+    arrays, scalings = scaling_diagnostics(rel, distance_grid(rel.rope.max_distance))
+    layout.families_dir.mkdir(parents=True, exist_ok=True)
+    write_npz(layout.scaling_arrays, arrays)
+    layout.minilm_arrays.unlink(missing_ok=True)  # written below only when the model is there
+    summary: dict = {"positions": n, "d": rel.properties.d, "temperature": fam.TEMPERATURE}
+    if isinstance(trained, str):
+        log.info("properties: no MiniLM-L6 rows: %s", trained)
+    else:
+        model_rows, model_summary, model_arrays = trained
+        rows += model_rows
+        write_npz(layout.minilm_arrays, model_arrays)
+    summary["families"] = {row.key: fam.row(row) for row in rows}
+    summary["chen_locality_by_temperature"] = fam.temperature_sensitivity(rows)
+    if not isinstance(trained, str):
+        summary["minilm"] = model_summary
+    write_json(layout.properties_metrics, {**summary, "rope_scalings": scalings})
+    log.info("properties: %d families x %d properties at N = %d, d = %d", len(rows), 5, n, rel.properties.d)
+    return summary
+
+
+def trained_positions(cfg: PropertiesConfig) -> str | tuple[list, dict, dict]:
+    """all-MiniLM-L6-v2's rows (pipeline.core.families.minilm_families), its JSON summary (the model, the probe's
+    words, per-head scores and ranges) and arrays; or why they are absent (one line)."""
+    import numpy as np
+
+    from pipeline.base.files import round_significant
+    from pipeline.core import families as fam
+    from pipeline.core.probing import probe_words
+    from pipeline.inputs import minilm
+
+    folder, version = minilm.find_model()
+    if folder is None:
+        return version
+    model = minilm.read_model(folder, version)
+    n = cfg.positions
+    if n > model.position.shape[0]:
+        return f"relative.properties.positions = {n} exceeds the model's {model.position.shape[0]} positions"
+    words = probe_words(model.vocab, cfg.probe_words, cfg.seed)
+    rows, logits, attention = fam.minilm_families(model, n, words)
+    summary = {
+        "model": minilm.MODEL,
+        "package": f"{minilm.DISTRIBUTION} {model.version}",
+        "sha256": model.sha256,
+        "layers": model.layers,
+        "heads": model.heads,
+        "position_table": list(model.position.shape),
+        "probe": {
+            "input": f"one word at every position 0..{n - 1}, token type 0, no [CLS] or [SEP]; layer 0's logits "
+            "and attention averaged over the words",
+            "seed": cfg.seed,
+            "words": [model.vocab[i] for i in words],
+        },
+        **fam.minilm_heads(logits, attention),
+        # position 0 ([CLS]'s slot in training) has a norm several times the others': the table without it
+        "table_without_position_0": fam.table_scores(model.position[1 : n + 1]),
+    }
+
+    def fixed(x: np.ndarray) -> np.ndarray:
+        return round_significant(x, floor=float(np.abs(x).max()))
+
+    arrays = {
+        "table_proximity": fixed(rows[0].proximities[0]),
+        "head_logits": fixed(logits),
+        "head_attention": fixed(attention),
+    }
+    return rows, summary, arrays
+
+
+if __name__ == "__main__":
+    from pipeline.stages._cli import stage_main
+
+    stage_main("relative", run)

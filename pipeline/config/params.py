@@ -22,17 +22,23 @@ from pipeline.base.secrets import redact
 from pipeline.config.input_files import check_inputs
 from pipeline.config.limits import check_limits, check_list_overrides
 from pipeline.base.trees import flatten
-from pipeline.config.schema import GROUPS, Config, unknown_key_message, validate
+from pipeline.config.schema import MAIN, Composition, Config, unknown_key_message, validate
 
-CONFIG_NAME = "config"
+CONFIG_NAME = MAIN.config_name
 PARAMS_HEADER = (
     "# GENERATED from conf/ by `python -m pipeline.compose` (or `dvc exp run`): do not edit.\n"
     "# Change conf/ or pass overrides instead, e.g. `python -m pipeline.compose sweep.w2=10`.\n"
 )
+LENGTH_PARAMS_HEADER = (
+    "# GENERATED from conf/ (length_experiment.yaml) by `python -m pipeline.compose --length` (or `dvc exp run` in\n"
+    "# experiments/length/): do not edit. Change conf/ or pass overrides instead, e.g.\n"
+    "# `python -m pipeline.compose --length length=quick`.\n"
+)
 
 
-def compose(overrides: Iterable[str] = (), root: Path | None = None) -> dict:
-    """Compose conf/ with Hydra overrides into a plain dict (the content of params.yaml)."""
+def compose(overrides: Iterable[str] = (), root: Path | None = None, composition: Composition = MAIN) -> dict:
+    """Compose conf/ with Hydra overrides into a plain dict (the content of params.yaml, or of `composition`'s params
+    file: its primary config in conf/)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.errors import HydraException
@@ -47,13 +53,15 @@ def compose(overrides: Iterable[str] = (), root: Path | None = None) -> dict:
     check_list_overrides(overrides)  # before Hydra parses millions of items
     try:
         with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3"):
-            cfg = hydra_compose(config_name=CONFIG_NAME, overrides=overrides)
+            cfg = hydra_compose(config_name=composition.config_name, overrides=overrides)
     except (HydraException, OmegaConfBaseException) as exc:
-        raise PipelineError(redact(f"cannot compose conf/ with overrides {list(overrides)}: {_explain(exc)}")) from None
+        raise PipelineError(
+            redact(f"cannot compose conf/ with overrides {list(overrides)}: {_explain(exc, composition.schema)}")
+        ) from None
     return OmegaConf.to_container(cfg, resolve=False)
 
 
-def _explain(exc: Exception) -> str:
+def _explain(exc: Exception, schema: type = Config) -> str:
     """Hydra's message on one line, with our fix; an unknown key gets the schema's message (Hydra's own
     suggests `+key=value`, which the schema refuses too)."""
     message = " ".join(str(exc).split())
@@ -62,24 +70,30 @@ def _explain(exc: Exception) -> str:
         message += f" ({str(cause).splitlines()[0]})"
     unknown = re.match(r"Could not override '([^']+)'\. To append to your config use \+", message)
     if unknown:
-        return unknown_key_message(unknown.group(1))
+        return unknown_key_message(unknown.group(1), schema)
     return f"{message}. Fix: check the key and option names against conf/ (options: python -m pipeline.compose --help)."
 
 
-def dump_params(params: dict) -> str:
-    return PARAMS_HEADER + yaml.safe_dump(params, sort_keys=False, allow_unicode=True, width=100)
+def dump_params(params: dict, composition: Composition = MAIN) -> str:
+    header = PARAMS_HEADER if composition is MAIN else LENGTH_PARAMS_HEADER
+    return header + yaml.safe_dump(params, sort_keys=False, allow_unicode=True, width=100)
 
 
-def write_params(params: dict, root: Path | None = None) -> Path:
+def params_path(root: Path | None = None, composition: Composition = MAIN) -> Path:
+    """The params file of `composition` (params.yaml for the pipeline)."""
+    return getattr(Layout(root or checkout_root()), composition.params)
+
+
+def write_params(params: dict, root: Path | None = None, composition: Composition = MAIN) -> Path:
     from pipeline.base.files import write_text
 
-    path = Layout(root or checkout_root()).params
-    write_text(path, dump_params(params))
+    path = params_path(root, composition)
+    write_text(path, dump_params(params, composition))
     return path
 
 
-def read_params(root: Path | None = None) -> dict:
-    return read_params_file(Layout(root or checkout_root()).params)
+def read_params(root: Path | None = None, composition: Composition = MAIN) -> dict:
+    return read_params_file(params_path(root, composition))
 
 
 def check(params: dict, root: Path) -> Config:
@@ -105,8 +119,8 @@ def _newest_conf_file(root: Path) -> tuple[float, Path | None]:
     return newest, newest_path
 
 
-def check_fresh(params: dict, root: Path | None = None) -> None:
-    """Refuse a params.yaml that conf/ has moved past.
+def check_fresh(params: dict, root: Path | None = None, composition: Composition = MAIN) -> None:
+    """Refuse a params.yaml (or `composition`'s params file) that conf/ has moved past.
 
     params.yaml is fresh when either
       - it equals conf/ composed with the group options it names (`<group>.name`), or
@@ -116,16 +130,15 @@ def check_fresh(params: dict, root: Path | None = None) -> None:
     run the old values.
     """
     root = root or checkout_root()
-    params_path = Layout(root).params
     newest, newest_path = _newest_conf_file(root)
-    if params_path.stat().st_mtime >= newest:
+    if params_path(root, composition).stat().st_mtime >= newest:
         return
     choices = [
         f"{group}={params[group]['name']}"
-        for group in GROUPS
+        for group in composition.groups
         if isinstance(params.get(group), dict) and "name" in params[group]
     ]
-    expected = compose(choices, root)
+    expected = compose(choices, root, composition)
     if expected == params:
         return
     now, was = flatten(expected), flatten(params)
@@ -134,10 +147,18 @@ def check_fresh(params: dict, root: Path | None = None) -> None:
         f"{k}: params.yaml={was.get(k, '<absent>')!r} conf/={now.get(k, '<absent>')!r}" for k in changed[:5]
     )
     more = f" (and {len(changed) - 5} more)" if len(changed) > 5 else ""
+    if composition is MAIN:
+        fix = (
+            "run `python -m pipeline.compose` (plus your overrides) before `dvc repro`, or use "
+            "`python -m pipeline.repro` / `dvc exp run`, which compose first."
+        )
+    else:
+        fix = (
+            "run `python -m pipeline.compose --length` (plus your overrides) before `dvc repro`, or use `dvc exp run`."
+        )
     raise PipelineError(
-        f"params.yaml is stale: {newest_path.relative_to(root)} changed after it was composed, and they "
-        f"disagree on {shown}{more}. Fix: run `python -m pipeline.compose` (plus your overrides) "
-        "before `dvc repro`, or use `python -m pipeline.repro` / `dvc exp run`, which compose first."
+        f"{composition.label} is stale: {newest_path.relative_to(root)} changed after it was composed, and they "
+        f"disagree on {shown}{more}. Fix: {fix}"
     )
 
 

@@ -30,7 +30,7 @@ from pipeline.base.errors import PipelineError, environment_error
 from pipeline.base.paths import Layout
 
 if TYPE_CHECKING:
-    from pipeline.config.schema import Config
+    from pipeline.config.schema import Composition, Config
 
 log = logging.getLogger("pipeline")
 ERROR_FILE_ENV = "PE_ERROR_FILE"
@@ -41,6 +41,11 @@ RESTORE_PARAMS = (
     " params.yaml holds these values because `dvc exp run -S` (or `python -m pipeline.compose`) wrote them, and DVC "
     "does not put it back when a stage fails. To get the previous params.yaml back: `python -m pipeline.compose` "
     "(writes it again from conf/; add the overrides you had, if any), or `git checkout params.yaml`."
+)
+RESTORE_LENGTH_PARAMS = (
+    " experiments/length/params.yaml holds these values because `dvc exp run -S` (or `python -m pipeline.compose "
+    "--length`) wrote them. To get the previous one back: `python -m pipeline.compose --length` (add the overrides "
+    "you had, if any), or `git checkout experiments/length/params.yaml`."
 )
 WATCH_INTERVAL_S = 0.2
 
@@ -91,18 +96,23 @@ class _ParamsError(PipelineError):
     get the previous params.yaml back."""
 
 
-def check_params(raw: dict, root: Path, layout: Layout, input_files: tuple[str, ...]) -> Config:
+def check_params(
+    raw: dict, root: Path, layout: Layout, input_files: tuple[str, ...], composition: Composition | None = None
+) -> Config:
     """params.yaml (`raw`) as a Config, with the checks pipeline.repro makes when it composes: not stale against conf/
     (a stat of conf/'s files when params.yaml is newer, else a composition), the files it names and the limits, and
-    the stage's own input files (`input_files`, config keys: the registry's) listed as deps in dvc.yaml."""
+    the stage's own input files (`input_files`, config keys: the registry's) listed as deps in dvc.yaml. For another
+    composition (the length experiment's params file): its schema, not stale; its stage checks the rest."""
     from pipeline.config import check_fresh, check_runnable
     from pipeline.config.input_files import check_tracked
-    from pipeline.config.schema import validate
+    from pipeline.config.schema import MAIN, validate
 
-    cfg = validate(raw)
-    check_fresh(raw, root)
-    check_runnable(cfg, root)
-    check_tracked(raw, root, layout.dvc_yaml, input_files)
+    composition = composition or MAIN
+    cfg = validate(raw, composition.schema)
+    check_fresh(raw, root, composition)
+    if composition is MAIN:
+        check_runnable(cfg, root)
+        check_tracked(raw, root, layout.dvc_yaml, input_files)
     return cfg
 
 
@@ -112,36 +122,42 @@ def stage_main(
     *,
     input_files: tuple[str, ...] = (),
     check: Callable[[Config, Path], None] | None = None,
+    composition: Composition | None = None,
 ) -> None:
     """Run `run(cfg, layout, root)` for the checkout in the cwd (cfg: params.yaml validated, as a Config); exit 2
     with one message on a user error. Outside pipeline.repro, params.yaml is checked first (`check_params`, with the
-    stage's `input_files`), then `check(cfg, root)`, what else this stage checks before a plain `dvc repro` computes."""
+    stage's `input_files`), then `check(cfg, root)`, what else this stage checks before a plain `dvc repro` computes.
+    composition: the stage's when it is not the pipeline's (the length experiment: its params file, its schema, the
+    lock of its own DVC project)."""
     from contextlib import nullcontext
 
     from pipeline.base.files import clean_stale_temporaries
     from pipeline.base.locks import workspace_holder, workspace_lock
     from pipeline.base.params_file import read_params_file
     from pipeline.base.paths import checkout_root, download_cache
-    from pipeline.config.schema import validate
+    from pipeline.config.schema import MAIN, validate
 
     if any(a in ("-h", "--help") for a in sys.argv[1:]):
         _print_help(name, run)
         raise SystemExit(0)
     setup_logging()
+    composition = composition or MAIN
     try:
         root = checkout_root()
-        holder = workspace_holder()
+        layout = Layout(root)
+        holder = workspace_holder() if composition is MAIN else None
         if holder is not None:
             _stop_with(holder)
-        with workspace_lock(root, f"dvc repro (stage {name})") if holder is None else nullcontext():
-            layout = Layout(root)
-            clean_stale_temporaries([*layout.work_dirs, download_cache(root)])  # a killed run's, if any
-            raw = read_params_file(layout.params)
+        workspace = root if composition is MAIN else getattr(layout, composition.params).parent
+        with workspace_lock(workspace, f"dvc repro (stage {name})") if holder is None else nullcontext():
+            work_dirs = layout.work_dirs if composition is MAIN else (workspace,)
+            clean_stale_temporaries([*work_dirs, download_cache(root)])  # a killed run's, if any
+            raw = read_params_file(getattr(layout, composition.params))
             if holder is not None:  # pipeline.repro composed and checked it
                 cfg = validate(raw)
             else:
                 try:
-                    cfg = check_params(raw, root, layout, input_files)
+                    cfg = check_params(raw, root, layout, input_files, composition)
                 except PipelineError as exc:
                     raise _ParamsError(str(exc)) from None
                 if check is not None:
@@ -155,7 +171,8 @@ def stage_main(
     except PipelineError as exc:
         hint = workspace_holder() is None and (isinstance(exc, _ParamsError) or os.environ.get("DVC_EXP_NAME"))
         hint = hint and "python -m pipeline.compose" not in str(exc)  # a stale params.yaml's message says it
-        _report(f"error in stage {name}: {exc}{RESTORE_PARAMS if hint else ''}")
+        restore = RESTORE_PARAMS if composition is MAIN else RESTORE_LENGTH_PARAMS
+        _report(f"error in stage {name}: {exc}{restore if hint else ''}")
         raise SystemExit(2) from None
     except OSError as exc:
         message = environment_error(exc)

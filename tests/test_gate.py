@@ -124,3 +124,29 @@ def test_gate_counts_the_metrics_of_both_sides(tmp_path, capsys):
     assert out.count("  FAIL encoding.") == 3
     assert main(["--baseline", str(baseline), "--current", str(baseline)]) == 0
     assert "gate: all 3 metrics within tolerance" in capsys.readouterr().out
+
+
+def test_length_statistics_are_gated_at_three_times_their_seed_spread():
+    """A statistic over seeds (experiments/length/results/summary.json) may move by 3 x its bucket's std in the
+    baseline, and by at least 0.02 where the seeds agreed (std 0); its settings must not move."""
+    bucket = {"mean": 0.5, "std": 0.1, "min": 0.4, "max": 0.6}
+    agreed = {"mean": 1.0, "std": 0.0, "min": 1.0, "max": 1.0}
+    baseline = {"length": {"tasks": {"copy": {"alibi": {"token_accuracy": {"21-40": bucket, "1-20": agreed}}}}}}
+    baseline["length"]["experiment"] = {"steps": 2000}
+
+    def moved(path: tuple[str, ...], value) -> list[str]:
+        current = copy.deepcopy(baseline)
+        node = current["length"]
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = value
+        return compare(baseline, current, RULES)
+
+    mean = ("tasks", "copy", "alibi", "token_accuracy", "21-40", "mean")
+    assert moved(mean, 0.79) == []  # 0.29 < 3 x 0.1
+    problems = moved(mean, 0.81)
+    assert len(problems) == 1 and "spread 3 x std 0.1" in problems[0]
+    assert moved(("tasks", "copy", "alibi", "token_accuracy", "21-40", "max"), 0.85) == []
+    assert moved(("tasks", "copy", "alibi", "token_accuracy", "1-20", "mean"), 0.985) == []
+    assert len(moved(("tasks", "copy", "alibi", "token_accuracy", "1-20", "mean"), 0.97)) == 1  # beyond 0.02
+    assert len(moved(("experiment", "steps"), 1000)) == 1

@@ -15,6 +15,11 @@ Sweeps should use figures=summary (README, "Sweeps").
 A job that fails (a bad override value, a bug) does not stop the sweep: it writes its error into
 <job dir>/job_result.json and a FAILED child run; the other jobs go on, and at the end
 pipeline.outputs.parent_run.MultirunParentRun reports which jobs failed and why, and exits 1.
+
+Ctrl-C, SIGTERM or SIGHUP (to this process or its process group), whatever the launcher, stops the sweep: its figure
+workers, joblib's worker processes and submitit's job processes are ended, the job runs left RUNNING and the sweep's
+parent run are ended KILLED, and one line says so (exit 130, 143 or 129). Jobs in processes of their own ignore Ctrl-C:
+the launching process stops them.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 from pathlib import Path
 
 import hydra
@@ -34,6 +40,7 @@ register()  # the config schema, before @hydra.main composes conf/
 
 log = logging.getLogger("pipeline")
 CONF_DIR = str(checkout_root() / "conf")
+LAUNCHER_ENV = "PE_SWEEP_LAUNCHER"  # the pid of the process that launched the run: its jobs' processes inherit it
 
 
 def shared_glove_store(glove: GloveConfig, root: Path) -> Path:
@@ -112,7 +119,7 @@ def run_job(
     if cfg.tracking.enabled:
         check_reachable(cfg.tracking.uri, root)
     layout = Layout(out, glove=shared_glove_store(cfg.glove, root), shared=cache)
-    write_text(layout.params, dump_params(params))
+    write_text(layout.params, dump_params(params, overrides, root))
     run_stages(job_stages(), cfg, layout, root)
     if not cfg.tracking.enabled:
         return {"enabled": False}
@@ -163,6 +170,10 @@ def app(cfg: DictConfig) -> None:
     from pipeline.outputs.multirun import read_sweep, write_job
     from pipeline.stage_cache import CACHE_DIR
 
+    if os.environ.get(LAUNCHER_ENV, str(os.getpid())) != str(os.getpid()):
+        import signal
+
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a job in a process of its own: the launcher stops it
     hydra_cfg = HydraConfig.get()
     out = Path(hydra_cfg.runtime.output_dir)
     multirun = hydra_cfg.mode == RunMode.MULTIRUN
@@ -221,8 +232,8 @@ def app(cfg: DictConfig) -> None:
 
 
 def check_command_line(argv: list[str]) -> None:
-    """Before Hydra expands or composes anything: refuse a list override of too many weights, and a multirun
-    (-m) of too many jobs (pipeline.config.limits), with one message and exit 2."""
+    """Before Hydra expands or composes anything: refuse a list of too many weights (in an override or a file of
+    conf/), and a multirun (-m) of too many jobs (pipeline.config.limits), with one message and exit 2."""
     import sys
 
     from hydra.errors import OverrideParseException
@@ -232,6 +243,7 @@ def check_command_line(argv: list[str]) -> None:
 
     overrides = [arg for arg in argv if "=" in arg and not arg.startswith("-")]
     try:
+        limits.check_conf_lists(Path(CONF_DIR))
         limits.check_list_overrides(overrides)
         if "-m" in argv or "--multirun" in argv:
             limits.check_multirun(overrides)
@@ -242,10 +254,47 @@ def check_command_line(argv: list[str]) -> None:
         raise SystemExit(2) from None
 
 
-if __name__ == "__main__":
-    import gc
+def stop(interrupted) -> None:
+    """After a stop signal: end the figure workers and every process the run started (joblib's workers, submitit's
+    jobs), then the MLflow runs they left RUNNING and the sweep's parent run, as KILLED; one line, then exit with the
+    signal's status."""
+    import signal
     import sys
 
+    from pipeline.base import worker_pool
+    from pipeline.base.stops import end_descendants, on_stop_signals
+
+    on_stop_signals(signal.SIG_IGN)  # a second Ctrl-C must not cut this short
+    worker_pool.stop_kept()
+    # joblib's loky resource tracker ends itself when this process exits; stopped, loky starts another, which prints
+    # a traceback for each resource the first one held
+    stopped = end_descendants(spare=("resource_tracker",))
+    sweeps = sys.modules.get("pipeline.outputs.parent_run")  # imported by Hydra for a multirun's callback
+    parents, jobs = sweeps.end_interrupted(interrupted.name) if sweeps else ([], [])
+    runs = (
+        f"; MLflow: the sweep's parent run {', '.join(parents)} and {len(jobs)} job run(s) ended KILLED"
+        if parents
+        else ""
+    )
+    print(
+        f"interrupted by {interrupted.name}: stopped the run and the {stopped} process(es) it started{runs}",
+        file=sys.stderr,
+    )
+    raise SystemExit(interrupted.status)
+
+
+if __name__ == "__main__":
+    import gc
+    import os
+    import sys
+
+    from pipeline.base.stops import Interrupted, on_stop_signals, raise_interrupted
+
     check_command_line(sys.argv[1:])
-    app()
+    os.environ[LAUNCHER_ENV] = str(os.getpid())
+    on_stop_signals(raise_interrupted)
+    try:
+        app()
+    except Interrupted as interrupted:
+        stop(interrupted)
     gc.freeze()  # no final collection of the jobs' heap (pipeline.stages._cli.stage_main says why)

@@ -59,7 +59,7 @@ def _compose(argv: list[str], root: Path) -> int:
     try:
         params = compose(argv, root)
         check(params, root)
-        path = write_params(params, root)
+        path = write_params(params, root, argv)
         from pipeline.dvcyaml import write_if_changed
 
         if write_if_changed(root):  # the files the config names are deps of the stages that read them
@@ -83,7 +83,7 @@ def _compose_length(argv: list[str], root: Path) -> int:
         cfg = validate(params, LENGTH.schema)
         # the time limit where the device is known without importing torch (the stage checks `auto` again)
         check_length(cfg.length, cfg.length.workers or usable_cores(), on_cpu=cfg.length.device == "cpu")
-        path = write_params(params, root, LENGTH)
+        path = write_params(params, root, argv, LENGTH)
         if write_if_changed(root, LENGTH_PIPELINE):
             print(f"wrote {getattr(Layout(root), LENGTH_PIPELINE.dvc_yaml)}")
     except PipelineError as exc:

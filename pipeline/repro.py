@@ -5,7 +5,10 @@ config and the input files it names are checked before anything is written, and 
 later (e.g. every word of a sentence is missing from GloVe, which only the encode stage can know),
 params.yaml, dvc.yaml, dvc.lock and every stage output (data/, reports/) are put back exactly as they were.
 A user error exits 2 with one message naming the cause and the fix; a bug keeps its traceback.
-Temporaries a killed run left beside the outputs (.pe-tmp.<host>.<pid>.*, git-ignored) are removed first.
+Temporaries a killed run left beside the outputs (.pe-tmp.<host>.<pid>.*, git-ignored) are removed first, and so are
+a DVC cache object or a recorded output whose bytes are not what their hash says (pipeline.base.integrity: each is
+named, and DVC checks the recorded output out again or recomputes it). A run that is put back leaves no new object in
+the DVC cache.
 
 Examples:
     python -m pipeline.repro
@@ -23,6 +26,7 @@ The overrides are those of `python -m pipeline.compose` (group=option, key=value
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -58,28 +62,7 @@ def guarded_paths(root: Path) -> list[Path]:
 
 
 JOURNAL = Path(".dvc") / "tmp" / "repro-journal"
-STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")  # Ctrl-C; kill, timeout, systemd, SLURM, CI; a closed terminal
 NOTHING_CHANGED = "nothing was changed: params.yaml, dvc.yaml, dvc.lock, data/ and reports/ are as they were"
-
-
-class _Interrupted(BaseException):
-    """A stop signal reached the run: carries it through the journal's rollback."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
-def _on_stop_signals(handler) -> None:
-    import signal
-
-    for name in STOP_SIGNALS:
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), handler)
-
-
-def _raise_interrupted(signum: int, frame) -> None:
-    raise _Interrupted(signum)
 
 
 def _own_group_dying_with_parent():
@@ -105,12 +88,39 @@ def _own_group_dying_with_parent():
 # a no-op `dvc repro`, measured) while this process composes params.yaml on the other core, then runs `dvc repro` once
 # it reads "go" (anything else: it exits, having done nothing). DVC's own CLI entry point, dvc.cli.main.
 _DVC_CHILD = (
-    "import gc, sys\n"
+    "import gc, logging, sys\n"
     "import dvc.cli, dvc.cli.parser, dvc.commands.repro, dvc.repo, dvc.repo.reproduce, networkx\n"
+    "from pipeline.repro import MachineErrors\n"
+    "logging.getLogger('dvc').addHandler(MachineErrors())\n"
     "status = dvc.cli.main(['repro', *sys.argv[1:]]) if sys.stdin.readline() == 'go\\n' else 1\n"
     "gc.freeze()\n"  # no final collection of DVC's heap: 0.13 s (pipeline.stages._cli.stage_main says why)
     "sys.exit(status)\n"
 )
+
+
+class MachineErrors(logging.Handler):
+    """In the dvc child: an error DVC logs that the machine caused (a full disk, a read-only folder: an OSError in
+    its chain of causes), written as one message naming the path and the fix to the error file of
+    pipeline.stages._cli, unless a stage wrote one first; pipeline.repro prints it and exits 2, as for a stage."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        from pipeline.base.errors import environment_error
+        from pipeline.stages._cli import ERROR_FILE_ENV
+
+        exc, seen, message = record.exc_info[1] if record.exc_info else None, set(), None
+        while exc is not None and id(exc) not in seen and message is None:
+            seen.add(id(exc))
+            if isinstance(exc, OSError) and exc.filename is None and exc.errno is not None:
+                # DVC's copy into its cache names no file here (its own lines above do): the project it writes in
+                exc = OSError(exc.errno, exc.strerror, f"{os.getcwd()}, where DVC writes the outputs and its cache")
+            message = environment_error(exc)
+            exc = exc.__cause__ or exc.__context__
+        target = os.environ.get(ERROR_FILE_ENV)
+        if message and target and not os.path.exists(target):
+            try:
+                Path(target).write_text(f"error: {message}\n", encoding="utf-8")
+            except OSError:  # its folder is full too: DVC's own line stands
+                pass
 
 
 def _start_dvc(args: list[str], root: Path, env: dict) -> subprocess.Popen:
@@ -181,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     from pipeline.base.locks import workspace_lock
     from pipeline.base.paths import checkout_root
     from pipeline.base.snapshot import Journal
+    from pipeline.base.stops import Interrupted, on_stop_signals, raise_interrupted
 
     argv = sys.argv[1:] if argv is None else argv
     overrides, dvc_args = (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
@@ -194,13 +205,13 @@ def main(argv: list[str] | None = None) -> int:
     restore_only = overrides == ["--restore"]
     journal = Journal(root / JOURNAL)
     command = " ".join(["python -m pipeline.repro", *argv])
-    _on_stop_signals(_raise_interrupted)
+    on_stop_signals(raise_interrupted)
     try:
         with workspace_lock(root, command):
             try:
-                _on_stop_signals(signal.SIG_IGN)  # quick renames: let them finish
+                on_stop_signals(signal.SIG_IGN)  # quick renames: let them finish
                 _finish_stopped_run(journal, root)
-                _on_stop_signals(_raise_interrupted)
+                on_stop_signals(raise_interrupted)
             except OSError as exc:
                 print(_restore_failed(root, exc), file=sys.stderr)
                 return 1
@@ -208,10 +219,9 @@ def main(argv: list[str] | None = None) -> int:
                 print("repro: the workspace is as the last finished run left it")
                 return 0
             return _transaction(journal, root, command, overrides, dvc_args)
-    except _Interrupted as stop:
-        name = signal.Signals(stop.signum).name
-        print(f"interrupted by {name}: stopped dvc repro and its stages; {NOTHING_CHANGED}", file=sys.stderr)
-        return 128 + stop.signum
+    except Interrupted as stop:
+        print(f"interrupted by {stop.name}: stopped dvc repro and its stages; {NOTHING_CHANGED}", file=sys.stderr)
+        return stop.status
     except _RestoreFailed as failed:
         print(_restore_failed(root, failed.cause), file=sys.stderr)
         return 1
@@ -225,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {message}. Nothing was changed.", file=sys.stderr)
         return 2
     finally:
-        _on_stop_signals(signal.SIG_DFL)
+        on_stop_signals(signal.SIG_DFL)
 
 
 class _RestoreFailed(Exception):
@@ -238,6 +248,8 @@ def _transaction(journal, root: Path, command: str, overrides: list[str], dvc_ar
     """Compose and reproduce under the journal: all of it, or the workspace as it was."""
     import signal
 
+    from pipeline.base import integrity
+    from pipeline.base.stops import on_stop_signals
     from pipeline.base.files import clean_stale_temporaries
     from pipeline.base.paths import Layout, download_cache
     from pipeline.compose import main as compose_main
@@ -245,7 +257,8 @@ def _transaction(journal, root: Path, command: str, overrides: list[str], dvc_ar
 
     work_dirs = [*Layout(root).work_dirs, download_cache(root)]
     clean_stale_temporaries(work_dirs)  # what a killed run left
-    journal.begin(guarded_paths(root), command=command)  # a full disk here: nothing changed yet
+    # a full disk here: nothing changed yet. The DVC cache is only added to: a run put back leaves no object in it
+    journal.begin(guarded_paths(root), added=integrity.cache_folders(root), command=command)
     with tempfile.TemporaryDirectory(prefix="pe-repro-") as tmp:
         error_file = Path(tmp) / "error.txt"
         # the stage commands say `python`: make it this interpreter even when its venv is not activated
@@ -256,6 +269,8 @@ def _transaction(journal, root: Path, command: str, overrides: list[str], dvc_ar
         )
         dvc = _start_dvc(dvc_args, root, env)
         try:
+            for finding in integrity.check(root):  # what DVC would take for its cached or recorded outputs
+                print(f"repro: {finding.message}", file=sys.stderr)
             composed = compose_main(overrides)  # validates and checks input files before writing params.yaml
             if composed == 0:
                 _check_tracking_server(root)
@@ -264,11 +279,11 @@ def _transaction(journal, root: Path, command: str, overrides: list[str], dvc_ar
                     journal.commit()
                     return 0
         except BaseException:
-            _on_stop_signals(signal.SIG_IGN)  # a second Ctrl-C must not cut the rollback short
+            on_stop_signals(signal.SIG_IGN)  # a second Ctrl-C must not cut the rollback short
             _end_dvc(dvc)
             _rollback(journal, work_dirs)
             raise
-        _on_stop_signals(signal.SIG_IGN)
+        on_stop_signals(signal.SIG_IGN)
         _end_dvc(dvc)
         if composed:
             _rollback(journal, work_dirs)

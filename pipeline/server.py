@@ -1,8 +1,11 @@
-"""`python -m pipeline.server [--port 5000] [--host 127.0.0.1]`: serve the project's MLflow store over HTTP.
+"""`python -m pipeline.server [--port 5000] [--host 127.0.0.1 [--public]]`: serve the project's MLflow store over HTTP.
 
 Runs `mlflow server` on the project's SQLite store (<project root>/mlflow.db) with its artifact
-root (<project root>/mlartifacts), bound to 127.0.0.1 unless --host says otherwise. Then point the
-pipeline at it, from any directory, DVC queue or Hydra sweep:
+root (<project root>/mlartifacts), bound to 127.0.0.1 unless --host says otherwise. The server has no
+authentication: anyone who reaches it can read, change and delete every run. So an address beyond this machine
+(0.0.0.0, a network interface) is served only with --public, and with a warning that names MLflow's own
+authentication (`mlflow server --app-name basic-auth`). Then point the pipeline at it, from any directory, DVC queue
+or Hydra sweep:
 
     export MLFLOW_TRACKING_URI=http://127.0.0.1:5000
 
@@ -10,6 +13,7 @@ Runs logged through the server and runs logged straight into the SQLite store la
 place (same store, same artifact folder), so both views agree. Stop the server with Ctrl+C.
 
     python -m pipeline.server --port 5001 --workers 1
+    python -m pipeline.server --host 0.0.0.0 --public   # every interface (a trusted network only)
     python -m pipeline.server --backend-store-uri sqlite:////data/team/mlflow.db   # another store
     python -m pipeline.server --backend-store-uri postgresql://USER:PASSWORD@HOST:5432/mlflow   # a team's
       database (pip install -e ".[postgres]"); the password is never printed
@@ -27,9 +31,74 @@ from pathlib import Path
 from pipeline.base.errors import PipelineError
 
 
-def server_command(artifact_root: Path, host: str, port: int, workers: int) -> list[str]:
+def loopback(host: str) -> bool:
+    """Whether every address `host` names is this machine's loopback (127.0.0.0/8, ::1): reachable from here only."""
+    import ipaddress
+
+    try:
+        addresses = {info[4][0] for info in socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)}
+    except OSError:
+        return False  # check_port says what is wrong with it
+    return bool(addresses) and all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in addresses)
+
+
+def reachable_address(host: str) -> str:
+    """An address of this machine that others can use for `host`: `host` itself, or for 0.0.0.0 / :: (every
+    interface) the address of the interface this machine reaches other networks through (no packet is sent)."""
+    import ipaddress
+
+    try:
+        unspecified = ipaddress.ip_address(host).is_unspecified
+    except ValueError:
+        return host  # a name
+    if not unspecified:
+        return host
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect(("192.0.2.1", 9))  # TEST-NET-1: routing decides the interface; UDP connect sends nothing
+            return probe.getsockname()[0]
+    except OSError:
+        try:
+            return socket.gethostbyname(socket.gethostname())
+        except OSError:
+            return "127.0.0.1"
+
+
+# The Host headers `mlflow server` answers unless told otherwise (--allowed-hosts): loopback and private networks
+# (RFC 1918, RFC 4193)
+DEFAULT_ALLOWED_NETWORKS = ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "fc00::/7")
+
+
+def answered_by_default(address: str) -> bool:
+    """Whether `mlflow server` answers requests for `address` without --allowed-hosts."""
+    import ipaddress
+
+    if address == "localhost":
+        return True
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False  # a name
+    return ip.is_loopback or any(ip in ipaddress.ip_network(n) for n in DEFAULT_ALLOWED_NETWORKS)
+
+
+def url_of(address: str, port: int) -> str:
+    return f"http://[{address}]:{port}" if ":" in address else f"http://{address}:{port}"
+
+
+def exposure_warning(store: str, host: str, port: int) -> str:
+    return (
+        f"warning: the MLflow server on {host}:{port} has no authentication: anyone who reaches this machine's port "
+        f"{port} can read, change and delete every run and artifact of {redacted(store)}. Serve it on a trusted "
+        "network only, or run MLflow with its authentication instead (`mlflow server --app-name basic-auth`, with "
+        "`pip install mlflow[auth]`: users and passwords; see MLflow's docs, 'Authentication')."
+    )
+
+
+def server_command(artifact_root: Path, host: str, port: int, workers: int, allowed: str | None = None) -> list[str]:
     """The `mlflow server` command line (argv) for an artifact folder; the store goes in the environment
-    (MLFLOW_BACKEND_STORE_URI), so that a database password stays out of `ps`."""
+    (MLFLOW_BACKEND_STORE_URI), so that a database password stays out of `ps`. allowed: MLflow's --allowed-hosts
+    (the Host headers it answers), when the printed address is not one it allows by default (loopback, private)."""
     return [
         sys.executable,
         "-m",
@@ -47,6 +116,7 @@ def server_command(artifact_root: Path, host: str, port: int, workers: int) -> l
         str(port),
         "--workers",
         str(workers),
+        *(["--allowed-hosts", allowed] if allowed else []),
     ]
 
 
@@ -118,6 +188,11 @@ def main(argv: list[str] | None = None) -> int:
         epilog=__doc__,
     )
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1: this machine only)")
+    parser.add_argument(
+        "--public",
+        action="store_true",
+        help="serve on a --host beyond this machine (0.0.0.0, a network interface): the store has no authentication",
+    )
     parser.add_argument("--port", type=int, default=5000)
     parser.add_argument("--workers", type=int, default=2, help="server processes (default 2)")
     parser.add_argument(
@@ -138,6 +213,14 @@ def main(argv: list[str] | None = None) -> int:
             )
         store = with_driver(store)
         check_driver(store)
+        exposed = not loopback(args.host)
+        if exposed and not args.public:
+            raise PipelineError(
+                f"--host {args.host} serves the MLflow store {redacted(store)} beyond this machine, without "
+                "authentication: anyone who reaches it can read, change and delete every run. Fix: add --public to "
+                "serve it on a trusted network, or leave --host out (127.0.0.1: this machine only); for users and "
+                "passwords run MLflow with its authentication (`mlflow server --app-name basic-auth`)."
+            )
         check_port(args.host, args.port)
         artifact_uri = artifact_location(store, root)
         # create the tables and the experiment once, before several server workers race to do it
@@ -146,10 +229,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     artifact_root = Path(artifact_uri[len("file://") :])
-    cmd = server_command(artifact_root, args.host, args.port, args.workers)
-    url = f"http://{args.host}:{args.port}"
+    address = reachable_address(args.host)
+    allowed = None
+    if not answered_by_default(address):
+        allowed = ",".join([address, f"{address}:{args.port}", "localhost", "localhost:*", "127.0.0.1", "127.0.0.1:*"])
+    cmd = server_command(artifact_root, args.host, args.port, args.workers, allowed)
+    url = url_of(address, args.port)
+    if exposed:
+        print(exposure_warning(store, args.host, args.port), file=sys.stderr, flush=True)
     print(
-        f"MLflow server for {redacted(store)} (artifacts in {artifact_root}) on {url}\n"
+        f"MLflow server for {redacted(store)} (artifacts in {artifact_root}) on {url}"
+        + (f" (bound to {args.host})" if address != args.host else "")
+        + "\n"
         f"  use it: export MLFLOW_TRACKING_URI={url}\n"
         f"  browse the runs of {args.experiment}: {runs_page(url, experiment_id)}\n"
         f'  (other links, {url} too, open in MLflow\'s GenAI mode until the browser picks "Model training" '

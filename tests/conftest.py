@@ -17,6 +17,13 @@ if TYPE_CHECKING:
 REPO = Path(__file__).resolve().parents[1]
 
 
+def model_figures() -> int:
+    """Figures that exist only with the optional extra `.[models]` installed (minilm_probing.png)."""
+    from pipeline.inputs import minilm
+
+    return int(minilm.find_model()[0] is not None)
+
+
 @pytest.hookimpl(optionalhook=True)  # pytest -p no:xdist knows no such hook
 def pytest_xdist_auto_num_workers(config) -> int:
     """`-n auto` (pyproject's addopts): one worker more than the cores this process may use. Most tests wait on

@@ -16,6 +16,7 @@ import yaml
 from pipeline import config
 from pipeline.base.trees import flatten
 from pipeline.base.errors import PipelineError
+from pipeline.base.params_file import read_stamp
 from pipeline.config import schema
 from pipeline.inputs.texts import load_texts
 
@@ -25,9 +26,11 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def test_committed_params_yaml_is_the_default_composition():
-    """params.yaml in git is exactly conf/ composed with no overrides (regenerate: python -m pipeline.compose)."""
-    committed = yaml.safe_load((REPO / "params.yaml").read_text())
-    assert committed == config.compose([], REPO)
+    """params.yaml in git is exactly conf/ composed with no overrides, stamped with the SHA-256 of today's sources:
+    a fresh clone's `python -m pipeline.compose` writes the same bytes (regenerate: python -m pipeline.compose)."""
+    committed = (REPO / "params.yaml").read_text()
+    assert yaml.safe_load(committed) == config.compose([], REPO)
+    assert committed == config.dump_params(config.compose([], REPO), [], REPO), "run `python -m pipeline.compose`"
 
 
 def test_compose_matches_hydra_compose_api():
@@ -340,7 +343,20 @@ BAD_VALUES = [  # (overrides, the key the message must name)
     (["figures.workers=0"], "figures.workers"),
     (["tracking.uri=''"], "tracking.uri"),
     (["tracking.experiment=' '"], "tracking.experiment"),
-]  # the tutorials group's rules: tests/test_tutorial_figures.py
+    # values whose products overflow or underflow float64, or that make a degenerate problem (issue 33)
+    (["sweep.w2=-1e308"], "sweep.w2"),  # was LinAlgError's traceback
+    (["sweep.w1=[1,1e101,1,1]"], "sweep.w1"),
+    (["sweep.w2=1e-101"], "sweep.w2"),
+    (["sweep.w1=0", "sweep.w2=0"], "sweep.w1 and sweep.w2"),  # was exit 0 over a cloud of identical points
+    (["sweep.w1=[1,0]", "sweep.w2=[1,0]"], "sweep.w1 and sweep.w2"),
+    (["sweep.ratios.max=1e300"], "sweep.ratios.max"),
+    (["sweep.ratios.min=1e-300"], "sweep.ratios.min"),
+    (["encoding=learned", "encoding.scale=1e300"], "encoding.scale"),
+    (["relative.rope.scale=1e300"], "relative.rope.scale"),  # was Infinity in reports/relative.json
+    (["relative.rope.base=1e300", "relative.rope.larger_base=1e301"], "relative.rope.base"),
+    (["relative.scaling.original_context=1000000000000"], "relative.scaling.original_context"),
+    (["tutorials.signature.scale=1e300"], "tutorials.signature.scale"),
+]  # the tutorials group's other rules: tests/test_tutorial_figures.py
 
 
 @pytest.mark.parametrize("overrides, key", BAD_VALUES, ids=[" ".join(o) for o, _ in BAD_VALUES])
@@ -456,6 +472,52 @@ def _texts_file(name: str) -> dict:
 
 
 @pytest.mark.parametrize(
+    "name, where",
+    [
+        ("/etc/passwd", "lies outside the project"),
+        ("data/texts/../../../../../../../../etc/passwd", "lies outside the project"),
+        ("data/texts/link.txt", r"which resolves to /etc/passwd\) lies outside the project"),
+        (".git/config", r"lies in the project's \.git/ folder"),
+        (".dvc/config", r"lies in the project's \.dvc/ folder"),
+    ],
+)
+def test_an_input_file_outside_the_project_data_is_refused_unread(tmp_path, name, where):
+    """texts.file names project data: an absolute path, a `..` escape or a link out of the project, or the project's
+    metadata, is refused before anything reads it (what it reads would reach the DVC cache, the report and MLflow),
+    and the message quotes nothing of the file."""
+    (tmp_path / "data" / "texts").mkdir(parents=True)
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "config").write_text("[remote]\n url = https://user:secret@host/repo\n")
+    (tmp_path / ".dvc").mkdir()
+    (tmp_path / ".dvc" / "config").write_text("[core]\n")
+    (tmp_path / "data" / "texts" / "link.txt").symlink_to("/etc/passwd")
+    with pytest.raises(PipelineError, match=rf"texts\.file: .*{where}.*Fix") as err:
+        config.check_inputs(typed(_texts_file(name)), tmp_path)
+    assert "root:" not in str(err.value) and "secret" not in str(err.value)
+
+
+def test_a_folder_outside_the_project_is_read_when_the_environment_allows_it(tmp_path, monkeypatch):
+    """$PE_INPUT_DIRS names folders outside the project whose files are inputs too (a shared folder of GloVe files)."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "t.txt").write_text("king queen\n", encoding="utf-8")
+    project = tmp_path / "project"
+    project.mkdir()
+    with pytest.raises(PipelineError, match="lies outside the project"):
+        config.check_inputs(typed(_texts_file(str(shared / "t.txt"))), project)
+    monkeypatch.setenv("PE_INPUT_DIRS", f"/nonexistent{os.pathsep}{shared}")
+    assert config.check_inputs(typed(_texts_file(str(shared / "t.txt"))), project) == ["king queen"]
+
+
+def test_a_byte_order_mark_is_dropped_and_said(tmp_path, pipeline_log):
+    """A texts file saved as "UTF-8 with BOM": the first word is `king`, not `\ufeffking` (out of vocabulary, with an
+    invisible character in every message), and a warning says what was dropped."""
+    (tmp_path / "t.txt").write_bytes(b"\xef\xbb\xbfking queen\nman woman\n")
+    assert config.check_inputs(typed(_texts_file("t.txt")), tmp_path) == ["king queen", "man woman"]
+    assert any("byte-order mark" in r.getMessage() and "t.txt" in r.getMessage() for r in pipeline_log.records)
+
+
+@pytest.mark.parametrize(
     "content, problem",
     [
         (b"", "holds no sentence"),
@@ -506,14 +568,16 @@ def test_one_line_is_one_sentence_whatever_unicode_separators_it_holds(tmp_path)
 
 
 @pytest.mark.parametrize("kind", ["fifo", "device"])
-def test_check_inputs_names_a_fifo_or_device_as_such(tmp_path, kind):
-    """A FIFO (never opened: reading it would block) or a device as texts.file is reported as what it is."""
+def test_check_inputs_names_a_fifo_or_device_as_such(tmp_path, kind, monkeypatch):
+    """A FIFO (never opened: reading it would block) or a device as texts.file is reported as what it is, in a folder
+    the environment allows too."""
     import os
 
     if kind == "fifo":
         os.mkfifo(tmp_path / "t.txt")
         name, what = "t.txt", r"is a FIFO \(named pipe\)"
     else:
+        monkeypatch.setenv("PE_INPUT_DIRS", "/dev")
         name, what = "/dev/zero", "is a character device"
     with pytest.raises(PipelineError, match=rf"texts\.file: .* {what}, not a regular file.*Fix"):
         config.check_inputs(typed(_texts_file(name)), tmp_path)
@@ -598,7 +662,7 @@ def test_key_override_just_composed_passes(tmp_path):
     config.load(root)
 
 
-def test_stale_params_are_refused_naming_the_file_and_key(tmp_path):
+def test_stale_params_are_refused_naming_the_key(tmp_path):
     root = _project(tmp_path)
     _age(root / "params.yaml", 100)
     sweep = root / "conf" / "sweep" / "seed.yaml"
@@ -606,10 +670,68 @@ def test_stale_params_are_refused_naming_the_file_and_key(tmp_path):
     with pytest.raises(PipelineError) as err:
         config.load(root)
     message = str(err.value)
-    assert "stale" in message and "conf/sweep/seed.yaml" in message and "sweep.w2" in message
-    assert "python -m pipeline.compose" in message
+    assert "stale" in message and "sweep.w2" in message and "`python -m pipeline.compose`" in message
     config.write_params(config.compose([], root), root)  # the fix the message names
     config.load(root)
+
+
+def test_stale_params_are_refused_whatever_their_mtime(tmp_path):
+    """A params.yaml newer than every file of conf/ is still stale when conf/ changed after it was composed (a
+    `git checkout` or `cp -p` sets any mtime); the fix names the overrides it was composed with."""
+    root = _project(tmp_path)
+    config.write_params(config.compose(["sweep.w2=10"], root), root, ["sweep.w2=10"])
+    metrics = root / "conf" / "metrics" / "seed.yaml"
+    metrics.write_text(metrics.read_text() + "neighbours: 4\n")
+    _age(metrics, 100)  # conf/ looks older than params.yaml
+    with pytest.raises(PipelineError, match=r"stale.*metrics\.neighbours.*`python -m pipeline\.compose sweep\.w2=10`"):
+        config.load(root)
+
+
+def test_fresh_params_are_known_by_their_sources_digest_without_composing(tmp_path, monkeypatch):
+    """Unchanged sources (conf/ and the schema, by content): fresh at once, however old params.yaml looks; an edit of
+    conf/ that changes no value (a comment) costs a composition and passes."""
+    root = _project(tmp_path)
+    _age(root / "params.yaml", 1000)
+    monkeypatch.setattr(config.params, "compose", lambda *a, **k: pytest.fail("composed although nothing changed"))
+    config.load(root)
+    monkeypatch.undo()
+    sweep = root / "conf" / "sweep" / "seed.yaml"
+    sweep.write_text(sweep.read_text() + "# a comment\n")
+    config.load(root)
+
+
+@pytest.mark.parametrize("cut", ["a list item", "the last group"])
+def test_a_cut_or_edited_params_yaml_is_refused_by_content(tmp_path, cut):
+    """params.yaml cut at a line boundary still parses (study.dims loses items, or whole keys go): the SHA-256 of its
+    YAML recorded on its `# composed:` line refuses it, naming the command that writes it again."""
+    root = _project(tmp_path)
+    config.write_params(config.compose(["sweep.w2=10"], root), root, ["sweep.w2=10"])
+    path = root / "params.yaml"
+    lines = path.read_text().splitlines(keepends=True)
+    kept = lines[:-1] if cut == "a list item" else lines[: next(i for i, x in enumerate(lines) if x == "study:\n")]
+    path.write_text("".join(kept))
+    assert yaml.safe_load(path.read_text())  # still YAML: only the recorded hash tells
+    with pytest.raises(PipelineError, match=r"not what composing wrote.*`python -m pipeline\.compose sweep\.w2=10`"):
+        config.load(root)
+
+
+def test_a_params_yaml_dvc_composed_is_stamped_by_the_first_stage(tmp_path, monkeypatch):
+    """`dvc exp run` writes params.yaml without a `# composed:` line; the first stage it runs records one (overrides
+    unknown), so that a later cut is refused and a later conf/ edit is compared by content."""
+    from pipeline.base.paths import Layout
+    from pipeline.stages._cli import check_params
+
+    root = _project(tmp_path)
+    params = config.compose(["sweep.w2=7"], root)
+    path = root / "params.yaml"
+    path.write_text(yaml.safe_dump(params, sort_keys=False))  # as DVC writes it: no comment at all
+    monkeypatch.setenv("DVC_EXP_NAME", "exp-1")
+    check_params(config.read_params(root), root, Layout(root), ())
+    record = read_stamp(path)
+    assert record["overrides"] is None and record["sha256"] and config.read_params(root) == params
+    path.write_text(path.read_text().replace("  - 300\n", ""))
+    with pytest.raises(PipelineError, match="not what composing wrote"):
+        config.read_params(root)
 
 
 def test_flatten():

@@ -15,6 +15,8 @@ from pipeline.base.errors import PipelineError
 
 DATA = bytes(range(256)) * 4096  # 1 MiB, every byte value
 DIGEST = hashlib.sha256(DATA).hexdigest()
+# The timeouts guard a hang: no test expects them to fire (the local server answers within milliseconds, a loaded
+# machine's pauses are a fraction of a second), and a test that needs one sets its own.
 FAST = DownloadPolicy(connect_timeout=2, read_timeout=2, retries=2, backoff=0.01, progress=False)
 
 
@@ -71,8 +73,10 @@ def test_dropped_connection_resumes_with_range(server, tmp_path):
 
 def test_read_timeout_then_resume(server, tmp_path):
     """A server that goes silent mid-body trips the read timeout; the retry resumes."""
-    url = server.add("/f.bin", DATA, faults=["stall"], stall=2.0)
-    policy = DownloadPolicy(connect_timeout=2, read_timeout=0.3, retries=2, backoff=0.01, progress=False)
+    # the silence (10 s, in a thread the test does not wait for) is ten times the timeout; the timeout (1 s) is
+    # far above the pauses of a loaded machine, which would otherwise trip it before the middle of the body
+    url = server.add("/f.bin", DATA, faults=["stall"], stall=10.0)
+    policy = DownloadPolicy(connect_timeout=2, read_timeout=1.0, retries=2, backoff=0.01, progress=False)
     download([url], tmp_path / "f.bin", DIGEST, policy)
     assert (tmp_path / "f.bin").read_bytes() == DATA
     assert server.log[1]["range"] == f"bytes={len(DATA) // 2}-"

@@ -24,6 +24,7 @@ from pipeline.core.encoding import (
 from pipeline.base.errors import PipelineError
 
 CUDA = torch.cuda.is_available()
+EPS = np.finfo(np.float64).eps
 MPS = getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()
 
 
@@ -36,7 +37,11 @@ def notebook_pe(n: int, d: int) -> np.ndarray:
 
 
 def reference_pe(positions: np.ndarray, d: int, base: float = 10000.0) -> np.ndarray:
-    """The same formula in float64 for arbitrary positions and any d (odd d: last column is a sine)."""
+    """The same formula in float64 for arbitrary positions and any d (odd d: last column is a sine).
+
+    Its last bits depend on the machine: numpy's power, sin and cos are within an ulp or two of exact on every CPU's
+    kernels (SIMD or libm), so an angle p w_i is off by ~4 eps p w_i and an entry by that plus an ulp, where ours
+    (pipeline.core.portable) has the same bits everywhere. The tolerances against it below cover that spread."""
     i = np.arange(d)
     angle = np.asarray(positions, dtype=np.float64)[:, None] / np.power(base, (2 * (i // 2)) / float(d))[None, :]
     return np.where(i % 2 == 0, np.sin(angle), np.cos(angle))
@@ -54,6 +59,7 @@ def test_float32_matches_notebook(n, d):
     """float32 output equals the notebook's float64 matrix to 1e-6."""
     pe = sinusoidal_encoding(n, d)
     assert pe.dtype == torch.float32 and pe.shape == (n, d)
+    # float32 rounding: at most 3e-8 (values <= 1); the reference's machine spread, angles < 100: below 1e-13
     assert np.abs(pe.numpy().astype(np.float64) - notebook_pe(n, d)).max() < 1e-6
 
 
@@ -62,6 +68,7 @@ def test_float64_matches_notebook(n, d):
     """float64 output equals the notebook's matrix to ~1e-12 and keeps dtype float64."""
     pe = sinusoidal_encoding(n, d, dtype=torch.float64)
     assert pe.dtype == torch.float64
+    # angles < 100: the reference's machine spread (4 eps p w_i) is below 1e-13
     assert np.abs(pe.numpy() - notebook_pe(n, d)).max() < 1e-12
 
 
@@ -69,6 +76,7 @@ def test_seed_norm_of_position_34():
     """||PE(34)|| at d=100 reproduces the notebook's 7.0710678."""
     norms = position_norms(sinusoidal_encoding(100, 100))
     assert norms.shape == (100,)
+    # printed with 7 decimals (half a unit: 5e-8); ours has the same bits on every machine
     assert abs(float(norms[34]) - 7.0710678) < 5e-8
 
 
@@ -76,7 +84,7 @@ def test_seed_distance_70_72():
     """||PE(70) - PE(72)|| at d=100 reproduces the notebook's 3.2668781."""
     pe = sinusoidal_encoding(100, 100).double()
     dist = float(torch.linalg.vector_norm(pe[70] - pe[72]))
-    assert abs(dist - 3.2668781) < 5e-8
+    assert abs(dist - 3.2668781) < 5e-8  # printed with 7 decimals; a sum of 100 squares: any machine within 1e-14
 
 
 def test_inverse_frequencies_closed_form():
@@ -84,13 +92,16 @@ def test_inverse_frequencies_closed_form():
     for d in (100, 7):
         w = inverse_frequencies(d, 10000.0)
         assert w.dtype == torch.float64 and w.shape == (math.ceil(d / 2),)
-        assert np.abs(w.numpy() - reference_freqs(d)).max() < 1e-15
+        # ours is correctly rounded; numpy's power is within an ulp or two on every CPU's kernels, and the division
+        # rounds once: a few ulp apart at most, relative (an absolute 1e-15 would be 10 ulp at w_0 = 1 and 1e-11
+        # relative at the lowest frequency). Any other exponent is off by far more.
+        np.testing.assert_allclose(w.numpy(), reference_freqs(d), rtol=16 * EPS, atol=0)
 
 
 def test_other_base():
     """The base parameter is honoured (not hard-wired to 10000)."""
     pe = sinusoidal_encoding(30, 16, base=100.0, dtype=torch.float64)
-    assert np.abs(pe.numpy() - reference_pe(np.arange(30), 16, base=100.0)).max() < 1e-12
+    assert np.abs(pe.numpy() - reference_pe(np.arange(30), 16, base=100.0)).max() < 1e-12  # angles < 30: spread 3e-14
     assert np.abs(pe.numpy() - reference_pe(np.arange(30), 16)).max() > 1e-2
 
 
@@ -100,9 +111,11 @@ def test_other_base():
 @pytest.mark.parametrize("d", [100, 50, 8])
 def test_row_norms_are_sqrt_half_d(d):
     """Every row has norm sqrt(d/2) for even d (each sin/cos pair contributes 1)."""
-    assert expected_norm(d) == pytest.approx(math.sqrt(d / 2), abs=1e-15)
+    assert expected_norm(d) == pytest.approx(math.sqrt(d / 2), abs=1e-15)  # sqrt rounds correctly everywhere
     norms32 = position_norms(sinusoidal_encoding(200, d)).numpy()
     norms64 = position_norms(sinusoidal_encoding(200, d, dtype=torch.float64)).numpy()
+    # ours against the exact value (no reference computed on this machine): float32 entries are rounded by up to
+    # 3e-8, float64 ones by an ulp, and the sum of d squares by d eps
     assert np.abs(norms32 - math.sqrt(d / 2)).max() < 1e-6
     assert np.abs(norms64 - math.sqrt(d / 2)).max() < 1e-12
 
@@ -118,16 +131,17 @@ def test_offset_distances_match_closed_form(d):
     k = np.arange(1, 21)
     closed = np.sqrt((2.0 - 2.0 * np.cos(k[:, None] * reference_freqs(d)[None, :])).sum(axis=1))
     cf = offset_distance_closed_form(torch.arange(1, 21), d, 10000.0)
-    assert np.abs(cf.numpy() - closed).max() < 1e-12
+    assert np.abs(cf.numpy() - closed).max() < 1e-12  # offsets <= 20: the reference's spread is below 1e-14
 
     lo, hi = offset_distances(sinusoidal_encoding(100, d, dtype=torch.float64), 20)
     assert lo.shape == hi.shape == (20,)
+    # from the rows themselves (angles < 100): within 1e-13 of the closed form on any machine
     assert np.abs(lo.numpy() - closed).max() < 1e-9
     assert np.abs(hi.numpy() - closed).max() < 1e-9
     assert (hi - lo).max() < 1e-9
 
     lo32, hi32 = offset_distances(sinusoidal_encoding(100, d), 20)
-    assert np.abs(lo32.numpy() - closed).max() < 1e-5
+    assert np.abs(lo32.numpy() - closed).max() < 1e-5  # float32 entries: 3e-8 each, ~1e-6 on a distance
     assert (hi32 - lo32).max() < 1e-5
 
 
@@ -140,6 +154,7 @@ def test_offset_distances_brute_force_and_cap():
     ref = reference_pe(np.arange(12), 7, base=10.0)
     for k in range(1, 12):
         dist = np.linalg.norm(ref[k:] - ref[:-k], axis=1)
+        # angles < 12 and base 10: the reference's spread is below 1e-14
         assert abs(float(lo[k - 1]) - dist.min()) < 1e-12
         assert abs(float(hi[k - 1]) - dist.max()) < 1e-12
     assert (hi - lo).max() > 1e-6  # odd d: the unpaired sine makes the distance depend on p
@@ -152,6 +167,7 @@ def test_dot_product_matrix_is_cos_of_offset():
     ref = np.cos((a[:, None, None] - a[None, :, None]) * reference_freqs(d)[None, None, :]).sum(axis=2)
     gram = dot_product_matrix(sinusoidal_encoding(n, d, dtype=torch.float64))
     assert gram.dtype == torch.float64 and gram.shape == (n, n)
+    # 50 cosines of angles < 100: the reference's spread is below 1e-12
     assert np.abs(gram.numpy() - ref).max() < 1e-10
     gram32 = dot_product_matrix(sinusoidal_encoding(n, d))
     assert gram32.dtype == torch.float64
@@ -164,8 +180,8 @@ def test_distance_matrix_matches_cdist():
     dist = distance_matrix(pe).numpy()
     ref = cdist(reference_pe(np.arange(100), 100), reference_pe(np.arange(100), 100))
     assert dist.shape == (100, 100)
-    assert np.abs(dist - ref).max() < 1e-9
-    assert np.abs(dist - dist.T).max() < 1e-12  # symmetric up to BLAS rounding of the Gram matrix
+    assert np.abs(dist - ref).max() < 1e-9  # angles < 100, distances < 11: the reference's spread is below 1e-12
+    assert np.abs(dist - dist.T).max() < 1e-12  # ours alone, the same bits on every machine
     assert np.all(np.diag(dist) == 0.0)
     assert not np.isnan(dist).any() and (dist >= 0).all()
 
@@ -178,7 +194,7 @@ def test_distance_matrix_with_given_gram_and_float32():
     assert np.array_equal(dist, same)
     assert np.all(np.diag(dist) == 0.0) and not np.isnan(dist).any() and (dist >= 0).all()
     ref = cdist(pe32.double().numpy(), pe32.double().numpy())
-    assert np.abs(dist - ref).max() < 1e-5
+    assert np.abs(dist - ref).max() < 1e-5  # the same float32 entries on both sides: float64 rounding only
 
 
 def test_distance_and_dot_product_are_toeplitz():
@@ -189,6 +205,7 @@ def test_distance_and_dot_product_are_toeplitz():
     w = reference_freqs(d)
     for k in range(-(n - 1), n):
         diag_d, diag_g = np.diagonal(dist, offset=k), np.diagonal(gram, offset=k)
+        # ours (the same bits on every machine), and closed forms at angles < 80 (spread below 1e-12)
         assert np.ptp(diag_d) < 1e-9 and np.ptp(diag_g) < 1e-9
         assert abs(diag_d[0] - np.sqrt((2 - 2 * np.cos(k * w)).sum())) < 1e-9
         assert abs(diag_g[0] - np.cos(k * w).sum()) < 1e-10
@@ -204,12 +221,12 @@ def test_odd_d_model(d):
     pe = sinusoidal_encoding(n, d, dtype=torch.float64)
     assert pe.shape == (n, d)
     ref = reference_pe(np.arange(n), d)
-    assert np.abs(pe.numpy() - ref).max() < 1e-12
+    assert np.abs(pe.numpy() - ref).max() < 1e-12  # angles < 60: the reference's spread is below 1e-13
     last_w = 1.0 / 10000 ** ((d - 1) / d)
     assert np.abs(pe[:, -1].numpy() - np.sin(np.arange(n) * last_w)).max() < 1e-12
     assert float(pe[0, -1]) == 0.0  # sin(0), not cos(0)
     pe32 = sinusoidal_encoding(n, d)
-    assert np.abs(pe32.numpy().astype(np.float64) - ref).max() < 1e-6
+    assert np.abs(pe32.numpy().astype(np.float64) - ref).max() < 1e-6  # float32 rounding: 3e-8
 
 
 @pytest.mark.parametrize("d", [6, 7])
@@ -319,7 +336,10 @@ def half_ulp(ref: np.ndarray, dtype: torch.dtype) -> np.ndarray:
 
 def assert_within_rounding(pe: torch.Tensor, ref: np.ndarray, max_angle: float) -> None:
     """Every entry is the float64 reference rounded to pe's dtype, up to the reference's own angle error."""
-    slack = 4 * 2.0**-53 * max_angle + 1e-15  # p * w_i rounded in float64, here and in the reference
+    # The two angles p w_i differ by the reference's roundings (numpy's power, P ulp off on some CPU's kernel: P eps
+    # relative; a division) and ours (a correctly rounded frequency, a product): (P + 2) eps p. P is an ulp or two;
+    # 8 eps p (16 units of 2^-53) covers P up to 6, and stays far below a float32 half ulp (a double rounding shows).
+    slack = 16 * 2.0**-53 * max_angle + 1e-15
     err = np.abs(pe.double().numpy() - ref)
     assert (err <= half_ulp(ref, pe.dtype) + slack).all(), (
         f"{pe.dtype}: worst excess {(err - half_ulp(ref, pe.dtype)).max():.3g}"
@@ -374,7 +394,7 @@ def test_start_continues_the_encoding():
     """Rows of an encoding started at `start` are the rows start.. of the long encoding."""
     full = sinusoidal_encoding(5000, 30, dtype=torch.float64)
     part = sinusoidal_encoding(1000, 30, start=3777, dtype=torch.float64)
-    assert (part - full[3777:4777]).abs().max().item() < 1e-12
+    assert (part - full[3777:4777]).abs().max().item() < 1e-12  # ours on both sides: no machine spread
 
 
 def test_devices_without_float64_compute_on_the_cpu():
@@ -404,11 +424,16 @@ def test_profiles_closed_form(d):
     w = reference_freqs(d)[: d // 2]
     k = np.arange(n)[:, None]
     assert prof.dot.dtype == torch.float64 and prof.dot.shape == (n,)
-    assert np.abs(prof.dot.numpy() - np.cos(k * w).sum(axis=1)).max() < 1e-12
-    assert np.abs(prof.dist2.numpy() - (4 * np.sin(k * w / 2) ** 2).sum(axis=1)).max() < 1e-12
+    # Offsets up to 699: the reference's angle k w_i is off by ~(P + 2) eps k w_i on a machine whose power is P ulp
+    # off (P an ulp or two), ours by an ulp; cos and sin add an ulp or two a term. cos has slope <= 1, 4 sin^2(x / 2)
+    # slope <= 2: the sums differ by at most ~8 eps (k sum(w) + terms). The bound is twice that: a machine's kernels
+    # cannot reach it, a wrong frequency or an angle formed in float32 is off by far more.
+    bound = 16 * EPS * (k[:, 0] * w.sum() + w.size)
+    assert (np.abs(prof.dot.numpy() - np.cos(k * w).sum(axis=1)) <= bound).all()
+    assert (np.abs(prof.dist2.numpy() - (4 * np.sin(k * w / 2) ** 2).sum(axis=1)) <= bound).all()
     assert prof.dist2[0].item() == 0.0 and (prof.dist2 >= 0).all()
     assert prof.toeplitz == (d % 2 == 0)
-    if d % 2:
+    if d % 2:  # the lowest frequency: angles below 0.1, the reference's spread below 1e-16
         assert np.abs(prof.unpaired.numpy() - np.sin(np.arange(n) * reference_freqs(d)[-1])).max() < 1e-12
 
 
@@ -421,11 +446,12 @@ def test_profile_matrices_equal_the_reference_and_the_generic_path(d, layout):
     ref_dot, ref_dist = reference_matrices(reference_pe(np.arange(n), d))
     dot, dist = E.profile_matrices(E.sinusoidal_profiles(n, d))
     assert dot.shape == dist.shape == (n, n) and dot.dtype == dist.dtype == torch.float64
+    # offsets < 300: the reference's spread is 4 eps k sum(w) < 1e-12, and BLAS adds d eps (values <= d / 2)
     assert np.abs(dot.numpy() - ref_dot).max() < 1e-10
     assert np.abs(dist.numpy() - ref_dist).max() < 1e-10
     assert np.array_equal(dist.numpy(), dist.numpy().T) and np.all(np.diag(dist.numpy()) == 0.0)
     assert (dist >= 0).all()
-    assert (dot - dot_product_matrix(pe)).abs().max().item() < 1e-10
+    assert (dot - dot_product_matrix(pe)).abs().max().item() < 1e-10  # ours on both sides: no machine spread
     assert (dist - distance_matrix(pe)).abs().max().item() < 1e-10
     dot32, dist32 = E.profile_matrices(E.sinusoidal_profiles(n, d), dtype=torch.float32)
     assert dot32.dtype == torch.float32 and (dist32.double() - dist).abs().max().item() < 1e-5
@@ -441,6 +467,19 @@ def test_toeplitz_rows_is_scipy_toeplitz():
     assert E.toeplitz_rows(profile, dtype=torch.float32).dtype == torch.float32
 
 
+@pytest.mark.parametrize("block", [1, 9, 10, 25, 80])
+def test_toeplitz_rows_copied_in_blocks_is_the_same_matrix(monkeypatch, block):
+    """Blocks of one row, of a row and a part, and of several rows give scipy's matrix (CUDA copies beyond 2^31
+    elements only in blocks)."""
+    from scipy.linalg import toeplitz
+
+    monkeypatch.setattr(E, "TOEPLITZ_BLOCK", block)
+    profile = torch.arange(9, dtype=torch.float64) ** 1.5
+    full = toeplitz(profile.numpy())
+    assert np.array_equal(E.toeplitz_rows(profile).numpy(), full)
+    assert np.array_equal(E.toeplitz_rows(profile, slice(2, 8)).numpy(), full[2:8])
+
+
 @pytest.mark.parametrize("d,n,f", [(64, 1000, 8), (64, 1003, 16), (7, 500, 9), (1, 97, 4), (10, 40, 40)])
 def test_block_means_profile_and_generic_equal_numpy(d, n, f):
     """Exact f x f block means, from the profiles (no n x n work for even d) and from any matrix, equal
@@ -449,6 +488,7 @@ def test_block_means_profile_and_generic_equal_numpy(d, n, f):
     want_dot, want_dist = numpy_block_means(ref_dot, f), numpy_block_means(ref_dist, f)
     dot, dist = E.profile_block_means(E.sinusoidal_profiles(n, d), f)
     assert dot.shape == dist.shape == want_dot.shape == (n // f, n // f)
+    # offsets < 1003: the reference's spread is 4 eps k sum(w) < 4e-12 (d = 64: sum(w) ~ 4), BLAS's < 5e-13
     assert np.abs(dot.numpy() - want_dot).max() < 1e-10
     assert np.abs(dist.numpy() - want_dist).max() < 1e-10
     gdot, gdist = E.block_means(sinusoidal_encoding(n, d, layout="concatenated", dtype=torch.float64), f)
@@ -463,6 +503,7 @@ def test_block_means_of_a_learned_matrix():
     """The generic block means on a random (learned-like) matrix equal numpy's block average of cdist."""
     x = np.random.default_rng(4).normal(size=(90, 13))
     dot, dist = E.block_means(torch.as_tensor(x), 6)
+    # BLAS's x @ x.T differs by machine by ~d eps sum|x_i y_i| (below 1e-13 here); cdist has no CPU dispatch
     assert np.abs(dot.numpy() - numpy_block_means(x @ x.T, 6)).max() < 1e-12
     assert np.abs(dist.numpy() - numpy_block_means(cdist(x, x), 6)).max() < 1e-12
 
@@ -478,6 +519,8 @@ def test_distance_matrix_near_duplicates_is_accurate():
     dist = distance_matrix(torch.as_tensor(x)).numpy()
     ref = cdist(x, x)
     near = np.abs(np.arange(12)[:, None] - np.arange(12)[None, :]) == 6
+    # scipy's cdist (no CPU dispatch) is accurate to ~eps |x| / |x - y| ~ 1e-8 relative on the tiny distances, ours
+    # too; the others (~45) to ~eps (|a|^2 + |b|^2) / |a - b| ~ 1e-14: 1e-6 and 1e-12 leave a hundredfold margin
     assert np.abs(dist[near] / ref[near] - 1).max() < 1e-6  # relative accuracy on the tiny distances
     assert np.abs(dist - ref).max() < 1e-12
     assert np.all(np.diag(dist) == 0.0) and np.array_equal(dist, dist.T) and (dist >= 0).all()
@@ -497,6 +540,7 @@ def test_band_gram_is_the_gram_band(n, d, K, chunk):
     for k in range(K + 1):
         want = np.zeros(n)
         want[: max(0, n - k)] = np.diagonal(gram, offset=k)
+        # float32 products are exact in float64; BLAS's summation order (by machine) moves these sums by < 1e-13
         assert np.abs(band[:, k].numpy() - want).max() < 1e-12
 
 
@@ -506,7 +550,8 @@ def test_offset_distances_near_duplicate_neighbours():
     x = np.repeat(rng.normal(scale=3.0, size=(20, 30)), 2, axis=0) + rng.normal(scale=1e-8, size=(40, 30))
     lo, hi = offset_distances(torch.as_tensor(x), 3)
     for k in range(1, 4):
-        dist = np.linalg.norm(x[k:] - x[:-k], axis=1)
+        dist = np.linalg.norm(x[k:] - x[:-k], axis=1)  # numpy's own reduction: no CPU dispatch
+        # the 1e-8 distances are exact to ~eps |x| / 1e-8 ~ 1e-7 relative (on either side), the others to an ulp
         assert abs(lo[k - 1].item() / dist.min() - 1) < 1e-6 and abs(hi[k - 1].item() / dist.max() - 1) < 1e-12
 
 
@@ -517,6 +562,7 @@ def test_sinusoidal_diagnostics_agree_with_brute_force(d):
     pe = sinusoidal_encoding(n, d, layout="concatenated")
     diag = E.sinusoidal_diagnostics(pe, 10000.0, 20, max_size=64)
     x = pe.double().numpy()
+    # the same float32 entries on both sides, numpy's norm without CPU dispatch: float64 rounding only
     assert np.abs(diag.norms.numpy() - np.linalg.norm(x, axis=1)).max() < 1e-12
     for k in range(1, 21):
         dist = np.linalg.norm(x[k:] - x[:-k], axis=1)
@@ -527,6 +573,7 @@ def test_sinusoidal_diagnostics_agree_with_brute_force(d):
     )
     assert diag.factor == 7 and diag.dot_blocks.shape == (57, 57)
     ref_dot, ref_dist = reference_matrices(reference_pe(np.arange(n), d))
+    # offsets < 400: the reference's spread is below 2e-12; the float32 table's rounding is in both
     assert np.abs(diag.dot_blocks.numpy() - numpy_block_means(ref_dot, 7)).max() < 1e-10
     assert np.abs(diag.distance_blocks.numpy() - numpy_block_means(ref_dist, 7)).max() < 1e-10
     small = E.sinusoidal_diagnostics(pe[:50], 10000.0, 20, max_size=64)
@@ -566,10 +613,12 @@ def test_encode_stage_writes_block_means_not_full_matrices(tmp_path, small_store
     pe = np.load(out / "pe.npy")
     assert pe.shape == (3000, DIM)
     ref = reference_pe(np.arange(3000), DIM)[:, E.interleaved_columns(DIM, "concatenated").numpy()]
+    # a float32 file (rounding: 3e-8 on values <= 1); the reference's spread (angles < 3000, d = 8) is below 1e-11
     assert np.abs(pe - ref).max() < 1e-6
     dot, dist = np.load(out / "dot.npy"), np.load(out / "distance.npy")
     assert dot.shape == dist.shape == (100, 100) and dot.dtype == np.float32
     ref_dot, ref_dist = reference_matrices(ref)
+    # float32 block means of values <= DIM / 2 = 4: rounding up to 2.4e-7, plus the float32 table's
     assert np.abs(dot - numpy_block_means(ref_dot, 30)).max() < 1e-5
     assert np.abs(dist - numpy_block_means(ref_dist, 30)).max() < 1e-5
     assert read_json(out / "matrices.json") == {
@@ -583,6 +632,7 @@ def test_encode_stage_writes_block_means_not_full_matrices(tmp_path, small_store
     }
     prof = np.load(out / "profiles.npz")
     assert np.array_equal(prof["offset"], np.arange(3000)) and prof["unpaired"].size == 0
+    # float64 profiles: the reference's spread at offsets < 3000 (sum(w) ~ 1.1 at d = 8) is below 3e-12
     assert np.abs(prof["distance"] - ref_dist[0]).max() < 1e-10 and np.abs(prof["dot"] - ref_dot[0]).max() < 1e-10
     assert summary["norm_max_abs_dev"] < 1e-6 and summary["offset_distance_max_spread"] < 1e-5
     assert abs(summary["distance"]["p0_p2999"] - ref_dist[0, 2999]) < 1e-6
@@ -606,6 +656,7 @@ def test_encode_stage_learned_table_takes_the_generic_path(tmp_path, small_store
     out = layout.encode_dir
     assert np.array_equal(np.load(out / "pe.npy"), table.astype(np.float32))
     ref_dot, ref_dist = reference_matrices(table)
+    # float32 files: half an ulp of block means below 1 (6e-8 at most); BLAS's spread is ~1e-16 on them
     assert np.abs(np.load(out / "dot.npy") - numpy_block_means(ref_dot, 6)).max() < 1e-6
     assert np.abs(np.load(out / "distance.npy") - numpy_block_means(ref_dist, 6)).max() < 1e-6
     mats = read_json(out / "matrices.json")
@@ -613,6 +664,7 @@ def test_encode_stage_learned_table_takes_the_generic_path(tmp_path, small_store
     assert mats["block"] == 6 and not (out / "profiles.npz").exists()
     lo = min(np.linalg.norm(table[1:] - table[:-1], axis=1))
     assert summary["offset_distance_max_spread"] > 1e-3 and abs(summary["norm_max_abs_dev"]) > 1e-3
+    # the CSV holds 12 significant digits of a distance below 1; numpy's norm has no CPU dispatch
     assert abs(float(np.loadtxt(layout.plots_dir / "offset_distance.csv", delimiter=",", skiprows=1)[0, 1]) - lo) < 1e-9
 
 

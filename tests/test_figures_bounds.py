@@ -16,12 +16,14 @@ import numpy as np
 import pytest
 
 from conftest import REPO, SEED_WORDS, params_for, run_stages, typed
+from pipeline.inputs.minilm import find_model
 
 # Figures of a default run: 5 encoding figures, 4 of RoPE and ALiBi, per sentence 5 projections + panels + ratio
 # sweep, 7 tutorials.
 ENCODING = ["pe_heatmap", "pe_dot_product", "pe_distance", "pe_norms", "pe_offset_distance"]
 RELATIVE = ["rope_relative_scores", "rope_decay", "alibi_bias", "alibi_penalty"]  # RoPE and ALiBi (issue 14)
-PROPERTIES = ["pe_properties", "rope_scalings"]  # the families side by side (issue 24)
+# the families side by side (issue 24); MiniLM-L6's probe only where its optional extra `.[models]` is installed
+PROPERTIES = ["pe_properties", "rope_scalings"] + (["minilm_probing"] if find_model()[0] is not None else [])
 TUTORIALS = [
     "tutorial001_random_embedding",
     "tutorial001_fixed_embedding",
@@ -251,7 +253,8 @@ def test_a_5000_word_sentence_gives_bounded_figures_and_report(tmp_path, small_s
     """texts=file with one 5,000-word line: the tokenizer keeps 100 tokens, titles quote at most 80 characters of
     them, and figures and report stay small. Labels may be left out here (100 words in one plot), never overlap."""
     words = list(np.random.default_rng(0).choice(SEED_WORDS, 5000))
-    texts = tmp_path / "long.txt"
+    (tmp_path / "run").mkdir()
+    texts = tmp_path / "run" / "long.txt"  # in the project (the run's folder): input files are project data
     texts.write_text(" ".join(words) + "\n", encoding="utf-8")
     params = params_for("texts=file", f"texts.file={texts}", "figures.workers=1")
     seen = render(params, tmp_path / "run", small_store, monkeypatch, upto="figures")
@@ -273,7 +276,8 @@ def test_10000_sentences_give_a_bounded_number_of_figures_and_report(tmp_path, s
     figure of every sentence's r*, a report under 5 MB showing the same sentences."""
     rng = np.random.default_rng(1)
     lines = [" ".join(rng.choice(SEED_WORDS, rng.integers(4, 12))) for _ in range(10_000)]
-    texts = tmp_path / "many.txt"
+    (tmp_path / "run").mkdir()
+    texts = tmp_path / "run" / "many.txt"  # in the project (the run's folder): input files are project data
     texts.write_text("\n".join(lines) + "\n", encoding="utf-8")
     # 2 ratio points: the sweep stage takes ~7 ms a sentence with them (~55 ms with the default 41)
     params = params_for("texts=file", f"texts.file={texts}", "figures.workers=1", "sweep.ratios.points=2")

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import sys
+
+import pytest
 
 from conftest import REPO, run
 from pipeline.gate import EXACT, Rule, compare, load_rules, rule_for
@@ -150,3 +153,28 @@ def test_length_statistics_are_gated_at_three_times_their_seed_spread():
     assert moved(("tasks", "copy", "alibi", "token_accuracy", "1-20", "mean"), 0.985) == []
     assert len(moved(("tasks", "copy", "alibi", "token_accuracy", "1-20", "mean"), 0.97)) == 1  # beyond 0.02
     assert len(moved(("experiment", "steps"), 1000)) == 1
+
+
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("rules: 5\n", "holds `rules: 5`, not a list of rules"),  # was TypeError's traceback
+        ("rules: [5]\n", r"rule 1 \(5\) is not a tolerance rule"),
+        ("rules:\n  - {match: 'a.*', abs: x, reason: r}\n", "rule 1 .* is not a tolerance rule"),
+        ("rules:\n  - {match: 'a.*', abs: -1, reason: r}\n", "rule 1 .* is not a tolerance rule"),
+        ("rules:\n  - {match: 'a.*', abs: 1}\n", "rule 1 .* is not a tolerance rule"),
+        ("[unclosed\n", "is not valid YAML"),
+        ("just text\n", "holds no `rules:`, not a list of rules"),
+    ],
+)
+def test_a_malformed_tolerances_file_is_one_message_naming_the_rule(tmp_path, capsys, text, says):
+    """--tolerances of the wrong shape: exit 2, one `gate: error:` line naming the file and the rule, the fix."""
+    from pipeline.gate import main
+
+    metrics, tolerances = tmp_path / "m.json", tmp_path / "tolerances.yaml"
+    metrics.write_text(json.dumps({"a": {"b": 1.0}}))
+    tolerances.write_text(text)
+    assert main(["--baseline", str(metrics), "--current", str(metrics), "--tolerances", str(tolerances)]) == 2
+    err = capsys.readouterr().err
+    assert re.search(rf"^gate: error: {re.escape(str(tolerances))}.*{says}.*Fix: `rules:` is a list", err), err
+    assert err.count("\n") == 1 and "Traceback" not in err

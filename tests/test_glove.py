@@ -140,7 +140,9 @@ def test_embedding_matrix_rows_follow_the_word_index(tmp_path):
     assert matrix.shape == (4, 3) and matrix.dtype == np.float32 and missing == ["zzz"]
     np.testing.assert_array_equal(matrix, [[0, 0, 0], vectors[2], [0, 0, 0], vectors[0]])
     check_sentences_covered(["c zzz"], [["c", "zzz"]], missing, "test")  # one known word is enough
-    with pytest.raises(PipelineError, match=r"every word of sentence 1 \('zzz zzz'\) is missing .*\(test\)"):
+    with pytest.raises(
+        PipelineError, match=r"every word of sentence 1 \(counted from 0; 2 word\(s\)\) is missing .*\(test\)"
+    ):
         check_sentences_covered(["c a", "zzz zzz"], [["c", "a"], ["zzz", "zzz"]], missing, "test")
 
 
@@ -245,16 +247,16 @@ BAD_FILES = {
     "too_few_fields": (b"the 1 2 3\nfoo 1 2\n", r"line 2\b.*found 2 numbers.*glove\.dim \(= 3\)"),
     "too_many_fields": (b"the 1 2 3 4\n", r"line 1\b.*found 4 numbers.*glove\.dim"),
     "trailing_space": (b"the 1 2 3 \n", r"line 1\b"),
-    "not_a_number": (b"the 1 2 3\nfoo 1 x 3\n", r"line 2\b.*'foo'.*not a number"),
+    "not_a_number": (b"the 1 2 3\nfoo 1 x 3\n", r"line 2: field 2 is not a number"),
     "latin1": ("the 1 2 3\ncaf\u00e9 1 2 3\n".encode("latin-1"), r"not UTF-8"),
-    "duplicate": (b"the 1 2 3\nfoo 1 2 3\nthe 4 5 6\n", r"repeats 1 word.*'the'"),
+    "duplicate": (b"the 1 2 3\nfoo 1 2 3\nthe 4 5 6\n", r"repeats 1 word\(s\): lines 1 and 3\."),
     # non-finite values: float() reads them, and the sweep would die later in a LinAlgError
-    "nan": (b"the 1 2 3\nfoo 1 nan 3\n", r"line 2\b.*field 2 of word 'foo' is 'nan'.*not a finite"),
-    "NaN_first": (b"the NaN 2 3\n", r"line 1\b.*'NaN'.*not a finite"),
-    "inf": (b"the 1 2 3\nfoo 1 2 inf\n", r"line 2\b.*'inf'.*not a finite"),
-    "minus_infinity": (b"the 1 2 3\nfoo -Infinity 2 3\n", r"line 2\b.*'-Infinity'.*not a finite"),
-    "overflow_1e400": (b"the 1 2 3\nfoo 1 2 1e400\n", r"line 2\b.*'1e400'.*not a finite"),
-    "overflow_float32": (b"the 1 2 3\nbar 4 5 6\nfoo -3.5e38 2 3\n", r"line 3\b.*'-3.5e38'.*not a finite"),
+    "nan": (b"the 1 2 3\nfoo 1 nan 3\n", r"line 2: field 2 is not a finite"),
+    "NaN_first": (b"the NaN 2 3\n", r"line 1: field 1 is not a finite"),
+    "inf": (b"the 1 2 3\nfoo 1 2 inf\n", r"line 2: field 3 is not a finite"),
+    "minus_infinity": (b"the 1 2 3\nfoo -Infinity 2 3\n", r"line 2: field 1 is not a finite"),
+    "overflow_1e400": (b"the 1 2 3\nfoo 1 2 1e400\n", r"line 2: field 3 is not a finite"),
+    "overflow_float32": (b"the 1 2 3\nbar 4 5 6\nfoo -3.5e38 2 3\n", r"line 3: field 1 is not a finite"),
     "empty": (b"", r"no vectors"),
 }
 
@@ -549,7 +551,7 @@ def test_duplicates_are_reported_with_line_numbers(dirs):
     src, target = dirs
     path = src / "dup.txt"
     path.write_bytes(b"a 1 2 3\nb 1 2 3\na 4 5 6\nc 0 0 0\nb 7 8 9\n")
-    with pytest.raises(PipelineError, match=r"repeats 2 word\(s\): 'a' \(lines 1 and 3\), 'b' \(lines 2 and 5\)"):
+    with pytest.raises(PipelineError, match=r"repeats 2 word\(s\): lines 1 and 3, lines 2 and 5\."):
         from_text_file(path_cfg(path), target, root=src)
     assert_no_store(target)
 
@@ -705,8 +707,8 @@ def test_download_truncated_zip_is_deleted_from_cache(server, tmp_path):
             True,
         ),
         (MEMBER, glove_text().encode() + b"caf\xe9 1 2 3\n", r"line 8 is not UTF-8", True),
-        (MEMBER, glove_text().encode() + b"x 1 2 three\n", r"line 8\b.*'x'.*not a number", True),
-        (MEMBER, glove_text().encode() + b"x 1 2 nan\n", r"line 8\b.*'x'.*not a finite", True),
+        (MEMBER, glove_text().encode() + b"x 1 2 three\n", r"line 8: field 3 is not a number", True),
+        (MEMBER, glove_text().encode() + b"x 1 2 nan\n", r"line 8: field 3 is not a finite", True),
     ],
 )
 def test_download_bad_zip_content_raises_and_leaves_no_store(server, tmp_path, member, content, pattern, kept):
@@ -792,9 +794,9 @@ def test_member_larger_than_declared_is_cut_off(dirs, tmp_path):
 
 
 @pytest.mark.parametrize("kind", ["directory", "fifo", "device", "dangling link"])
-def test_glove_path_that_is_not_a_regular_file_says_what_it_is(tmp_path, kind):
-    """A directory, a FIFO (never opened: it would block), a device or a dangling link as glove.path is named as such,
-    not as a missing file."""
+def test_glove_path_that_is_not_a_regular_file_says_what_it_is(tmp_path, kind, monkeypatch):
+    """A directory, a FIFO (never opened: it would block), a device (in a folder the environment allows) or a
+    dangling link as glove.path is named as such, not as a missing file."""
     path = tmp_path / "g.txt"
     expected = {
         "directory": "is a directory",
@@ -807,6 +809,7 @@ def test_glove_path_that_is_not_a_regular_file_says_what_it_is(tmp_path, kind):
     elif kind == "fifo":
         os.mkfifo(path)
     elif kind == "device":
+        monkeypatch.setenv("PE_INPUT_DIRS", "/dev")
         path = Path("/dev/null")
     else:
         path.symlink_to(tmp_path / "gone.txt")

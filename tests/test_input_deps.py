@@ -67,8 +67,8 @@ def changed_stages(project: Path) -> set[str]:
 
 @pytest.mark.slow
 def test_editing_a_texts_or_glove_file_outside_the_workspace_reruns_its_stages(tmp_path):
-    """The issue's probe: texts.file and glove.path outside the project; edit each, and `dvc status` sees it and
-    `dvc repro` re-runs the stage that reads it (and what follows), nothing else."""
+    """The issue's probe: texts.file and glove.path outside the project (in a folder PE_INPUT_DIRS allows); edit each,
+    and `dvc status` sees it and `dvc repro` re-runs the stage that reads it (and what follows), nothing else."""
     project = copy_checkout(tmp_path / "project")
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -91,12 +91,13 @@ def test_editing_a_texts_or_glove_file_outside_the_workspace_reruns_its_stages(t
             "glove.dim=8",
         ],
         project,
+        PE_INPUT_DIRS=str(outside),
     )
     assert changed_stages(project) == set()
 
     texts.write_text("king queen man woman yellow\ndog wolf red green\n", encoding="utf-8")
     assert "tokenize" in changed_stages(project)
-    again = run(["dvc", "repro"], project)
+    again = run(["dvc", "repro"], project, PE_INPUT_DIRS=str(outside))
     assert "Running stage 'tokenize'" in again.stdout and "Running stage 'glove'" not in again.stdout
     assert "yellow" in (project / "data" / "tokens" / "tokens.json").read_text(encoding="utf-8")
     assert changed_stages(project) == set()
@@ -104,6 +105,6 @@ def test_editing_a_texts_or_glove_file_outside_the_workspace_reruns_its_stages(t
     with open(glove, "a", encoding="utf-8") as handle:
         handle.write("ball" + "".join(f" {v:.5f}" for v in rng.normal(size=8)) + "\n")
     assert "glove" in changed_stages(project)
-    again = run(["dvc", "repro"], project)
+    again = run(["dvc", "repro"], project, PE_INPUT_DIRS=str(outside))
     assert "Running stage 'glove'" in again.stdout and "Running stage 'tokenize'" not in again.stdout
     assert json.loads((project / "data" / "glove" / "manifest.json").read_text())["rows"] == len(SEED_WORDS) + 1

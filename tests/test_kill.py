@@ -105,7 +105,7 @@ def kill_in(checkout: Path, stage: str, duration: float, fraction: float) -> tup
     (fraction >= 1: after its process exits). Returns what was hit, and how long the stage's process lived if
     the run ended before the kill."""
     proc = start(checkout, "--", "--force", "--single-item", stage)
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 120  # guards a hang: DVC starts a stage within seconds when the machine is quiet
     while stage_of(proc.pid) != stage:
         if proc.poll() is not None:
             raise AssertionError(f"the run ended before stage {stage} started:\n{proc.stdout.read()}")
@@ -129,7 +129,7 @@ def kill_in(checkout: Path, stage: str, duration: float, fraction: float) -> tup
         pass
     proc.wait()
     proc.stdout.close()
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 30  # guards a hang: SIGKILL takes milliseconds
     while group(proc.pid):  # its children (dvc, the stage) are gone too before anything looks at the workspace
         assert time.monotonic() < deadline, "processes of the killed run survived SIGKILL"
         time.sleep(0.02)

@@ -80,6 +80,43 @@ def test_server_dead_as_the_figures_stage_logs_is_one_message(figures_inputs, se
     assert sorted(p.name for p in figures.iterdir()) == before
 
 
+# ---------------------------------------------------------------- a URI MLflow cannot use, a page that is no server
+
+
+def test_a_tracking_uri_with_a_query_string_is_refused_before_any_computing(checkout):
+    """MLFLOW_TRACKING_URI=http://host:port/?token=...: the check passed on the UI page (the query swallowed the
+    /health path) and MLflow's traceback came at logging. Now: exit 2, one message naming the fix (the token in
+    MLFLOW_TRACKING_TOKEN), the token never printed, nothing computed."""
+    from pipeline.base.errors import PipelineError
+    from pipeline.outputs.tracking import check_reachable
+
+    uri = "http://127.0.0.1:5999/?token=s3cretTOKEN"
+    with pytest.raises(PipelineError, match=r"has a query string: .*MLFLOW_TRACKING_TOKEN") as refused:
+        check_reachable(uri)
+    assert "s3cretTOKEN" not in str(refused.value) and "(http://127.0.0.1:5999/)" in str(refused.value)
+    out = run([PY, "-m", "pipeline.repro"], checkout, check=False, MLFLOW_TRACKING_URI=uri)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    errors = [line for line in out.stderr.splitlines() if line.startswith("error")]
+    assert len(errors) == 1 and "has a query string" in errors[0] and "s3cretTOKEN" not in out.stderr
+    assert not (checkout / "data" / "tokens").exists()
+
+
+def test_a_page_that_is_not_an_mlflow_server_is_refused():
+    """A server that answers /health with something else than MLflow's `OK` (another web app on the port) is named as
+    such before any computing; MLflow's own answer passes."""
+    from http_server import FileServer
+
+    from pipeline.base.errors import PipelineError
+    from pipeline.outputs.tracking import check_reachable
+
+    with FileServer() as other, FileServer() as mlflow_like:
+        other.add("/health", b"<!doctype html><title>Some app</title>")
+        mlflow_like.add("/mlflow/health", b"OK")
+        with pytest.raises(PipelineError, match=r"answers, but not as an MLflow tracking server \(GET .*/health"):
+            check_reachable(other.base)
+        check_reachable(mlflow_like.base + "/mlflow/")  # a server under a path prefix
+
+
 # ---------------------------------------------------------------- a damaged SQLite store
 
 
@@ -164,12 +201,14 @@ def test_killed_multirun_parent_is_ended_by_the_next_run(checkout, tmp_path, pri
 
     sweep_dir = tmp_path / "sweep"
     proc = start_sweep(checkout, "sweep.w2=1,2", f"hydra.sweep.dir={sweep_dir}")
-    deadline = time.monotonic() + 120
+    # guards a hang: the sweep composes, imports MLflow and creates its parent run: seconds on a quiet machine,
+    # many times that on a loaded one
+    deadline = time.monotonic() + 300
     while not (sweep_dir / "sweep.json").exists():  # written just after the parent run is created
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[0]
         time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=30)
+    proc.wait(timeout=30)  # guards a hang: SIGKILL takes milliseconds
     parent = json.loads((sweep_dir / "sweep.json").read_text())["parent_run_id"]
     client = MlflowClient(private_mlflow_store)
     assert client.get_run(parent).info.status == "RUNNING"  # what the killed sweep left

@@ -91,7 +91,7 @@ def test_mlflow_ui_modes_in_chromium(tmp_path):
         with sync_api.sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
             page = browser.new_page(viewport={"width": 1600, "height": 900})  # a fresh profile: no choice made yet
-            page.set_default_timeout(30_000)
+            page.set_default_timeout(120_000)  # guards a hang: a step takes seconds on a quiet machine
             run_name = page.get_by_role("link", name=run.info.run_name, exact=True)
             experiment_name = page.get_by_role("link", name="positional-encoding", exact=True).first
 

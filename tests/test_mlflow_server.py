@@ -191,7 +191,7 @@ def test_mlflow_ui_shows_the_run_and_a_figure_in_chromium(served_run, tmp_path):
         browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.set_default_timeout(30_000)
+            page.set_default_timeout(120_000)  # guards a hang: a step takes seconds on a quiet machine
             page.goto(f"{server.url}/#/experiments/{experiment_id}/runs?workflowType=machine_learning")
             link = page.get_by_role("link", name=run_name, exact=True)
             link.wait_for(state="visible")
@@ -268,7 +268,9 @@ def test_server_killed_mid_run_fails_fast_and_the_run_ends_failed(tmp_path):
     uri = f"http://bob:{secret}@127.0.0.1:{port}"
     try:
         proc = logger(result, project, uri)
-        deadline = time.monotonic() + 120
+        # guards a hang: the logger imports MLflow, as the server does, before its first upload: seconds on a quiet
+        # machine, many times that on a loaded one
+        deadline = time.monotonic() + 300
         while not any(server.artifacts.glob("*/artifacts/figures/*.png")):  # the run is logging its figures
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
             time.sleep(0.05)
@@ -293,7 +295,7 @@ def test_server_killed_mid_run_fails_fast_and_the_run_ends_failed(tmp_path):
         small = tmp_path / "small"
         fake_result(small, figures=2)
         again = logger(small, project, uri)
-        out2, err2 = again.communicate(timeout=180)
+        out2, err2 = again.communicate(timeout=600)  # guards a hang: a two-figure run takes seconds when quiet
         assert again.returncode == 0, err2
         client = MlflowClient(server.url)
         runs = {r.info.run_id: r for r in client.search_runs([e.experiment_id for e in client.search_experiments()])}
@@ -311,3 +313,31 @@ def test_credentials_in_the_tracking_uri_are_never_printed(checkout, tmp_path):
     single = run([PY, "-m", "pipeline", f"hydra.run.dir={tmp_path / 'job'}"], checkout, check=False, **dead)
     assert single.returncode == 2 and "does not answer" in single.stderr + single.stdout
     assert "bob:***@127.0.0.1" in single.stderr + single.stdout and "s3cretPW" not in single.stderr + single.stdout
+
+
+def test_serving_beyond_this_machine_needs_public_and_says_there_is_no_authentication(tmp_path, monkeypatch, capsys):
+    """`--host 0.0.0.0` served an unauthenticated store on every interface without a word and printed
+    MLFLOW_TRACKING_URI=http://0.0.0.0:PORT. Now it is refused (exit 2, nothing bound) unless --public, which prints a
+    warning naming MLflow's authentication, and a URI with an address of this machine that MLflow answers. (The server
+    itself is not started here: tests bind to loopback only.)"""
+    from pipeline import server
+
+    port, store = free_port(), f"sqlite:///{tmp_path / 'mlflow.db'}"
+    refused = run([PY, "-m", "pipeline.server", "--host", "0.0.0.0", "--port", str(port)], REPO, check=False)
+    assert refused.returncode == 2 and refused.stdout == "", refused
+    assert refused.stderr.startswith("error: --host 0.0.0.0 serves the MLflow store") and "--public" in refused.stderr
+    assert "--app-name basic-auth" in refused.stderr and "Traceback" not in refused.stderr
+    assert not (tmp_path / "mlflow.db").exists()
+
+    started = {}
+    monkeypatch.setattr(server.os, "execve", lambda path, argv, env: started.update(argv=argv, env=env))
+    assert server.main(["--host", "0.0.0.0", "--public", "--port", str(port), "--backend-store-uri", store]) == 0
+    out, err = capsys.readouterr()
+    assert "has no authentication" in err and "mlflow server --app-name basic-auth" in err
+    address = server.reachable_address("0.0.0.0")
+    assert address != "0.0.0.0" and f"export MLFLOW_TRACKING_URI={server.url_of(address, port)}\n" in out
+    argv = started["argv"]
+    assert argv[argv.index("--host") + 1] == "0.0.0.0"
+    if not server.answered_by_default(address):  # MLflow must answer requests for the printed address
+        assert address in argv[argv.index("--allowed-hosts") + 1].split(",")
+    assert server.url_of("fd00::2", 5000) == "http://[fd00::2]:5000" and server.loopback("localhost")

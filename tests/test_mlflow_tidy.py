@@ -55,6 +55,36 @@ def test_experiment_is_tagged_for_the_runs_table(private_mlflow_store):
         assert client.get_experiment(experiment_id).tags[EXPERIMENT_KIND_TAG] == "custom_model_development"
 
 
+def test_a_copied_store_logs_into_its_own_project(tmp_path, monkeypatch):
+    """`cp -a` of a workspace copies mlflow.db, whose experiment records the original's absolute artifact folder:
+    every run of the copy logged its artifacts into the original's mlartifacts/ (30 runs in the probe). Opened in the
+    copy, the store is re-anchored: the experiment holding the original's runs is renamed, saying where their artifacts
+    are, and the copy's runs go to a new experiment of the same name, with artifacts beside the copy's store."""
+    from mlflow.tracking import MlflowClient
+
+    from pipeline.outputs import tracking
+
+    original, copy = tmp_path / "original", tmp_path / "copy"
+    original.mkdir()
+    first = tracking.prepare_store(f"sqlite:///{original / 'mlflow.db'}", "positional-encoding", original)
+    shutil.copytree(original, copy)
+    uri = f"sqlite:///{copy / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    assert client.get_experiment(first).artifact_location == (original / "mlartifacts").as_uri()
+    monkeypatch.setattr(tracking, "_CLIENTS", {})
+    anchored = tracking.prepare_store(uri, "positional-encoding", copy)
+    assert anchored != first
+    assert client.get_experiment(anchored).artifact_location == (copy / "mlartifacts").as_uri()
+    assert client.get_experiment(first).name == f"positional-encoding (artifacts in {original / 'mlartifacts'})"
+    run = client.create_run(anchored)
+    (tmp_path / "a.txt").write_text("x")
+    client.log_artifact(run.info.run_id, str(tmp_path / "a.txt"))
+    assert (copy / "mlartifacts" / run.info.run_id / "artifacts" / "a.txt").exists()
+    assert not (original / "mlartifacts").exists()
+    monkeypatch.setattr(tracking, "_CLIENTS", {})
+    assert tracking.prepare_store(uri, "positional-encoding", copy) == anchored  # once: the copy is its own now
+
+
 def test_run_names_tell_runs_apart(monkeypatch):
     """Config summary plus its short hash; a DVC experiment's name instead of the hash; a sweep by overrides + time."""
     from pipeline.outputs.tracking import default_run_name, params_digest, sweep_run_name
@@ -110,11 +140,32 @@ def test_dvc_run_starts_when_the_pipeline_did(tmp_path):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("x")
         os.utime(path, (mtime, mtime))
-    assert pipeline_start(layout, now) == pytest.approx(now - 50)  # first run: the git file's clone time ignored
+    # file times come back to the microsecond; approx's default (1e-6 relative: half an hour of a Unix time) could
+    # not tell one file from another
+    assert pipeline_start(layout, now) == pytest.approx(now - 50, abs=0.01)  # first run: the clone time ignored
     write_json(layout.mlflow_last_run, {"enabled": True, "end_time": int((now - 45) * 1000)})
-    assert pipeline_start(layout, now) == pytest.approx(now - 40)  # glove is from the previous repro
+    assert pipeline_start(layout, now) == pytest.approx(now - 40, abs=0.01)  # glove is from the previous repro
     write_json(layout.mlflow_last_run, {"enabled": True, "end_time": int((now - 5) * 1000)})
     assert pipeline_start(layout, now) == now  # nothing newer: only this stage ran
+    layout.mlflow_last_run.unlink()  # a queued experiment's copy: no previous run, inputs from the cache
+    assert pipeline_start(layout, now, not_before=now - 15) == pytest.approx(now - 10)  # not before dvc started
+
+
+def test_a_stage_under_dvc_knows_when_dvc_started(tmp_path):
+    """The nearest `dvc` process above a stage (here a stand-in whose command line names dvc) gives the start that a
+    queued experiment's run may not precede (before: MLflow start times 22 minutes early)."""
+    import subprocess
+    import sys
+
+    script = (
+        "import time, subprocess, sys; time.sleep(0.3); "
+        "print(subprocess.run([sys.executable, '-c', 'from pipeline.stages.figures import dvc_started; "
+        "print(dvc_started())'], capture_output=True, text=True, cwd=sys.argv[1]).stdout)"
+    )
+    before = time.time()
+    out = subprocess.run([sys.executable, "-c", script, str(REPO), "dvc"], capture_output=True, text=True, check=True)
+    started = float(out.stdout.split()[0])
+    assert before - 2 <= started <= before + 2  # the stand-in's start (psutil dates it to the second)
 
 
 def test_run_stores_each_artifact_once_with_datasets(result, private_mlflow_store, monkeypatch):
@@ -200,7 +251,7 @@ def test_mlflow_ui_opens_on_the_runs_table(result, tmp_path):
         with sync_api.sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
             page = browser.new_page(viewport={"width": 1400, "height": 900})
-            page.set_default_timeout(30_000)
+            page.set_default_timeout(120_000)  # guards a hang: a step takes seconds on a quiet machine
             try:
                 page.goto(landing)
                 page.get_by_role("link", name=record["run_name"], exact=True).wait_for(state="visible")
@@ -215,7 +266,9 @@ def test_mlflow_ui_opens_on_the_runs_table(result, tmp_path):
                 )
                 body = page.frame_locator("iframe.mlflow-html-iframe").locator("body")
                 body.locator('img[src*="get-artifact"]').first.wait_for(state="attached")
-                deadline = time.monotonic() + 30
+                # guards a hang: the figures load in a second or two from a quiet local server; a loaded machine
+                # serves them slower, and the loop ends as soon as they are all there
+                deadline = time.monotonic() + 120
                 while (loaded := body.evaluate(count_loaded)) < figures and time.monotonic() < deadline:
                     time.sleep(0.5)
                 page.screenshot(path=str(shots / "mlflow_report.png"))

@@ -48,6 +48,8 @@ def test_tutorial_001_fixed_weights_output_is_reproduced():
     assert torch.equal(ids, ROBOT_IDS)
     out = FixedPositionEmbedding(sequence_length=5, vocab_size=10, output_dim=6)(ids)
     assert out.shape == (2, 5, 6) and out.dtype == torch.float32
+    # the tutorial prints ~8 significant digits of float32 sums below 2 (an ulp there: 2.4e-7) from its own table;
+    # ours has the same bits on every machine: 2e-6 covers a few float32 ulps of a differently computed table
     np.testing.assert_allclose(out.numpy(), TUTORIAL_001_FIXED, atol=2e-6)
 
 
@@ -90,6 +92,8 @@ def test_learned_table_values_follow_init_and_do_not_depend_on_dtype():
     uniform = learned_position_table(200, 100, seed=0)
     assert uniform.shape == (200, 100) and uniform.dtype == torch.float32
     assert float(uniform.abs().max()) <= 0.05
+    # 20,000 seeded draws (the same on every machine): the bounds are 10, 11 and 5 standard errors of the mean and
+    # of the standard deviations; a wrong range or scale is off by far more
     assert abs(float(uniform.mean())) < 0.002 and abs(float(uniform.std()) - 0.05 / math.sqrt(3)) < 0.001
     normal = learned_position_table(200, 100, seed=0, init="normal", scale=2.0)
     assert abs(float(normal.std()) - 2.0) < 0.05
@@ -166,7 +170,7 @@ def test_tutorial_002_example_tokens_and_pe_match_its_printout():
     assert example["vocab"] == {"Transformers": 0, "revolutionized": 1, "the": 2, "field": 3, "of": 4, "NLP": 5}
     assert example["input_indices"].tolist() == [0, 1, 2, 3, 4, 5]
     assert example["pe"].shape == example["output"].shape == (6, 512)
-    np.testing.assert_allclose(example["pe"][:, SHOWN], TUTORIAL_002_PE, atol=6e-9)
+    np.testing.assert_allclose(example["pe"][:, SHOWN], TUTORIAL_002_PE, atol=6e-9)  # 8 decimals printed: 5e-9
     # The tutorial's own sums minus its random values are our PE (its numbers are printed to 7-8 decimals).
     np.testing.assert_allclose(np.subtract(TUTORIAL_002_SUM, TUTORIAL_002_RANDOM), example["pe"][:, SHOWN], atol=1.1e-7)
     np.testing.assert_array_equal(example["output"], example["input_embeddings"] + example["pe"])
@@ -178,6 +182,7 @@ def test_tutorial_002_pe_equals_its_exp_log_formula():
     position = np.arange(0, n).reshape(-1, 1)
     div_term = np.exp(np.arange(0, d, 2) * -(np.log(10000.0) / d))
     pe[:, 0::2], pe[:, 1::2] = np.sin(position * div_term), np.cos(position * div_term)
+    # numpy's exp, log, sin and cos move by an ulp or two by machine; at positions < 6 that is below 1e-14
     np.testing.assert_allclose(random_embedding_with_pe("a b c d e f", d)["pe"], pe, atol=1e-12)
 
 

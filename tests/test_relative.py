@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+import mpmath
 import numpy as np
 import pytest
 import torch
@@ -14,13 +15,18 @@ from conftest import params_for, run_stages
 from pipeline.core import alibi, rope
 
 RNG = np.random.default_rng(14)
+EPS = np.finfo(np.float64).eps
 
 
 # ---------------------------------------------------------------- independent references (numpy, float64)
 
 
 def ref_theta(d: int, base: float) -> np.ndarray:
-    return np.array([base ** (-2.0 * i / d) for i in range(d // 2)])
+    """theta_i = base^(-2i/d) correctly rounded (mpmath at 120 bits), the same on every machine: a libm's pow may be an
+    ulp off, and an ulp of theta_i moves the angle m theta_i by m ulp(theta_i), which the references below would
+    carry into every rotation at long positions."""
+    with mpmath.workprec(120):
+        return np.array([float(mpmath.power(mpmath.mpf(base), mpmath.mpf(-2.0 * i / d))) for i in range(d // 2)])
 
 
 def ref_rotation(m: float, d: int, base: float) -> np.ndarray:
@@ -41,6 +47,17 @@ def ref_neox(x: np.ndarray, positions: np.ndarray, base: float) -> np.ndarray:
     x1, x2 = x[..., : d // 2], x[..., d // 2 :]
     rotate_half = np.concatenate([-x2, x1], axis=-1)
     return x * np.cos(emb) + rotate_half * np.sin(emb)
+
+
+def rotation_bound(x: np.ndarray, m: np.ndarray, partner: np.ndarray) -> np.ndarray:
+    """How far a rotation of x at positions m (shaped to broadcast against x, e.g. (n, 1)) may lie from a float64
+    reference that takes numpy's power (ref_neox, as GPT-NeoX writes it); coordinate j turns with partner[j].
+
+    Its angle m theta_i is off by (P + 2) eps m theta_i where numpy's power kernel on the machine is P ulp off (an
+    ulp or two, SIMD or libm; then a division and a product), ours by an ulp; sin and cos add an ulp each. An output
+    coordinate mixes x_j and its partner x_k: |error| <= ~4 eps (m + 1) (|x_j| + |x_k|) with theta_i <= 1. The
+    bound is four times that: a wrong pair, sign or frequency is off by O(1), angles formed in float32 by ~1e-7 m."""
+    return 16 * EPS * (m + 1) * (np.abs(x) + np.abs(x[..., partner]))
 
 
 def ref_bound(delta: float, d: int, base: float) -> float:
@@ -79,6 +96,8 @@ def test_interleaved_rope_is_roformers_block_rotation(d, base):
     positions = np.array([0, 1, 7, 100, 4097])
     expected = np.stack([ref_rotation(m, d, base) @ x[i] for i, m in enumerate(positions)])
     got = rope.apply_rope(torch.from_numpy(x), torch.from_numpy(positions), base, layout="interleaved")
+    # correctly rounded frequencies on both sides: Python's cos and sin (an ulp, by libm) and BLAS's two-term sums
+    # differ by machine, ~1e-15 here
     np.testing.assert_allclose(got.numpy(), expected, rtol=0, atol=1e-12)
 
 
@@ -87,7 +106,8 @@ def test_half_split_rope_is_neox_rotate_half(d, base):
     x = RNG.normal(size=(2, 3, 50, d))  # (batch, heads, n, d)
     positions = np.arange(50) * 37
     got = rope.apply_rope(torch.from_numpy(x), torch.from_numpy(positions), base, layout="half_split")
-    np.testing.assert_allclose(got.numpy(), ref_neox(x, positions, base), rtol=0, atol=1e-12)
+    partner = (np.arange(d) + d // 2) % d  # pairs (i, i + d/2)
+    assert (np.abs(got.numpy() - ref_neox(x, positions, base)) <= rotation_bound(x, positions[:, None], partner)).all()
 
 
 def test_the_layouts_differ_by_a_fixed_permutation_of_coordinates():
@@ -96,7 +116,7 @@ def test_the_layouts_differ_by_a_fixed_permutation_of_coordinates():
     x = torch.from_numpy(RNG.normal(size=(20, d)))
     inter = rope.apply_rope(x, layout="interleaved")
     half = rope.apply_rope(x[:, perm], layout="half_split")
-    torch.testing.assert_close(half, inter[:, perm], rtol=0, atol=1e-13)
+    torch.testing.assert_close(half, inter[:, perm], rtol=0, atol=1e-13)  # ours on both sides: no machine spread
     assert not torch.allclose(rope.apply_rope(x, layout="half_split"), inter)  # not the same map
 
 
@@ -104,6 +124,8 @@ def test_rotation_keeps_norms_and_position_zero_is_identity():
     x = torch.from_numpy(RNG.normal(size=(300, 32)))
     for layout in rope.LAYOUTS:
         y = rope.apply_rope(x, layout=layout)
+        # torch's norm (its reduction order varies by CPU) of 32 terms: within ~32 eps; a rotation off by an ulp a
+        # coordinate moves it by ~eps; a wrong rotation by O(1)
         torch.testing.assert_close(y.norm(dim=-1), x.norm(dim=-1), rtol=1e-13, atol=0)
         torch.testing.assert_close(y[0], x[0], rtol=0, atol=0)
 
@@ -139,8 +161,10 @@ def test_scores_depend_only_on_the_offset(layout, base, scale):
     q, k = (torch.from_numpy(RNG.normal(size=d)) for _ in range(2))
     check = rope.score_check(q, k, n, base, layout=layout, position_scale=scale)
     size = float(check.closed.abs().max())
+    # ours against ours (the same bits on every machine): sums of 32 rotated products, ~100 eps of the largest score
     assert float(check.spread.max()) < 1e-12 * size and float(check.error.max()) < 1e-12 * size
-    # the check computed from independent float64 rotation matrices, for a few (m, n)
+    # the check computed from independent float64 rotation matrices, for a few (m, n): Python's cos and sin (an ulp,
+    # by libm) and BLAS's 64-term sums vary by machine, ~1e-14 on scores of size ~10
     if layout == "interleaved":
         for m, n_ in [(0, 0), (5, 2), (199, 3), (17, 150)]:
             ref = (ref_rotation(m / scale, d, base) @ q.numpy()) @ (ref_rotation(n_ / scale, d, base) @ k.numpy())
@@ -156,6 +180,8 @@ def test_closed_form_is_the_complex_sum():
     got = rope.relative_scores(
         torch.from_numpy(q), torch.from_numpy(k), torch.from_numpy(offsets), base, layout="interleaved"
     )
+    # correctly rounded frequencies; numpy's complex exp (its cos and sin an ulp, by machine) over 16 terms of size
+    # ~1: the spread is ~1e-15
     np.testing.assert_allclose(got.numpy(), expected, rtol=0, atol=1e-12)
 
 
@@ -164,7 +190,7 @@ def test_float32_rotation_deviates_only_by_float32_rounding():
     q, k = (torch.from_numpy(RNG.normal(size=d)) for _ in range(2))
     check = rope.score_check(q, k, n, layout="half_split", dtype=torch.float32)
     size = float(check.closed.abs().max())
-    assert 0 < float(check.spread.max()) < 1e-5 * size
+    assert 0 < float(check.spread.max()) < 1e-5 * size  # float32 rounding: ~1e-7 relative a term, 64 terms
 
 
 def test_the_offset_check_sees_a_score_that_depends_on_absolute_positions():
@@ -173,7 +199,7 @@ def test_the_offset_check_sees_a_score_that_depends_on_absolute_positions():
     m = torch.arange(n, dtype=torch.float64)
     toeplitz = torch.cos(0.3 * (m[:, None] - m[None, :]))
     hi, lo = rope.diagonals(toeplitz)
-    assert float((hi - lo).max()) < 1e-14
+    assert float((hi - lo).max()) < 1e-14  # each diagonal holds one value computed once: it can only be exact
     absolute = torch.cos(0.3 * (m[:, None] ** 1.01 - m[None, :]))
     hi, lo = rope.diagonals(absolute)
     assert float((hi - lo).max()) > 0.1
@@ -191,6 +217,8 @@ def test_decay_bound_matches_the_plain_sum():
     d, base = 128, 10000.0
     distances = [0, 1, 2, 10, 100, 1000, 8192]
     got = rope.decay_bound(torch.tensor(distances), d, base).numpy()
+    # correctly rounded frequencies; Python's cos and sin are within an ulp on any libm: 64 terms move a bound of 1
+    # to 32 by ~1e-14 (an ulp of the frequencies would move it by up to ~1e-10 at distance 8192)
     np.testing.assert_allclose(got, [ref_bound(x, d, base) for x in distances], rtol=1e-12)
     assert got[0] == rope.decay_at_rest(d) == 32.5
     print("decay bound, d=128, base 10000, at distances", distances, ":", np.round(got, 4).tolist())
@@ -210,9 +238,12 @@ def test_position_interpolation_stretches_the_bound_s_times():
 def test_ntk_scaling_slows_the_lowest_frequency_by_s_and_keeps_the_highest():
     d, base, s = 128, 10000.0, 8.0
     new = rope.ntk_base(base, s, d)
+    # Python's pow is within an ulp on any libm, ours correctly rounded, one product: 2 ulp apart at most, 1e-15 is
+    # 4.5 (any other exponent is off by far more)
     assert new == pytest.approx(base * s ** (128 / 126), rel=1e-15)
     theta, scaled = ref_theta(d, base), ref_theta(d, new)
     assert scaled[0] == theta[0] == 1.0
+    # the lowest frequency divided by s up to the roundings of two powers of exponents near 1 (~ln(base) eps)
     assert theta[-1] / scaled[-1] == pytest.approx(s, rel=1e-12)
     assert rope.lowest_wavelength(d, new) == pytest.approx(rope.lowest_wavelength(d, base, position_scale=s), rel=1e-12)
     assert rope.lowest_wavelength(d, base) == pytest.approx(2 * math.pi / theta[-1], rel=1e-12)
@@ -236,20 +267,26 @@ def test_larger_base_and_scalings_decay_later():
 def test_slopes_as_printed_in_the_paper():
     """Press et al., section 3: 8 heads 1/2^1 .. 1/2^8; 16 heads 1/2^0.5, 1/2^1, ..., 1/2^8."""
     assert alibi.slopes(8).tolist() == [2.0**-i for i in range(1, 9)]
+    # 2^(-k/2): exact for even k, Python's pow (an ulp on any libm) against ours (correctly rounded) for odd k
     np.testing.assert_allclose(alibi.slopes(16).numpy(), [2.0 ** (-0.5 * i) for i in range(1, 17)], rtol=1e-15)
 
 
 def test_slopes_for_twelve_heads():
     expected = [2.0**-i for i in range(1, 9)] + [2.0**-0.5, 2.0**-1.5, 2.0**-2.5, 2.0**-3.5]
-    np.testing.assert_allclose(alibi.slopes(12).numpy(), expected, rtol=1e-15)
+    np.testing.assert_allclose(alibi.slopes(12).numpy(), expected, rtol=1e-15)  # as above: 1.5 ulp apart at most
     assert [str(e) for e in alibi.slope_exponents(12)][-4:] == ["-1/2", "-3/2", "-5/2", "-7/2"]
 
 
 @pytest.mark.parametrize("heads", list(range(1, 65)) + [96, 100, 128, 255])
 def test_slopes_match_the_official_get_slopes(heads):
-    """Ours are one power of two each; the official start * ratio**i compounds the rounding of `start` i times
-    (1.2e-14 relative at 255 heads)."""
-    np.testing.assert_allclose(alibi.slopes(heads).numpy(), official_get_slopes(heads), rtol=heads * 1e-16)
+    """Ours are one power of two each, correctly rounded; the official start * ratio**i compounds the rounding of
+    `start` i times (1.2e-14 relative at 255 heads). With libm's pow within an ulp (2^-52 relative), the official
+    slope i is off by at most (i + 1) 2^-52 (start's error, i times through ratio**i, once more in the product) plus
+    pow's own and the product's rounding: below (heads + 2) 2^-52 for i < heads, on any machine. The bound is twice
+    that; a wrong exponent is off by a factor of 2^(1/2) or more."""
+    np.testing.assert_allclose(
+        alibi.slopes(heads).numpy(), official_get_slopes(heads), rtol=2 * (heads + 2) * 2.0**-52, atol=0
+    )
 
 
 def test_bias_is_toeplitz_and_matches_the_official_form_under_softmax():
@@ -265,6 +302,8 @@ def test_bias_is_toeplitz_and_matches_the_official_form_under_softmax():
     official = m[:, None, None] * torch.arange(L, dtype=torch.float64)[None, None, :].expand(heads, L, L)
     official = official.masked_fill(torch.triu(torch.ones(L, L, dtype=torch.bool), 1), -torch.inf)
     scores = torch.from_numpy(RNG.normal(size=(heads, L, L)))
+    # the two biases differ by a row constant: the sums score + bias round differently (by up to an ulp of 20, 4e-15),
+    # which the softmax passes on relative to each weight (<= 1); torch's exp kernel (by CPU) adds an ulp
     torch.testing.assert_close(
         torch.softmax(scores + ours, -1), torch.softmax(scores + official, -1), rtol=0, atol=1e-14
     )
@@ -288,6 +327,7 @@ def test_penalty_and_half_weight_distance():
     penalty = alibi.penalty(m, k)
     np.testing.assert_array_equal(penalty.numpy(), -np.outer(m.numpy(), k.numpy()))
     half = alibi.half_weight_distance(m)
+    # ln 2 / m times m rounds twice, numpy's exp (an ulp or two by CPU) once more: a few ulp of 0.5, 1e-14 is 90
     np.testing.assert_allclose(np.exp(-m.numpy() * half.numpy()), 0.5, rtol=1e-14)
 
 
@@ -302,13 +342,14 @@ def test_encode_stage_writes_rope_and_alibi_arrays_and_numbers(tmp_path, small_s
     rope_summary = summary["rope"]
     assert set(rope_summary["relative_only"]) == set(rope.LAYOUTS)
     for check in rope_summary["relative_only"].values():
+        # float64: every diagonal is one value (portable arithmetic); float32: rounding of scores of size ~10
         assert check["float64_max_spread"] == 0.0 and 0 < check["float32_max_spread"] < 1e-4
     decay = rope_summary["decay_bound"]
     assert set(decay) == {"base", "larger_base", "ntk", "pi"}
+    # the summary holds 12 significant digits (5e-12 relative); the reference is good to ~1e-14 on any machine
     assert decay["base"]["d100"] == pytest.approx(ref_bound(100, 128, 10000.0), rel=1e-10)
-    assert summary["alibi"]["heads"]["h12"]["slopes"] == pytest.approx(
-        official_get_slopes(12), abs=1e-11
-    )  # 11 decimals
+    # slopes below 1 written with 11 decimals: off by 5e-12 at most; the official ones are good to ~1e-15
+    assert summary["alibi"]["heads"]["h12"]["slopes"] == pytest.approx(official_get_slopes(12), abs=1e-11)
     with np.load(layout.rope_arrays) as arrays:
         assert arrays["scores"].shape == (256, 256) and arrays["bound_pi"].shape == (8193,)
     with np.load(layout.alibi_arrays) as arrays:
@@ -334,6 +375,9 @@ def test_rope_and_alibi_outputs_are_the_same_bytes_twice(tmp_path, small_store):
         ("relative.alibi.heads=[]", "relative.alibi.heads"),
         ("relative.alibi.heads=[0]", "relative.alibi.heads"),
         ("relative.alibi.length=1", "relative.alibi.length"),
+        ("relative.properties.d=7", "relative.properties.d"),
+        ("relative.properties.d=64", "relative.scaling.longrope_long_factor"),  # Phi-3-medium's 64 factors: d 128
+        ("relative.scaling.longrope_context=1024", "relative.scaling.longrope_context"),
     ],
 )
 def test_relative_config_rules_name_the_key(override, key):

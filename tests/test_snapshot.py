@@ -106,3 +106,39 @@ def test_an_incomplete_journal_is_dropped_not_rolled_back(tmp_path):
     journal = Journal(tmp_path / "journal")
     (journal.folder / "0").mkdir(parents=True)
     assert journal.rollback() is None and path.read_text() == "current\n" and not journal.folder.exists()
+
+
+def test_a_rollback_removes_what_the_run_added_to_a_store_and_only_that(tmp_path):
+    """A folder a run only adds to (DVC's cache): files and folders added after `begin` are removed by a rollback,
+    those there before stay, and a commit keeps the new ones."""
+    store = tmp_path / "cache"
+    (store / "ab").mkdir(parents=True)
+    (store / "ab" / "old").write_bytes(b"old")
+    journal = Journal(tmp_path / "journal")
+    journal.begin([], added=[store])
+    (store / "ab" / "new").write_bytes(b"new")
+    (store / "runs" / "cd" / "key").mkdir(parents=True)  # an entry's folder: DVC fails on it empty
+    (store / "runs" / "cd" / "key" / "value").write_text("outs")
+    journal.rollback()
+    assert sorted(p.relative_to(store).as_posix() for p in store.rglob("*")) == ["ab", "ab/old"]
+    journal.begin([], added=[store])
+    (store / "ab" / "new").write_bytes(b"new")
+    journal.commit()
+    assert (store / "ab" / "new").exists()
+
+
+def test_a_full_disk_while_saving_names_the_file(tmp_path, monkeypatch):
+    """The copy that finds the disk full raises the OSError naming the file it was writing (shutil.copytree gathered
+    errors into one shutil.Error naming none, shown as a 20-line traceback)."""
+    import shutil
+
+    paths = workspace(tmp_path)
+
+    def full_disk(src, dst, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")  # as a write that fills the disk raises it
+
+    monkeypatch.setattr(shutil, "copy2", full_disk)
+    with pytest.raises(OSError) as err:
+        Journal(tmp_path / "journal").begin(paths)
+    assert err.value.errno == errno.ENOSPC and err.value.filename.startswith(str(tmp_path / "journal"))
+    assert not isinstance(err.value, shutil.Error)

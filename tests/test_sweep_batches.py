@@ -10,9 +10,9 @@ import sys
 
 import numpy as np
 import pytest
-import yaml
 
 from conftest import REPO, params_for, run_stages, typed
+from pipeline.config import dump_params
 from pipeline.core import sweep
 from pipeline.core.study import sinusoid
 from pipeline.core.weights import weight_pairs
@@ -108,7 +108,7 @@ def test_numpy_sinusoid_is_the_encoding_cores_at_the_studys_sizes():
                 assert ours.tobytes() == core.tobytes(), (d, layout, base)
                 ours = sinusoid(1000, d, base, layout, "float64")
                 core = sinusoidal_encoding(1000, d, base, layout=layout, dtype=torch.float64).numpy()
-                assert np.abs(ours - core).max() < 1e-12
+                assert np.abs(ours - core).max() < 1e-12  # both portable: no machine spread, rounding only
     with pytest.raises(ValueError, match="layout"):
         sinusoid(4, 8, 1e4, "sideways", "float32")
 
@@ -132,7 +132,8 @@ def test_sweep_and_study_stages_import_no_torch(tmp_path, small_store):
     params = params_for(*overrides, "study.texts_file=null", "figures=none")
     run_stages(params, tmp_path, small_store, upto="encode")  # the sweep's inputs (the encode stage uses torch)
     shutil.copytree(small_store, tmp_path / "data" / "glove")
-    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params), encoding="utf-8")
+    shutil.copytree(REPO / "conf", tmp_path / "conf")  # params.yaml is checked against what composed it
+    (tmp_path / "params.yaml").write_text(dump_params(params, None, tmp_path), encoding="utf-8")
     (tmp_path / "unused.txt").write_text(
         "king 1 2 3 4 5 6 7 8\n", encoding="utf-8"
     )  # glove.path: every stage checks it

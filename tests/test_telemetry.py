@@ -59,6 +59,7 @@ def test_mlflow_server_child_has_telemetry_off(tmp_path):
         start_new_session=True,
     )
     try:
+        # guards a hang: python -m pipeline.server execs mlflow within a second or two when the machine is quiet
         deadline, environ = time.monotonic() + 60, b""
         while time.monotonic() < deadline and proc.poll() is None:
             cmdline = Path(f"/proc/{proc.pid}/cmdline").read_bytes()

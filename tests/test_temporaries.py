@@ -44,7 +44,7 @@ def killed_writer(kind: str, target: Path, reaped: bool = True) -> subprocess.Po
     assert proc.stdout.readline().strip() == "ready"
     proc.send_signal(signal.SIGKILL)
     if reaped:
-        proc.wait(10)
+        proc.wait(60)  # guards a hang: SIGKILL takes milliseconds when the machine is quiet
     else:
         deadline = time.monotonic() + 60  # guards a hang: SIGKILL takes milliseconds when the machine is quiet
         while psutil.Process(proc.pid).status() != psutil.STATUS_ZOMBIE:

@@ -79,7 +79,7 @@ def processes_in(root: Path) -> list[str]:
 
 def stage_process(root: Path, names: tuple[str, ...], timeout: float = 120) -> tuple[str, psutil.Process]:
     """Block until a process of one of the stages `names` runs in `root`; return its stage name and process."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + timeout  # guards a hang: DVC starts a stage within seconds when the machine is quiet
     while time.monotonic() < deadline:
         for proc in psutil.process_iter(["cwd", "cmdline", "status"]):
             info = proc.info
@@ -91,6 +91,23 @@ def stage_process(root: Path, names: tuple[str, ...], timeout: float = 120) -> t
                     return name, proc
         time.sleep(0.05)
     raise AssertionError(f"no stage of {names} started within {timeout} s")
+
+
+def holding(root: Path, proc: subprocess.Popen, timeout: float = 120) -> None:
+    """Block until `proc` holds the workspace lock of `root` (the holder's record names its pid): a second run started
+    then finds the workspace in use however slowly the machine started the first."""
+    from pipeline.base.locks import workspace_lock_paths
+
+    record = workspace_lock_paths(root)[1]
+    deadline = time.monotonic() + timeout  # guards a hang: a run takes the lock within a second when quiet
+    while True:
+        try:
+            if json.loads(record.read_text())["pid"] == proc.pid:
+                return
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        assert proc.poll() is None and time.monotonic() < deadline, "the run never took the workspace lock"
+        time.sleep(0.02)
 
 
 def wait_for_stage(root: Path, names: tuple[str, ...], timeout: float = 120) -> str:
@@ -120,11 +137,11 @@ def assert_agree(root: Path, w2) -> None:
 # ---------------------------------------------------------------- one writer per workspace
 
 
-@pytest.mark.parametrize("when", ["after 1.5 s", "in a stage"])
+@pytest.mark.parametrize("when", ["while it composes", "in a stage"])
 def test_a_second_run_fails_at_once_and_the_first_finishes(clean, monkeypatch, when):
-    """The second run starts 1.5 s after the first (composing, or DVC starting), or while the first's sweep stage
-    runs, held there until the second has ended (a run that sweep.w2 changes is a few seconds on a quiet machine,
-    less when DVC's run cache restores its figures stage: a fixed delay could outlast it)."""
+    """The second run starts once the first holds the workspace (composing, or DVC starting), or while the first's
+    sweep stage runs, held there until the second has ended (a run that sweep.w2 changes is a few seconds on a quiet
+    machine, less when DVC's run cache restores its figures stage: a fixed delay could outlast it)."""
     root = clean
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{root / 'mlflow.db'}")
     first = start(root, "sweep.w2=2")
@@ -136,7 +153,7 @@ def test_a_second_run_fails_at_once_and_the_first_finishes(clean, monkeypatch, w
         finally:
             running.resume()
     else:
-        time.sleep(1.5)
+        holding(root, first)  # not a fixed delay: a loaded machine may take longer to start the first
         second = run([PY, "-m", "pipeline.repro", "sweep.w2=3"], root, check=False)
     out, err = first.communicate(timeout=300)
     assert first.returncode == 0, err
@@ -150,7 +167,7 @@ def test_a_failing_run_overlapped_still_fails(clean):
     root = clean
     unknown = "texts.sentences=[qzxv wvqz]"
     first = start(root, unknown)
-    time.sleep(1.5)
+    holding(root, first)  # it holds the workspace while it composes and DVC runs its first stages
     second = run([PY, "-m", "pipeline.repro", "sweep.w2=3"], root, check=False)
     out, err = first.communicate(timeout=300)
     assert first.returncode == 2 and "Nothing was changed" in err, err
@@ -197,7 +214,10 @@ def test_a_stop_signal_stops_everything_and_changes_nothing(clean, sig, target):
     assert run_.returncode == 128 + sig
     assert err.strip().splitlines()[-1].startswith(f"interrupted by {sig.name}: stopped dvc repro and its stages")
     assert "Traceback" not in err
-    time.sleep(0.5)
+    # guards a hang: the killed group's processes are gone within a fraction of a second when the machine is quiet
+    deadline = time.monotonic() + 60
+    while processes_in(root) and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert processes_in(root) == []
     assert changed(root) == []
     assert not (root / ".dvc" / "tmp" / "repro-journal").exists()

@@ -30,7 +30,7 @@ D = 64  # an even d: the full matrices' memory does not depend on d
 
 def largest_n(available: int, dtype: torch.dtype = torch.float64) -> int:
     """The largest n with full_matrices_bytes(n) + RESERVE <= available (0 if none)."""
-    per_entry = E.full_matrices_bytes(1, dtype)
+    per_entry = 2 * torch.empty(0, dtype=dtype).element_size()  # two (n, n) results: a first guess, refined below
     n = math.isqrt(max(0, available - RESERVE) // per_entry)
     while n > 0 and E.full_matrices_bytes(n, dtype) + RESERVE > available:
         n -= 1

@@ -7,7 +7,8 @@ a result file (cancelled, over its time limit, out of memory, killed) is never s
 forever. This launcher submits the jobs as hydra-submitit-launcher does (same config, submitit's public executor
 API), then waits on them itself: a job is done when its result file exists (then `job.results()` reads it
 without asking SLURM), and ended without a result when `squeue --states=all` (which lists jobs for a few minutes
-after they end) no longer lists it running; the sweep then stops with an error naming the job's logs.
+after they end) no longer lists it running; the sweep then stops with an error naming the job's logs. A stop signal
+to the sweep (Ctrl-C, SIGTERM, SIGHUP) cancels its jobs (submitit's `job.cancel`, scancel) before it ends.
 """
 
 from __future__ import annotations
@@ -44,13 +45,19 @@ class SlurmLauncher(submitit_launcher.SlurmLauncher):
         import sys
 
         from pipeline.base.errors import PipelineError
+        from pipeline.base.stops import Interrupted
 
         try:
             jobs = self._submit(job_overrides, initial_job_idx)
         except PipelineError as exc:  # Hydra would print any Exception with its traceback; SystemExit passes it
             print(f"error: {exc}", file=sys.stderr)
             raise SystemExit(2) from None
-        wait_for_results(jobs)
+        try:
+            wait_for_results(jobs)
+        except (KeyboardInterrupt, Interrupted):  # a stop signal: the sweep's jobs are cancelled, not left queued
+            for job in jobs:
+                job.cancel(check=False)
+            raise
         return [job.results()[0] for job in jobs]
 
     def _submit(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list:

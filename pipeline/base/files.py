@@ -90,6 +90,10 @@ def atomic_path(target: Path, suffix: str = "") -> Iterator[Path]:
         yield tmp_path
         os.chmod(tmp_path, 0o666 & ~_umask())  # mkstemp makes it private; give it the usual permissions
         os.replace(tmp_path, target)
+    except OSError as exc:
+        if exc.filename is None and exc.errno is not None:  # a write that found the disk full names no file: this one
+            raise OSError(exc.errno, exc.strerror, str(target)) from exc
+        raise
     finally:
         tmp_path.unlink(missing_ok=True)
 
@@ -174,8 +178,26 @@ def _rounded_tree(tree: Any) -> Any:
 
 
 def write_json(path: Path, obj: Any) -> None:
-    """`obj` as indented JSON, floats at fixed precision (see the module docstring)."""
-    write_text(path, json.dumps(_rounded_tree(obj), indent=2, sort_keys=False, ensure_ascii=False) + "\n")
+    """`obj` as indented, strict JSON (RFC 8259: no NaN or Infinity, which no other JSON reader takes), floats at fixed
+    precision (see the module docstring). A value that is not finite raises ValueError naming the file and its key:
+    the config checks refuse what would make one, so reaching it is a bug."""
+    tree = _rounded_tree(obj)
+    try:
+        text = json.dumps(tree, indent=2, sort_keys=False, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        raise ValueError(f"{path}: {_non_finite(tree)} is not a finite number: JSON has no NaN or Infinity") from None
+    write_text(path, text + "\n")
+
+
+def _non_finite(node: Any, key: str = "") -> str | None:
+    """The dotted key (list items as [i]) of the first NaN or infinity in nested dicts / lists, else None."""
+    if isinstance(node, dict):
+        found = (_non_finite(value, f"{key}.{name}" if key else str(name)) for name, value in node.items())
+    elif isinstance(node, (list, tuple)):
+        found = (_non_finite(value, f"{key}[{i}]") for i, value in enumerate(node))
+    else:
+        return key or "the value" if isinstance(node, float) and not np.isfinite(node) else None
+    return next((hit for hit in found if hit is not None), None)
 
 
 def read_json(path: Path) -> Any:

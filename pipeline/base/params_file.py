@@ -1,23 +1,82 @@
-"""params.yaml, the composed config the DVC stages read (generated from conf/: see pipeline.config)."""
+"""params.yaml, the composed config the DVC stages read (generated from conf/: see pipeline.config).
+
+What composed it is recorded in it, on one comment line above the YAML:
+
+    # composed: {"overrides": ["sweep.w2=10"], "sources_sha256": "<conf/ and the schema>", "sha256": "<the YAML>"}
+
+`sha256` is the SHA-256 of every byte below the comments, so a params.yaml cut short (at a line boundary it still
+parses: a list loses items) or edited by hand is refused by content, whatever its mtime. `sources_sha256` and
+`overrides` say what it was composed from (pipeline.config.params.check_fresh). `overrides` is null in a file DVC's
+`dvc exp run` wrote (DVC writes no comment; the first stage it runs records its composition, overrides unknown).
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
+import shlex
 from pathlib import Path
 
 import yaml
 
 from pipeline.base.errors import PipelineError
 
+STAMP = "# composed: "
+
+
+def body_sha256(body: str) -> str:
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+def stamp_line(body: str, overrides: list[str] | None, sources_sha256: str) -> str:
+    """The comment line that records how `body` (the YAML) was composed."""
+    record = {"overrides": overrides, "sources_sha256": sources_sha256, "sha256": body_sha256(body)}
+    return STAMP + json.dumps(record) + "\n"
+
+
+def split(text: str) -> tuple[str, dict | None, str]:
+    """(the leading comment lines, the stamp's record or None, the YAML below them) of a params.yaml's text."""
+    lines = text.splitlines(keepends=True)
+    count = next((i for i, line in enumerate(lines) if not line.startswith("#")), len(lines))
+    record = None
+    for line in lines[:count]:
+        if line.startswith(STAMP):
+            try:
+                record = json.loads(line[len(STAMP) :])
+            except ValueError:
+                record = {}  # a damaged stamp: checked (and refused) like a wrong hash
+    return "".join(lines[:count]), record, "".join(lines[count:])
+
+
+def read_stamp(path: Path) -> dict | None:
+    """The record of how params.yaml at `path` was composed (see the module docstring), or None without one."""
+    return split(path.read_text(encoding="utf-8"))[1]
+
 
 def read_params_file(path: Path) -> dict:
-    """The mapping in params.yaml; a missing or malformed file is a user error that names the fix."""
+    """The mapping in params.yaml; a missing, malformed, cut or edited file is a user error that names the fix."""
     if not path.exists():
         raise PipelineError(f"{path} does not exist: run `python -m pipeline.compose` to generate it from conf/.")
     try:
-        with open(path, encoding="utf-8") as handle:
-            # libyaml's loader when PyYAML has it: 10x faster on the long lists of a 10,000-pair sweep
-            params = yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PipelineError(
+            f"{path} is not UTF-8 ({exc.reason}): regenerate it with `python -m pipeline.compose`."
+        ) from None
+    _, record, body = split(text)
+    if record is not None and record.get("sha256") != body_sha256(body):
+        overrides = record.get("overrides")
+        again = f"python -m pipeline.compose {shlex.join(overrides)}".strip() if isinstance(overrides, list) else None
+        fix = f"`{again}`" if again else "`python -m pipeline.compose` plus the overrides you had"
+        raise PipelineError(
+            f"{path} is not what composing wrote: its YAML does not match the SHA-256 recorded on its "
+            f"`{STAMP.strip()}` line (cut short or edited by hand; never edit it). Fix: write it again with {fix} (or "
+            "`git checkout params.yaml`)."
+        )
+    try:
+        # libyaml's loader when PyYAML has it: 10x faster on the long lists of a 10,000-pair sweep
+        params = yaml.load(body, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError as exc:
         raise PipelineError(
             f"{path} is not valid YAML ({' '.join(str(exc).split())}): regenerate it with `python -m pipeline.compose`."
         ) from None

@@ -178,13 +178,19 @@ class Layout:
 
     @property
     def families_dir(self) -> Path:
-        """Every position-encoding family side by side (stage encode): RoPE's scalings' arrays."""
+        """Every position-encoding family side by side (stage encode): RoPE's scalings', MiniLM's arrays."""
         return self.base / "data" / "families"
 
     @property
     def scaling_arrays(self) -> Path:
-        """Per RoPE scaling: decay bound, mean/std/self expectation per distance, frequencies, wavelengths (npz)."""
+        """Per RoPE scaling: decay bound, the expected score with k = q per distance, frequencies, wavelengths (npz)."""
         return self.families_dir / "scalings.npz"
+
+    @property
+    def minilm_arrays(self) -> Path:
+        """all-MiniLM-L6-v2's table proximity and layer 0's per-head probe logits and attention (npz; only with the
+        optional extra `.[models]`)."""
+        return self.families_dir / "minilm.npz"
 
     @property
     def sweep_dir(self) -> Path:

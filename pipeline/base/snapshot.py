@@ -1,7 +1,7 @@
 """A journal that puts files and folders back exactly as they were when a run does not finish.
 
     journal = Journal(root / ".dvc" / "tmp" / "repro-journal")
-    journal.begin(paths, command="...")   # saves every existing path; nothing is changed yet
+    journal.begin(paths, added=[folder], command="...")   # saves every existing path; nothing is changed yet
     ...                                    # the run changes the paths
     journal.commit()                       # success: the saved copies are dropped
     journal.rollback()                     # failure: every path as it was, then the copies are dropped
@@ -12,6 +12,10 @@ Small files are copied, since tools rewrite them in place (DVC writes dvc.lock a
 large ones (the GloVe vectors, matrices) are hard-linked, which is free and safe because only the pipeline's
 stages write them, always to a temporary file renamed over the old one, and DVC deletes an output before
 re-running its stage.
+
+Folders a run only adds files to (DVC's cache: objects and run-cache entries) are not copied: `added` records the
+files they hold, and a rollback removes every file added since, so that a run that is put back leaves none of what it
+made behind (a cached output of a stage that read a file it should not have, say), nor a folder it made there.
 
 `rollback` is idempotent and removes the journal only after every path is back: a rollback that a read-only
 folder, a full disk or a kill stops half-way keeps the journal, and a later `rollback` (the next run, or
@@ -35,21 +39,40 @@ LINK_ABOVE = 16 << 20  # bytes: larger files are hard-linked, smaller ones copie
 
 
 def _link_tree(src: Path, dst: Path) -> None:
+    """`src` (a file, a link or a folder) saved at `dst`, large files hard-linked. The first error propagates as the
+    OSError naming its file (shutil.copytree would gather errors into one shutil.Error that names none)."""
     if src.is_dir() and not src.is_symlink():
-        shutil.copytree(src, dst, copy_function=_link_or_copy, symlinks=True)
+        dst.mkdir(parents=True)
+        for entry in sorted(os.scandir(src), key=lambda e: e.name):
+            _link_tree(Path(entry.path), dst / entry.name)
+        shutil.copystat(src, dst)
     else:
         dst.parent.mkdir(parents=True, exist_ok=True)
         _link_or_copy(src, dst)
 
 
-def _link_or_copy(src: str | Path, dst: str | Path) -> None:
-    if os.path.islink(src) or os.path.getsize(src) <= LINK_ABOVE:
-        shutil.copy2(src, dst, follow_symlinks=False)
-        return
+def _link_or_copy(src: Path, dst: Path) -> None:
     try:
-        os.link(src, dst, follow_symlinks=False)
-    except OSError:
-        shutil.copy2(src, dst, follow_symlinks=False)
+        if os.path.islink(src) or os.path.getsize(src) <= LINK_ABOVE:
+            shutil.copy2(src, dst, follow_symlinks=False)
+            return
+        try:
+            os.link(src, dst, follow_symlinks=False)
+        except OSError:
+            shutil.copy2(src, dst, follow_symlinks=False)
+    except OSError as exc:
+        if exc.filename is None and exc.errno is not None:  # a full disk while writing: say where
+            raise OSError(exc.errno, exc.strerror, str(dst)) from exc
+        raise
+
+
+def _entries(folder: Path) -> list[str]:
+    """The files and folders under `folder` (recursively), as paths relative to it; none when it does not exist."""
+    return [
+        os.path.relpath(os.path.join(current, name), folder)
+        for current, dirs, names in os.walk(folder)
+        for name in [*dirs, *names]
+    ]
 
 
 def _remove(path: Path) -> None:
@@ -72,8 +95,9 @@ class Journal:
         except (FileNotFoundError, ValueError):
             return None
 
-    def begin(self, paths: Iterable[Path], **info) -> None:
-        """Save every existing path of `paths` (files or folders; absent ones are recorded as absent).
+    def begin(self, paths: Iterable[Path], added: Iterable[Path] = (), **info) -> None:
+        """Save every existing path of `paths` (files or folders; absent ones are recorded as absent), and the names
+        of the files in the folders `added` (see the module docstring).
 
         info: what the record says about the run (e.g. its command), shown when another run finishes its
         rollback. On any error (a full disk) the partial copies are removed and the error propagates: nothing
@@ -89,7 +113,8 @@ class Journal:
                     saved.append((str(path), str(i)))
                 else:
                     saved.append((str(path), None))
-            record = {"pid": os.getpid(), "started": time.time(), **info, "paths": saved}
+            held = {str(folder): sorted(_entries(Path(folder))) for folder in added}
+            record = {"pid": os.getpid(), "started": time.time(), **info, "paths": saved, "added": held}
             write_text(self.folder / MANIFEST, json.dumps(record, indent=1))  # atomic: written last, whole
         except BaseException:
             shutil.rmtree(self.folder, ignore_errors=True)
@@ -107,6 +132,15 @@ class Journal:
         if record is None:
             shutil.rmtree(self.folder, ignore_errors=True)
             return None
+        for folder, held in record.get("added", {}).items():
+            held = set(held)
+            for name in sorted(_entries(Path(folder)), key=lambda n: -n.count(os.sep)):  # a folder after its files
+                if name not in held:
+                    path = Path(folder) / name
+                    if path.is_dir() and not path.is_symlink():
+                        path.rmdir()  # DVC takes an empty run-cache folder for an entry, and fails on it
+                    else:
+                        path.unlink(missing_ok=True)
         for path, name in map(tuple, record["paths"]):
             path, copy = Path(path), self.folder / name if name is not None else None
             if copy is not None and not (copy.exists() or copy.is_symlink()):

@@ -101,9 +101,12 @@ def _start(processes: int) -> Pool:
 
 
 def _default_sigterm() -> None:
+    """A worker's signals: SIGTERM ends it at once (a runner's handler is not inherited); Ctrl-C, which reaches the
+    whole process group, is left to the parent, which ends its pool (no traceback from each worker)."""
     import signal
 
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _end(current: Pool, failed: bool = False) -> None:
@@ -115,8 +118,13 @@ def _end(current: Pool, failed: bool = False) -> None:
     current.join()
 
 
-def _end_kept() -> None:
+def _end_kept(failed: bool = False) -> None:
     global _kept
     if _kept is not None:
         kept, _kept = _kept[1], None
-        _end(kept)
+        _end(kept, failed)
+
+
+def stop_kept() -> None:
+    """End the kept pool now, dropping its queue (a stop signal: the process is ending its work)."""
+    _end_kept(failed=True)

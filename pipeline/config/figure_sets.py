@@ -18,7 +18,8 @@ FIGURE_SETS: dict[str, tuple[str, ...]] = {
     "crossover": ("all", "summary"),  # crossover_all_sentences: r* of every sentence (more than max_sentences)
     "tutorials": ("all",),  # tutorial*: the tutorials' examples
     "relative": ("all",),  # rope_relative_scores, rope_decay, alibi_bias, alibi_penalty
-    "properties": ("all",),  # pe_properties (families x properties), rope_scalings (decay, expectation, wavelengths)
+    # pe_properties (families x properties), rope_scalings (decay, expectation, wavelengths), minilm_probing
+    "properties": ("all",),
 }
 
 # The sets whose ratio_sweep figures mark the configured weight pairs. figures=summary marks only the Transformer's

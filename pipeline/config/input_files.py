@@ -15,8 +15,9 @@ from pipeline.inputs.texts import read_sentences
 
 def check_inputs(params: Config, root: Path) -> list[str]:
     """texts.file (a file of sentences) and the local file of the GloVe source (glove.path, glove.zip: the kinds of
-    pipeline.inputs.glove_sources.SOURCES that read one), relative to `root`. Returns the sentences (of texts.file
-    or texts.sentences).
+    pipeline.inputs.glove_sources.SOURCES that read one), relative to `root`: project data
+    (pipeline.inputs.local_files; the study stage checks study.texts_file the same way before it reads it). Returns
+    the sentences (of texts.file or texts.sentences).
 
     Raises PipelineError naming the key, the file and the fix.
     """

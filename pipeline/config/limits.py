@@ -11,8 +11,9 @@ Memory estimates are peak RSS, each a stage process's baseline (its imports) plu
                                                            sinusoid needs none): knobs encoding.max_len,
                                                            encoding.max_offset, encoding.max_matrix_size
     sweep     80 MB + (P + 1 + m) n^2 16 + P S 6 kB        one batched PCA per sentence (each weighting's n x n
-                                                           Gram matrix and eigenvectors) and what every pair keeps
-                                                           per sentence (projections, metrics, their JSON): knobs
+              (+ 150 MB when (P + 1 + m) n^3 exceeds       Gram matrix and eigenvectors) and what every pair keeps
+              eigen.INTERPRETED_WORK)                      per sentence (projections, metrics, their JSON); numba
+                                                           and the compiled eigensolver beyond small work: knobs
                                                            sweep.w1 / sweep.w2, sweep.ratios.points,
                                                            tokenizer.maxlen
     figures  min(S, max_sentences) x (per-sentence kinds   the per-sentence kinds of the figure set
@@ -22,19 +23,31 @@ Memory estimates are peak RSS, each a stage process's baseline (its imports) plu
              lengths; memory 345 MB + jobs x JOB_HELD;     anything (a range is not materialized); Hydra's
              time jobs x JOB_SECONDS[figure set]           sweeper keeps every job's configs to the end
 
+Time estimates, in CPU seconds, for the parts whose cost grows with the square of a size, or with sizes that
+multiply:
+
+    block means    N^2 (2.45e-8 + 5e-11 d)      a learned table's f x f block means (its Gram matrix and distances,
+                   N^2 1.43e-8                   every pair of positions), or an odd-d sinusoid's distances
+    figures        2.1e-3 A sum(n_s) over the    drawing each word and placing its label, A the axes with word
+                   sentences with figures        labels per sentence: P + 1 projections, min(P + 1, 15) panels
+
+Each is refused above MAX_SECONDS (measured on a 2-core machine: a faster one takes less, never more than a few
+times less), naming the estimate and the knob.
+
 N: encoding.max_len, d: d_model, K: encoding.max_offset, n: the longest sentence in words (as the tokenizer splits
 it, cut at tokenizer.maxlen), S: sentences, P: weight pairs (the longer of the two lists), m: sweep.ratios.points.
 The constants were measured as the peak RSS (ru_maxrss) of a process running the stage on a small GloVe store
 (tests/test_limits.py measures two of them again). Memory is refused above MEMORY_SHARE of the machine's physical
 memory, figures above MAX_FIGURES (about half a second each), a sweep above MAX_JOBS jobs or MAX_PAIRS weight pairs
-typed in one override.
+in one list, typed in an override or written in a file of conf/ (`check_conf_lists`, before anything composes).
 """
 
 from __future__ import annotations
 
 import math
 import os
-from typing import TYPE_CHECKING, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 from pipeline.base.errors import PipelineError
 
@@ -44,12 +57,23 @@ if TYPE_CHECKING:
 MEMORY_SHARE = 0.8
 MAX_FIGURES = 2000
 GB = 1e9
+MAX_SECONDS = 300  # CPU seconds of one such part (block means, figure labels): 5 minutes on 2 cores
+# CPU seconds per pair of positions of the block means (the generic path: learned tables), measured at N = 16,000 and
+# 32,000 (d = 50: 7.0 s and 27.3 s; d = 300: 10.1 s at 16,000), and of an odd-d sinusoid's distances (N = 32,000:
+# 14.6 s)
+BLOCK_MEANS_PAIR_S, BLOCK_MEANS_PAIR_DIM_S, ODD_D_PAIR_S = 2.45e-8, 5e-11, 1.43e-8
+# CPU seconds per word of an axes with word labels: five panels of 100, 400, 1,000 and 2,000 words took 1.46, 4.23,
+# 10.4 and 21.2 s (a projection, one axes, less: 2.65 s at 2,000)
+LABEL_S = 2.1e-3
 
 # The RSS of a stage process after its imports: encode (numpy, torch) at max_len=100 342 MB; the sweep (numpy only)
 # 80 MB, fitted to its peak RSS at n = 100-400 words and 43-642 weightings (67-467 MB measured, the formula within
 # -13 %..+28 %, closest for the large batches it exists to refuse); a Hydra job's process imports both.
 ENCODE_BASE = 345e6
 SWEEP_BASE = 80e6
+# numba's import (65 MB) and the eigensolver it compiles (98 MB the first time, 70 MB loaded from its cache) when the
+# sweep's eigen work exceeds pipeline.core.eigen.INTERPRETED_WORK: ru_maxrss above the sweep module's import
+SWEEP_COMPILED = 150e6
 # A Hydra job kept by the sweeper until the sweep ends (hydra.core.utils.JobReturn: the job's config and a copy of
 # the Hydra config): 219 kB, the RSS of holding 200 deep copies of a composed config; its override list 170 B
 # (BasicSweeper.split_arguments of range(0, 10**6): 169 B a job).
@@ -115,10 +139,14 @@ def encode_estimate(params: Config) -> tuple[float, str]:
 def sweep_estimate(params: Config, sentences: Sequence[str]) -> tuple[float, str]:
     """The sweep stage's peak RSS in bytes and its formula with the numbers (module docstring)."""
     pairs, m, n = pair_count(params), params.sweep.ratios.points, longest_sentence(params, sentences)
+    from pipeline.core.eigen import INTERPRETED_WORK
+
     batch = pairs + 1 + m
-    needed = SWEEP_BASE + batch * n * n * 16 + pairs * len(sentences) * 6e3
+    compiled = SWEEP_COMPILED if batch * n**3 > INTERPRETED_WORK else 0.0
+    needed = SWEEP_BASE + compiled + batch * n * n * 16 + pairs * len(sentences) * 6e3
+    eigensolver = f" + {compiled / 1e6:.0f} MB (the compiled eigensolver)" if compiled else ""
     formula = (
-        f"{SWEEP_BASE / 1e6:.0f} MB + (pairs + 1 + ratios) x n^2 x 16 + pairs x sentences x 6 kB = "
+        f"{SWEEP_BASE / 1e6:.0f} MB{eigensolver} + (pairs + 1 + ratios) x n^2 x 16 + pairs x sentences x 6 kB = "
         f"{batch:,} x {n:,}^2 x 16 + {pairs:,} x {len(sentences):,} x 6 kB (n: words of the longest sentence)"
     )
     return needed, formula
@@ -153,9 +181,61 @@ def figure_count(params: Config, sentences: Sequence[str]) -> tuple[int, str]:
     return shown * sum(drawn.values()), f"{shown} sentences x ({terms})"
 
 
+def block_means_seconds(params: Config) -> tuple[float, str]:
+    """CPU seconds of the encode stage's O(N^2) block means (0 when it has none) and the formula with the numbers."""
+    enc = params.encoding
+    n, d = enc.max_len, enc.d_model or params.glove.dim
+    if enc.name != "learned" and d % 2 == 0:
+        return 0.0, "none: an even-d sinusoid's blocks come from its closed form"
+    if enc.name == "learned":
+        per_pair = BLOCK_MEANS_PAIR_S + BLOCK_MEANS_PAIR_DIM_S * d
+        return (
+            n * n * per_pair,
+            f"max_len^2 x ({BLOCK_MEANS_PAIR_S:g} + {BLOCK_MEANS_PAIR_DIM_S:g} d) s = {n:,}^2 x {per_pair:.3g} s",
+        )
+    return n * n * ODD_D_PAIR_S, f"max_len^2 x {ODD_D_PAIR_S:g} s (odd d = {d}) = {n:,}^2 x {ODD_D_PAIR_S:g} s"
+
+
+def label_seconds(params: Config, sentences: Sequence[str]) -> tuple[float, str]:
+    """CPU seconds of placing the word labels of the per-sentence figures, and the formula with the numbers."""
+    from pipeline.config.figure_sets import drawn_kinds, shown_sentences
+    from pipeline.inputs.tokenizer import text_to_word_sequence
+
+    kinds, pairs = drawn_kinds(params.figures.name), pair_count(params) + 1  # + 1: the baseline pair
+    axes = (pairs if "projection" in kinds else 0) + (min(pairs, 15) if "panels" in kinds else 0)
+    tok = params.tokenizer
+    shown = sentences[: shown_sentences(len(sentences), params.figures.max_sentences)]
+    lengths = [len(text_to_word_sequence(s, tok.filters, tok.lower, tok.split)) for s in shown]
+    lengths = [min(n, tok.maxlen) if tok.maxlen else n for n in lengths]
+    seconds = LABEL_S * axes * sum(lengths)
+    return seconds, (
+        f"{LABEL_S:g} s x {axes} labelled axes per sentence x {sum(lengths):,} words in the {len(lengths)} sentences "
+        "with figures"
+    )
+
+
+def time_estimates(params: Config, sentences: Sequence[str]) -> list[tuple[str, float, str, str]]:
+    """(what, CPU seconds, formula with the numbers, knobs) for each time estimate of the module docstring."""
+    return [
+        (
+            "the encoding's block means",
+            *block_means_seconds(params),
+            "lower encoding.max_len (the block means cover every pair of positions), or use encoding=sinusoidal "
+            "with an even d (closed forms, no pair by pair work)",
+        ),
+        (
+            "the word labels of the per-sentence figures",
+            *label_seconds(params, sentences),
+            "figures=none (or figures.max_sentences lower, fewer weight pairs), or shorter sentences (tokenizer.maxlen "
+            "cuts them)",
+        ),
+    ]
+
+
 def check_limits(params: Config, sentences: Sequence[str], memory: int | None = None) -> None:
-    """Refuse a config whose memory estimate exceeds MEMORY_SHARE of `memory` (default: this machine's) or that
-    would draw more than MAX_FIGURES per-sentence figures. Raises PipelineError naming the estimate and the knob."""
+    """Refuse a config whose memory estimate exceeds MEMORY_SHARE of `memory` (default: this machine's), that would
+    draw more than MAX_FIGURES per-sentence figures, or one of whose quadratic parts would take more than MAX_SECONDS
+    of CPU. Raises PipelineError naming the estimate and the knob."""
     memory = machine_memory() if memory is None else memory
     for what, needed, formula, knob in estimates(params, sentences):
         if memory and needed > MEMORY_SHARE * memory:
@@ -163,6 +243,12 @@ def check_limits(params: Config, sentences: Sequence[str], memory: int | None = 
                 f"this config needs about {needed / GB:,.1f} GB of memory for {what} ({formula}), "
                 f"more than {MEMORY_SHARE:.0%} of this machine's {memory / GB:,.1f} GB: it would fail "
                 f"or swap. Fix: {knob}."
+            )
+    for what, seconds, formula, knob in time_estimates(params, sentences):
+        if seconds > MAX_SECONDS:
+            raise PipelineError(
+                f"this config needs about {_duration(seconds)} of CPU for {what} ({formula}), more than the bound of "
+                f"{_duration(MAX_SECONDS)} (measured on 2 cores). Fix: {knob}."
             )
     figures, terms = figure_count(params, sentences)
     if figures > MAX_FIGURES:
@@ -175,6 +261,43 @@ def check_limits(params: Config, sentences: Sequence[str], memory: int | None = 
 
 
 # ---------------------------------------------------------------- before composing: the command line's overrides
+# and the files of conf/
+
+
+def check_conf_lists(conf_dir: Path) -> None:
+    """Refuse a file of conf/ holding a list of more than MAX_PAIRS items, before Hydra composes it: the limit of
+    `check_list_overrides` for what the command line does not show (a 200,001-item sweep.w2 list in
+    conf/sweep/huge.yaml composed for 9 minutes). Only files large enough to hold one are parsed (libyaml's loader)."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    for path in sorted(conf_dir.rglob("*.yaml")):
+        if path.stat().st_size <= 2 * MAX_PAIRS:  # an item takes two bytes at least ("1,")
+            continue
+        try:
+            tree = yaml.load(path.read_bytes(), Loader=loader)
+        except yaml.YAMLError:
+            continue  # Hydra reports it, with its own message
+        for key, items in _long_lists(tree):
+            raise PipelineError(
+                f"{path} lists {items:,} items at {key}, more than {MAX_PAIRS:,} in one list (composing it alone "
+                "takes minutes, and the sweep stage keeps about 6 kB a weight pair per sentence). Fix: use fewer "
+                "values (the ratio grid sweep.ratios covers many ratios W2/W1 at once), or split them over several "
+                "runs."
+            )
+
+
+def _long_lists(tree, key: str = "") -> Iterator[tuple[str, int]]:
+    """(dotted key, length) of each list of more than MAX_PAIRS items in a parsed YAML tree."""
+    if isinstance(tree, dict):
+        for name, value in tree.items():
+            yield from _long_lists(value, f"{key}.{name}" if key else str(name))
+    elif isinstance(tree, list):
+        if len(tree) > MAX_PAIRS:
+            yield key or "the top level", len(tree)
+        for i, value in enumerate(tree):
+            if isinstance(value, (dict, list)):
+                yield from _long_lists(value, f"{key}[{i}]")
 
 
 def check_list_overrides(overrides: Sequence[str]) -> None:

@@ -5,22 +5,25 @@
 `dvc repro` does not compose, each stage it runs checks that `params.yaml` still agrees with `conf/`
 (see `check_fresh`; pipeline.stages._cli) and refuses a stale one with a message that says how to
 regenerate it; the tokenize stage depends on conf/, so that an edit of conf/ alone reaches that check.
+Both checks are by content: params.yaml records the SHA-256 of its YAML, of the sources it was composed from
+(`sources_sha256`) and the overrides (pipeline.base.params_file), never by modification times.
 """
 
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 from typing import Iterable
 
 import yaml
 
 from pipeline.base.errors import PipelineError
-from pipeline.base.params_file import read_params_file
+from pipeline.base.params_file import read_params_file, read_stamp, split, stamp_line
 from pipeline.base.paths import Layout, checkout_root
 from pipeline.base.secrets import redact
 from pipeline.config.input_files import check_inputs
-from pipeline.config.limits import check_limits, check_list_overrides
+from pipeline.config.limits import check_conf_lists, check_limits, check_list_overrides
 from pipeline.base.trees import flatten
 from pipeline.config.schema import MAIN, Composition, Config, unknown_key_message, validate
 
@@ -51,6 +54,7 @@ def compose(overrides: Iterable[str] = (), root: Path | None = None, composition
     conf_dir = Layout(root or checkout_root()).conf_dir
     overrides = list(overrides)
     check_list_overrides(overrides)  # before Hydra parses millions of items
+    check_conf_lists(conf_dir)  # and those in a file of conf/
     try:
         with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3"):
             cfg = hydra_compose(config_name=composition.config_name, overrides=overrides)
@@ -74,9 +78,33 @@ def _explain(exc: Exception, schema: type = Config) -> str:
     return f"{message}. Fix: check the key and option names against conf/ (options: python -m pipeline.compose --help)."
 
 
-def dump_params(params: dict, composition: Composition = MAIN) -> str:
-    header = PARAMS_HEADER if composition is MAIN else LENGTH_PARAMS_HEADER
-    return header + yaml.safe_dump(params, sort_keys=False, allow_unicode=True, width=100)
+def sources_sha256(root: Path) -> str:
+    """SHA-256 of what a composition reads: every YAML file of conf/ (by path and bytes) and the schema's module,
+    whose defaults every option file leaves out."""
+    import hashlib
+    import inspect
+
+    digest = hashlib.sha256()
+    conf = Layout(root).conf_dir
+    for path in sorted(conf.rglob("*.yaml")):
+        digest.update(f"{path.relative_to(conf).as_posix()}\0{path.stat().st_size}\0".encode())
+        digest.update(path.read_bytes())
+    digest.update(Path(inspect.getfile(Config)).read_bytes())  # the schema's module
+    return digest.hexdigest()
+
+
+def _header(composition: Composition) -> str:
+    return PARAMS_HEADER if composition is MAIN else LENGTH_PARAMS_HEADER
+
+
+def dump_params(
+    params: dict, overrides: Iterable[str] | None = (), root: Path | None = None, composition: Composition = MAIN
+) -> str:
+    """params.yaml's text (or `composition`'s params file's): the header, the stamp (pipeline.base.params_file: the
+    overrides, None when unknown, and the SHA-256s of the sources and of the YAML) and the YAML."""
+    body = yaml.safe_dump(params, sort_keys=False, allow_unicode=True, width=100)
+    overrides = None if overrides is None else list(overrides)
+    return _header(composition) + stamp_line(body, overrides, sources_sha256(root or checkout_root())) + body
 
 
 def params_path(root: Path | None = None, composition: Composition = MAIN) -> Path:
@@ -84,12 +112,28 @@ def params_path(root: Path | None = None, composition: Composition = MAIN) -> Pa
     return getattr(Layout(root or checkout_root()), composition.params)
 
 
-def write_params(params: dict, root: Path | None = None, composition: Composition = MAIN) -> Path:
+def write_params(
+    params: dict, root: Path | None = None, overrides: Iterable[str] = (), composition: Composition = MAIN
+) -> Path:
+    from pipeline.base.files import write_text
+
+    root = root or checkout_root()
+    path = params_path(root, composition)
+    write_text(path, dump_params(params, overrides, root, composition))
+    return path
+
+
+def record_composition(root: Path, composition: Composition = MAIN) -> bool:
+    """Stamp a params file that `dvc exp run` composed just now (DVC writes no stamp) with the SHA-256s of its YAML
+    and of the sources, its overrides unknown: later runs check it by content too. Returns whether it wrote."""
     from pipeline.base.files import write_text
 
     path = params_path(root, composition)
-    write_text(path, dump_params(params, composition))
-    return path
+    header, record, body = split(path.read_text(encoding="utf-8"))
+    if record is not None:
+        return False
+    write_text(path, (header or _header(composition)) + stamp_line(body, None, sources_sha256(root)) + body)
+    return True
 
 
 def read_params(root: Path | None = None, composition: Composition = MAIN) -> dict:
@@ -110,35 +154,27 @@ def check_runnable(cfg: Config, root: Path) -> None:
     check_limits(cfg, check_inputs(cfg, root))
 
 
-def _newest_conf_file(root: Path) -> tuple[float, Path | None]:
-    newest, newest_path = 0.0, None
-    for path in Layout(root).conf_dir.rglob("*.yaml"):
-        mtime = path.stat().st_mtime
-        if mtime > newest:
-            newest, newest_path = mtime, path
-    return newest, newest_path
-
-
 def check_fresh(params: dict, root: Path | None = None, composition: Composition = MAIN) -> None:
-    """Refuse a params.yaml (or `composition`'s params file) that conf/ has moved past.
+    """Refuse a params.yaml (`params`, as read; or `composition`'s params file) that conf/ has moved past, by content.
 
     params.yaml is fresh when either
-      - it equals conf/ composed with the group options it names (`<group>.name`), or
-      - it is newer than every file in conf/ (it was just composed with key overrides,
-        e.g. by `dvc exp run -S sweep.w2=10`).
-    Otherwise conf/ was edited after params.yaml was written, and `dvc repro` would silently
-    run the old values.
+      - the sources it records (`sources_sha256`: conf/ and the schema) are those of now, or
+      - it equals conf/ composed now with the overrides it records (a change of the sources that changes nothing,
+        e.g. a comment), or, when they are unknown (DVC wrote it), with the group options it names (`<group>.name`).
+    Otherwise conf/ was edited after params.yaml was written, and `dvc repro` would silently run the old values.
     """
     root = root or checkout_root()
-    newest, newest_path = _newest_conf_file(root)
-    if params_path(root, composition).stat().st_mtime >= newest:
+    record = read_stamp(params_path(root, composition)) or {}
+    if record.get("sources_sha256") == sources_sha256(root):
         return
-    choices = [
-        f"{group}={params[group]['name']}"
-        for group in composition.groups
-        if isinstance(params.get(group), dict) and "name" in params[group]
-    ]
-    expected = compose(choices, root, composition)
+    overrides = record.get("overrides")
+    if not isinstance(overrides, list):
+        overrides = [
+            f"{group}={params[group]['name']}"
+            for group in composition.groups
+            if isinstance(params.get(group), dict) and "name" in params[group]
+        ]
+    expected = compose(overrides, root, composition)
     if expected == params:
         return
     now, was = flatten(expected), flatten(params)
@@ -147,18 +183,21 @@ def check_fresh(params: dict, root: Path | None = None, composition: Composition
         f"{k}: params.yaml={was.get(k, '<absent>')!r} conf/={now.get(k, '<absent>')!r}" for k in changed[:5]
     )
     more = f" (and {len(changed) - 5} more)" if len(changed) > 5 else ""
-    if composition is MAIN:
-        fix = (
-            "run `python -m pipeline.compose` (plus your overrides) before `dvc repro`, or use "
-            "`python -m pipeline.repro` / `dvc exp run`, which compose first."
-        )
-    else:
-        fix = (
-            "run `python -m pipeline.compose --length` (plus your overrides) before `dvc repro`, or use `dvc exp run`."
-        )
+    recorded = record.get("overrides")
+    command = "python -m pipeline.compose" if composition is MAIN else "python -m pipeline.compose --length"
+    fix = (
+        f"`{(command + ' ' + shlex.join(recorded)).strip()}`"
+        if isinstance(recorded, list)
+        else f"`{command}` (plus your overrides)"
+    )
+    first = (
+        "`python -m pipeline.repro` / `dvc exp run`, which compose first."
+        if composition is MAIN
+        else "`dvc exp run` there, which composes first."
+    )
     raise PipelineError(
-        f"{composition.label} is stale: {newest_path.relative_to(root)} changed after it was composed, and they "
-        f"disagree on {shown}{more}. Fix: {fix}"
+        f"{composition.label} is stale: conf/ (or the schema) changed after it was composed, and they disagree on "
+        f"{shown}{more}. Fix: run {fix} before `dvc repro`, or use {first}"
     )
 
 

@@ -81,6 +81,22 @@ def not_below(low: float) -> Rule:
     return Rule(f"a finite number >= {low:g}", lambda v: math.isfinite(v) and v >= low)
 
 
+# Magnitudes whose squares, summed over the thousands of terms of a dot product or a Gram matrix, stay far inside
+# float64's range (2.2e-308 .. 1.8e308): a weight, ratio or scale beyond them makes infinities (an overflow) or a
+# cloud of identical points (an underflow) instead of a result.
+MAX_MAGNITUDE = 1e100
+MIN_MAGNITUDE = 1e-100
+
+
+def in_range(low: float, high: float, why: str = "") -> Rule:
+    """A finite number in [low, high]; `why` says where the bounds come from."""
+    return Rule(f"a number in [{low:g}, {high:g}]{why}", lambda v: math.isfinite(v) and low <= v <= high)
+
+
+MAGNITUDE_WHY = " (larger or smaller ones overflow or underflow float64 in the products that use them)"
+POSITIVE_MAGNITUDE = in_range(MIN_MAGNITUDE, MAX_MAGNITUDE, MAGNITUDE_WHY)
+
+
 def one_of(choices: tuple[str, ...]) -> Rule:
     return Rule(f"one of {', '.join(choices)}", lambda v: v in choices)
 
@@ -320,7 +336,7 @@ class EncodingConfig(_Checked):
     # encoding=learned only (LEARNED_ONLY): the torch.Generator seed, uniform U(-scale, scale) | normal N(0, scale^2)
     seed: Optional[int] = checked(at_least(0), null=True, default=None)
     init: Optional[str] = checked(one_of(INITS), null=True, default=None)
-    scale: Optional[float] = checked(above(0), null=True, default=None)
+    scale: Optional[float] = checked(POSITIVE_MAGNITUDE, null=True, default=None)
 
     def check(self) -> None:
         for name in LEARNED_ONLY:
@@ -335,17 +351,24 @@ class EncodingConfig(_Checked):
 
 
 def is_weight(value: Any) -> bool:
-    """A finite number or 'sqrt_d' (spaces around it allowed), as pipeline.core.weights reads it."""
+    """0, a number of magnitude MIN_MAGNITUDE..MAX_MAGNITUDE, or 'sqrt_d' (spaces around it allowed), as
+    pipeline.core.weights reads it."""
     if isinstance(value, str):
         return value.strip() == SQRT_D
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+        return False
+    return value == 0 or MIN_MAGNITUDE <= abs(value) <= MAX_MAGNITUDE
 
 
 def _weights(value: Any) -> bool:
     return is_weight(value) or (isinstance(value, list) and len(value) > 0 and all(map(is_weight, value)))
 
 
-WEIGHTS = Rule(f"a finite number, '{SQRT_D}', or a non-empty list of those (e.g. [1, 10] or {SQRT_D})", _weights)
+WEIGHTS = Rule(
+    f"0, a number of magnitude {MIN_MAGNITUDE:g} to {MAX_MAGNITUDE:g}{MAGNITUDE_WHY}, '{SQRT_D}', or a non-empty "
+    f"list of those (e.g. [1, 10] or {SQRT_D})",
+    _weights,
+)
 
 
 @dataclass
@@ -353,8 +376,8 @@ class RatiosConfig(_Checked):
     """The dense sweep of r = W2 / W1 on a log grid (metrics depend only on r when W1 > 0)."""
 
     KEY = "sweep.ratios"
-    min: float = checked(above(0), default=0.01)
-    max: float = checked(above(0), default=100.0)
+    min: float = checked(POSITIVE_MAGNITUDE, default=0.01)
+    max: float = checked(POSITIVE_MAGNITUDE, default=100.0)
     points: int = checked(between(2, 10000), default=41)  # 10 per decade
 
     def check(self) -> None:
@@ -380,6 +403,15 @@ class SweepConfig(_Checked):
                 f"config keys sweep.w1 and sweep.w2 have {lengths[0]} and {lengths[1]} weights: they pair up "
                 "element by element, so give lists of the same length, or a single weight for one of them. "
                 "Fix it in conf/sweep/ or override them, e.g. `sweep.w1=[1,1] sweep.w2=[1,10]`."
+            )
+        w1, w2 = ([w] * max(lengths) if not isinstance(w, list) else w for w in (self.w1, self.w2))
+        both_zero = [i for i, pair in enumerate(zip(w1, w2)) if all(w == 0 for w in pair)]
+        if both_zero:
+            raise PipelineError(
+                f"config keys sweep.w1 and sweep.w2 are both 0 in pair {both_zero[0] + 1}: W1 * embedding + W2 * "
+                "encoding is then 0 for every word, a cloud of identical points whose projection and metrics mean "
+                "nothing. Fix: give that pair a non-zero weight (W1 = 0 is the pure encoding, W2 = 0 the pure "
+                "embedding), e.g. `sweep.w1=1 sweep.w2=0`."
             )
 
 
@@ -431,7 +463,7 @@ class SignatureConfig(_Checked):
     )
     output_dim: int = checked(at_least(1), default=50)
     init: str = checked(one_of(INITS), default="uniform")  # random layer: uniform(-scale, scale) | normal(0, scale^2)
-    scale: float = checked(above(0), default=0.05)
+    scale: float = checked(POSITIVE_MAGNITUDE, default=0.05)
     base: float = checked(above(1), default=10000.0)  # fixed layer: sinusoid base n
     titles: List[str] = field(default_factory=lambda: ["Tech Phrase", "Wise Phrase"])
     phrases: List[str] = checked(
@@ -540,6 +572,10 @@ class StudyConfig(_Checked):
         )
 
 
+# RoPE bases in use run from 1e4 to 1e7 (LLaMA 3: 5e5); beyond 1e12, NTK's base * s^2 (d_head = 4) leaves float64
+ROPE_BASE = Rule("a number > 1 and at most 1e12", lambda v: math.isfinite(v) and 1 < v <= 1e12)
+
+
 @dataclass
 class RopeConfig(_Checked):
     """Rotary position embeddings (Su et al., RoFormer)."""
@@ -549,10 +585,13 @@ class RopeConfig(_Checked):
         Rule("an even integer >= 4 (RoPE rotates pairs; NTK scaling needs d > 2)", lambda v: v >= 4 and v % 2 == 0),
         default=128,
     )
-    base: float = checked(above(1), default=10000.0)  # theta_i = base^(-2i/d), the sinusoid's frequencies
-    larger_base: float = checked(above(1), default=500000.0)  # the "larger base" curve (LLaMA 3)
+    base: float = checked(ROPE_BASE, default=10000.0)  # theta_i = base^(-2i/d), the sinusoid's frequencies
+    larger_base: float = checked(ROPE_BASE, default=500000.0)  # the "larger base" curve (LLaMA 3)
     # s, a context s times longer: NTK-aware base * s^(d/(d-2)); position interpolation m / s
-    scale: float = checked(not_below(1), default=4.0)
+    scale: float = checked(
+        in_range(1, 1e6, " (a context up to a million times longer; NTK's base * s^(d/(d-2)) must stay finite)"),
+        default=4.0,
+    )
     layout: str = checked(
         Rule("interleaved (RoFormer's pairs) or half_split (GPT-NeoX/LLaMA rotate_half)", lambda v: v in ROPE_LAYOUTS),
         default="half_split",
@@ -583,25 +622,42 @@ class AlibiConfig(_Checked):
     causal: bool = True  # true: -m (i - j) for keys j <= i, future keys masked; false: -m |i - j|
 
 
+# LongRoPE's published per-pair factors beyond the original context: microsoft/Phi-3-medium-128k-instruct's
+# config.json, rope_scaling.long_factor (head dimension 5120 / 40 = 128: 64 pairs; original context 4,096 tokens,
+# extended to 131,072), as huggingface.co serves it
+PHI3_MEDIUM_128K_LONG_FACTOR = (
+    [1.0] * 13
+    + [1.25, 1.25, 1.5, 2.0, 2.75, 5.75, 5.75, 6.5, 9.25, 11.0, 13.25, 19.25, 19.75, 19.75, 21.25, 21.5, 26.5, 30.0]
+    + [33.75, 35.25, 38.5, 42.0, 42.25, 46.0, 47.0, 50.0, 50.5, 51.0, 52.0, 52.75, 53.75, 54.75, 57.0, 57.25, 58.5]
+    + [59.25, 59.5, 62.0, 62.5, 62.75, 63.25, 63.25, 63.25, 63.75, 64.0, 64.0, 64.25, 64.5, 64.5, 65.0, 65.0]
+)
+
+
 @dataclass
 class RopeScalingConfig(_Checked):
     """RoPE's context-extension scalings (pipeline.core.rope_scaling) for a context relative.rope.scale times the
-    original one; the published settings by default."""
+    original one; the published settings by default. LongRoPE is a released model's: its per-pair factors and its
+    own contexts."""
 
     KEY = "relative.scaling"
-    original_context: int = checked(at_least(2), default=8192)  # L: the context the model was trained on
+    original_context: int = checked(between(2, 10**9), default=8192)  # L: the context the model was trained on
     yarn_beta_fast: float = checked(above(0), default=32.0)  # YaRN: pairs with more rotations in L keep theta_i
     yarn_beta_slow: float = checked(above(0), default=1.0)  # YaRN: pairs with fewer rotations in L get theta_i / s
     llama3_factor: float = checked(not_below(1), default=8.0)  # Llama 3.1
     llama3_low_freq_factor: float = checked(above(0), default=1.0)  # wavelengths > L / low: theta_i / factor
     llama3_high_freq_factor: float = checked(above(0), default=4.0)  # wavelengths < L / high: theta_i kept
-    # LongRoPE's per-pair factors (d_head / 2 values each); empty: 1 within L, s^(2i/(d-2)) beyond it
+    # LongRoPE's per-pair factors (relative.properties.d / 2 values each); short: within its original context
+    # (empty: 1), long: beyond it (empty: an illustrative s^(2i/(d-2)), no model's)
     longrope_short_factor: List[float] = checked(
         Rule("a list of numbers > 0", lambda v: all(x > 0 for x in v)), factory=list
     )
     longrope_long_factor: List[float] = checked(
-        Rule("a list of numbers > 0", lambda v: all(x > 0 for x in v)), factory=list
+        Rule("a list of numbers > 0", lambda v: all(x > 0 for x in v)),
+        factory=lambda: list(PHI3_MEDIUM_128K_LONG_FACTOR),
     )
+    longrope_source: str = checked(NON_EMPTY, default="microsoft/Phi-3-medium-128k-instruct")  # whose factors
+    longrope_original_context: int = checked(at_least(2), default=4096)  # that model's original context
+    longrope_context: int = checked(at_least(2), default=131072)  # and its extended one (s = context / original)
 
     def check(self) -> None:
         self.require(self.yarn_beta_fast > self.yarn_beta_slow, "yarn_beta_fast", "a number > yarn_beta_slow")
@@ -610,16 +666,28 @@ class RopeScalingConfig(_Checked):
             "llama3_high_freq_factor",
             "a number > llama3_low_freq_factor",
         )
+        self.require(
+            self.longrope_context >= self.longrope_original_context,
+            "longrope_context",
+            f"an integer >= relative.scaling.longrope_original_context = {self.longrope_original_context}",
+        )
 
 
 @dataclass
 class PropertiesConfig(_Checked):
-    """The families x properties table (pipeline.core.pe_properties)."""
+    """The families x properties table (pipeline.core.families, pipeline.core.pe_properties)."""
 
     KEY = "relative.properties"
+    # d: every family's dimension (the sinusoid's, RoPE's head, the random table's), so that the table compares the
+    # families, not their sizes; the attention prior of a dot-product proximity P is softmax(P / sqrt(d))
+    d: int = checked(
+        Rule("an even integer in [4, 1024] (RoPE rotates pairs)", lambda v: 4 <= v <= 1024 and v % 2 == 0),
+        default=128,
+    )
     positions: int = checked(between(4, 1024), default=64)  # N: the N x N position-position proximity scored
-    samples: int = checked(between(1, 100_000), default=256)  # seeded Gaussian (q, k) pairs of RoPE's expectations
-    seed: int = checked(at_least(0), default=0)  # the draws of q, k and of the learned table
+    samples: int = checked(between(2, 100_000), default=256)  # seeded independent Gaussian (q, k) pairs of RoPE
+    seed: int = checked(at_least(0), default=0)  # the draws of q, k, of the random table and of the probe's words
+    probe_words: int = checked(between(1, 1000), default=32)  # MiniLM-L6's identical word probing: words drawn
 
 
 @dataclass
@@ -632,12 +700,13 @@ class RelativeConfig(_Checked):
     properties: PropertiesConfig = field(default_factory=PropertiesConfig)
 
     def check(self) -> None:
-        h, given = self.rope.d_head // 2, (self.scaling.longrope_short_factor, self.scaling.longrope_long_factor)
-        self.require(
-            all(len(v) in (0, h) for v in given),
-            "scaling.longrope_long_factor",
-            f"empty or d_head / 2 = {h} factors (as relative.scaling.longrope_short_factor)",
-        )
+        d = self.properties.d
+        for key in ("longrope_short_factor", "longrope_long_factor"):
+            self.require(
+                len(getattr(self.scaling, key)) in (0, d // 2),
+                f"scaling.{key}",
+                f"empty or relative.properties.d / 2 = {d // 2} factors (one per pair)",
+            )
 
 
 @dataclass

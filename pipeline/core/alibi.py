@@ -11,12 +11,16 @@ each slope is 2 to that exponent, correctly rounded (pipeline.core.portable.cr_p
 
 The bias is Toeplitz in (i, j) (it depends only on i - j). The official implementation adds m_h j to row i
 instead of -m_h (i - j): the two differ by m_h i, a constant per row, which the softmax over j cancels.
+
+The attention prior of a head, the softmax over keys of its bias alone, has a closed form (numpy, `prior`): row i
+is r^|i - j| / Z_i with r = e^(-m), Z_i a geometric sum; so does Chen et al.'s locality of it (`locality`).
 """
 
 from __future__ import annotations
 
 from fractions import Fraction
 
+import numpy as np
 import torch
 
 
@@ -80,3 +84,39 @@ def toeplitz_deviation(matrix: torch.Tensor) -> float:
         gap = torch.where(same, torch.zeros_like(diagonal), (diagonal - first).abs())
         worst = max(worst, float(torch.where(gap.isnan(), torch.inf, gap).max()))
     return worst
+
+
+# ---------------------------------------------------------------- the attention prior in closed form (numpy)
+
+
+def _powers(slope: float, exponents: np.ndarray) -> np.ndarray:
+    """r^k = e^(-m k) for integers k >= 0, float64: m k rounded once, then portable.exp (the same bits everywhere)."""
+    from pipeline.core.portable import exp
+
+    return exp(-slope * exponents.astype("float64"))
+
+
+def row_sums(ratio_powers, n: int, causal: bool):
+    """(n,) sum over the keys j of row i of x^|i - j| (j <= i when causal), in closed form from x^k, k = 0 .. n
+    (ratio_powers (n + 1,)): (1 - x^(i+1)) / (1 - x), plus (x - x^(n-i)) / (1 - x) for the keys after i."""
+    x = ratio_powers[1]
+    i = np.arange(n)
+    before = (1.0 - ratio_powers[i + 1]) / (1.0 - x)
+    return before if causal else before + (x - ratio_powers[n - i]) / (1.0 - x)
+
+
+def prior(slope: float, n: int, *, causal: bool) -> np.ndarray:
+    """(n, n) float64 attention prior of one head, the softmax over keys of its bias alone, in closed form:
+    A[i, j] = r^|i - j| / Z_i with r = e^(-m) and Z_i = row_sums(...) (no sum over the row is formed); 0 for a
+    masked key j > i when causal."""
+    i, j = np.arange(n)[:, None], np.arange(n)[None, :]
+    weights = _powers(slope, np.abs(i - j)) / row_sums(_powers(slope, np.arange(n + 1)), n, causal)[:, None]
+    return np.where(j > i, 0.0, weights) if causal else weights
+
+
+def locality(slope: float, n: int, *, causal: bool) -> float:
+    """Chen et al.'s locality of prior(slope, n) in closed form: mean over rows of sum_j (r/2)^|i-j| / Z_i, the
+    geometric sums of ratio r/2 and r (r/2: e^(-m) halved exactly)."""
+    k = np.arange(n + 1)
+    halved = np.ldexp(_powers(slope, k), -k)  # (r / 2)^k = r^k 2^-k, exactly
+    return float((row_sums(halved, n, causal) / row_sums(_powers(slope, k), n, causal)).mean())

@@ -191,6 +191,10 @@ def _tred2_tql2(matrices, values, vectors, scratch):  # pragma: no cover - compi
 
 
 _compiled = None
+# Below this much work (matrices x n^3) the interpreted kernel finishes before numba is even imported (about 2 us per
+# matrix x n^3 interpreted against 0.3 s to import numba and load the compiled kernel; README, Benchmarks): the
+# default run's sweep and panels stay below it. The bits are the same either way.
+INTERPRETED_WORK = 150_000
 
 
 def _kernel():
@@ -212,7 +216,7 @@ def eigh(matrices, kernel=None) -> tuple[np.ndarray, np.ndarray]:
     """numpy.linalg.eigh of symmetric (..., n, n) float64 matrices (the lower triangle is read): eigenvalues (..., n)
     ascending and eigenvectors (..., n, n) as columns, the same bits on every machine. Signs of eigenvectors are the
     algorithm's (normalise them where it matters, as scikit-learn's svd_flip does). kernel: the function to run
-    (default: the compiled one; tests pass the interpreted `_tred2_tql2`)."""
+    (default: interpreted for small work, INTERPRETED_WORK, else compiled; tests pass either)."""
     a = np.ascontiguousarray(matrices, dtype=np.float64)
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise ValueError(f"eigh needs square (..., n, n) matrices, got shape {a.shape}")
@@ -223,7 +227,9 @@ def eigh(matrices, kernel=None) -> tuple[np.ndarray, np.ndarray]:
     values = np.empty(flat.shape[:2])
     vectors = np.empty(flat.shape)
     if n and len(flat):
-        failed = (kernel or _kernel())(flat, values, vectors, np.empty(n))
+        if kernel is None:
+            kernel = _tred2_tql2 if len(flat) * n**3 <= INTERPRETED_WORK else _kernel()
+        failed = kernel(flat, values, vectors, np.empty(n))
         if failed:
             raise ArithmeticError(f"eigh: the QL iteration did not converge for {failed} matrices")
     return values.reshape(a.shape[:-1]), vectors.reshape(a.shape)

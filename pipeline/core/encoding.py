@@ -41,6 +41,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
+from pipeline.base.progress import Progress
 from pipeline.core import portable, sinusoid
 from pipeline.core.choices import LAYOUTS
 from pipeline.core.device import float64_capable, has_float64
@@ -232,13 +233,33 @@ def _symmetric_extension(profile: torch.Tensor) -> torch.Tensor:
     return torch.cat([profile.flip(0), profile[1:]])
 
 
+TOEPLITZ_BLOCK = 2**22  # elements of the full matrices copied out per flip (toeplitz_rows)
+
+
+def _block_rows(n: int) -> int:
+    """Rows of an n-column Toeplitz matrix that toeplitz_rows copies out at once."""
+    return max(1, TOEPLITZ_BLOCK // max(1, n))
+
+
+def toeplitz_block_elements(n: int) -> int:
+    """Elements of the temporary block toeplitz_rows holds while it copies out an (n, n) matrix."""
+    return min(n, _block_rows(n)) * n
+
+
 def toeplitz_rows(profile: torch.Tensor, rows: slice | None = None, dtype: torch.dtype | None = None) -> torch.Tensor:
     """Rows a0 .. a1-1 (all by default) of the symmetric Toeplitz matrix T[a, b] = profile[|a-b|]: (a1-a0, n)."""
     n = profile.numel()
     a0, a1, _ = (rows or slice(0, n)).indices(n)
     v = _symmetric_extension(profile.to(dtype or profile.dtype))
-    # Rows in reverse order form a Hankel matrix, a (1, 1)-strided view of v; one flip copies it out.
-    return v[n - a1 :].as_strided((a1 - a0, n), (1, 1)).flip(0)
+    out = torch.empty((a1 - a0, n), dtype=v.dtype, device=v.device)
+    # Rows in reverse order form a Hankel matrix, a (1, 1)-strided view of v; a flip copies it out, TOEPLITZ_BLOCK
+    # elements at a time: CUDA's flip of a view beyond 2^31 elements reads out of bounds (illegal memory access at
+    # n = 65,536 on an H200, benchmarks/results/gpu-check-cuda-nvidia-h200.json), and the block bounds the temporary.
+    step = _block_rows(n)
+    for r0 in range(a0, a1, step):
+        r1 = min(a1, r0 + step)
+        out[r0 - a0 : r1 - a0] = v[n - r1 :].as_strided((r1 - r0, n), (1, 1)).flip(0)
+    return out
 
 
 _FULL_FIX = (
@@ -247,13 +268,13 @@ _FULL_FIX = (
 
 
 def full_matrices_bytes(n: int, dtype: torch.dtype = torch.float64, *, odd: bool = False) -> int:
-    """Peak bytes `profile_matrices` takes on one device for n positions: the two (n, n) results in `dtype`; for
-    odd d (`odd`) their float64 work too (converting one keeps both copies for a moment) and one chunk of 2^22
-    float64 differences."""
+    """Peak bytes `profile_matrices` takes on one device for n positions: the two (n, n) results in `dtype` and one
+    block being copied out (toeplitz_block_elements); for odd d (`odd`) their float64 work too (converting one keeps
+    both copies for a moment) and one chunk of 2^22 float64 differences."""
     s = torch.empty(0, dtype=dtype).element_size()
     if not odd:
-        return 2 * s * n * n
-    return (16 if s == 8 else 8 + 2 * s) * n * n + 8 * 2**22
+        return 2 * s * n * n + s * toeplitz_block_elements(n)
+    return (16 if s == 8 else 8 + 2 * s) * n * n + 8 * 2**22 + 8 * toeplitz_block_elements(n)
 
 
 def _exact_gram_bytes(n: int, d: int) -> int:
@@ -340,7 +361,9 @@ def profile_block_means(profiles: Profiles, factor: int) -> tuple[torch.Tensor, 
     dot = dot + u_mean[:, None] * u_mean[None, :]
     dist = torch.empty(M, M, dtype=torch.float64, device=u.device)
     step = max(1, 2**22 // (f * n))  # block rows per chunk
+    progress = Progress("encode: block means of the distances, block rows", M)
     for i0 in range(0, M, step):
+        progress.update(i0)
         i1 = min(M, i0 + step)
         rows = slice(i0 * f, i1 * f)
         d2 = toeplitz_rows(profiles.dist2, rows)[:, : M * f]
@@ -427,7 +450,9 @@ def block_means(pe: torch.Tensor, factor: int) -> tuple[torch.Tensor, torch.Tens
     dot = torch.empty(M, M, dtype=x.dtype, device=x.device)
     dist = torch.empty_like(dot)
     step = max(1, 2**22 // (f * M * f))
+    progress = Progress("encode: block means, block rows", M)
     for i0 in range(0, M, step):
+        progress.update(i0)
         i1 = min(M, i0 + step)
         rows = slice(i0 * f, i1 * f)
         gram = portable.exact_matmul(x[rows], x.T)  # (rows, M f)

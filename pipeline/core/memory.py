@@ -1,8 +1,9 @@
 """Memory on a torch device: what a new allocation may take there, and a clear refusal before one that cannot fit.
 
 `available_memory(device)`:
-    cuda   the driver's free memory (torch.cuda.mem_get_info) plus what torch's caching allocator holds unused
-           (reserved - allocated), which it hands out again before asking the driver
+    cuda   the driver's free memory (torch.cuda.mem_get_info) once torch's caching allocator has handed back what
+           it holds unused (torch.cuda.empty_cache): a cached block serves only requests it can hold, so counting
+           the cache as free let a 69 GiB result fail on an H200 with 1 GiB cached in small blocks
     cpu    MemAvailable of /proc/meminfo (Linux), else the free physical pages (os.sysconf)
     other  None: unknown (MPS shares the machine's memory in ways torch does not report), nothing is refused
 `memory_cap(nbytes)` lowers it for the code inside (a smaller device than the one at hand: tests, a shared GPU).
@@ -46,8 +47,8 @@ def available_memory(device: torch.device | str | None) -> int | None:
     """Bytes a new allocation may take on `device` now (see the module doc); None when unknown."""
     device = torch.device(device or "cpu")
     if device.type == "cuda":
-        free, _ = torch.cuda.mem_get_info(device)
-        measured = free + torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+        torch.cuda.empty_cache()
+        measured, _ = torch.cuda.mem_get_info(device)
     elif device.type == "cpu":
         measured = _meminfo_available()
     else:

@@ -17,8 +17,8 @@ spread of 1e-13 that is 0 in theory) reads as 0.
 
 from __future__ import annotations
 
+import math
 from typing import Any
-
 
 import numpy as np
 import torch
@@ -133,7 +133,7 @@ def alibi_diagnostics(cfg: Any, device: torch.device) -> tuple[dict[str, np.ndar
     return arrays, summary
 
 
-# ---------------------------------------------------------------- every family side by side (issue 24)
+# ---------------------------------------------------------------- RoPE's expected scores and its scalings
 
 
 def gaussian_pairs(samples: int, d_head: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -143,90 +143,64 @@ def gaussian_pairs(samples: int, d_head: int, seed: int) -> tuple[np.ndarray, np
     return x[0, :, :h] + 1j * x[0, :, h:], x[1, :, :h] + 1j * x[1, :, h:]
 
 
-def rope_profiles(inv_freq: np.ndarray, factor: float, q: np.ndarray, k: np.ndarray, offsets: np.ndarray) -> dict:
-    """Scores a^2 Re sum_i q_i conj(k_i) e^{i delta theta_i} over offsets delta (K,): `self` the mean with k = q
-    (a^2 sum_i |q_i|^2 cos(delta theta_i)), `mean` and `std` over the independent pairs (q, k) (Barbero et al.).
+def cos_sum(inv_freq: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """(K,) sum_i cos(delta theta_i) for each offset delta of offsets (K,), from |delta| (so that the profile is
+    exactly even: P(delta) = P(-delta) to the bit); portable.sin_cos, numpy's pairwise sum over the pairs."""
+    _, cos = portable.sin_cos(np.abs(offsets)[:, None] * inv_freq[None, :])
+    return cos.sum(axis=1)
 
-    In real arithmetic (Re w e^{i a} = Re w cos a - Im w sin a, w = q conj(k)) with exact products
+
+def rope_self_expectation(inv_freq: np.ndarray, factor: float, offsets: np.ndarray) -> np.ndarray:
+    """(K,) RoPE's expected score with k = q, exactly: E[a^2 Re sum_i |q_i|^2 e^{i delta theta_i}] =
+    2 a^2 sum_i cos(delta theta_i), since E|q_i|^2 = 2 for a pair of N(0, 1) coordinates (no sampling)."""
+    return 2.0 * (factor * factor) * cos_sum(inv_freq, offsets)
+
+
+def rope_independent_std(factor: float, d_head: int) -> float:
+    """The standard deviation of the score a^2 q . R(delta) k of independent q, k ~ N(0, I_d), exactly a^2 sqrt(d) at
+    every offset (each pair adds variance 2 a^4: E(Re q_i conj(k_i) e^{i phi})^2 = 2); its mean is exactly 0."""
+    return factor * factor * math.sqrt(d_head)
+
+
+def rope_scores(inv_freq: np.ndarray, factor: float, q: np.ndarray, k: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """(S, K) a^2 Re sum_i q_i conj(k_i) e^{i delta theta_i} of each sampled pair (q, k) (S, d/2 complex) at each
+    offset delta (K,). In real arithmetic (Re w e^{i a} = Re w cos a - Im w sin a, w = q conj(k)) with exact products
     (portable.exact_matmul): complex multiplication may be fused into multiply-adds by some CPUs."""
     sin, cos = portable.sin_cos(offsets[:, None] * inv_freq[None, :])  # (K, h)
-    a2 = factor * factor
     w_re = q.real * k.real + q.imag * k.imag
     w_im = q.imag * k.real - q.real * k.imag
-    independent = a2 * (portable.exact_matmul(w_re, cos.T) - portable.exact_matmul(w_im, sin.T))  # (S, K)
-    power = (q.real * q.real + q.imag * q.imag).mean(axis=0)  # (h,) mean of |q_i|^2
-    return {
-        "self": a2 * portable.exact_matmul(cos, power[:, None])[:, 0],
-        "mean": independent.mean(axis=0),
-        "std": independent.std(axis=0),
-    }
-
-
-def family_proximities(rel: Any, sinusoids: dict, learned: np.ndarray, biases: np.ndarray) -> dict:
-    """family key -> (description, proximity P (N, N), its attention prior, or per-head lists for ALiBi).
-
-    rel: the `relative` config; sinusoids: layout -> (N, d) float64 sinusoidal tables; learned: (N, d) the seeded
-    learned table; biases: (heads, N, N) ALiBi's bias (-inf masked) of the first head count."""
-    from pipeline.core import pe_properties as pp
-    from pipeline.core.rope_scaling import scaled_frequencies
-
-    cfg = rel.properties
-    n, d_head = cfg.positions, rel.rope.d_head
-    out = {"nope": ("NoPE: no position signal, P = 0", np.zeros((n, n)), np.full((n, n), 1.0 / n))}
-    for layout, pe in sinusoids.items():
-        p = portable.exact_matmul(pe, pe.T)
-        out[f"sinusoidal_{layout}"] = (
-            f"sinusoidal ({layout}): PE(i) . PE(j)",
-            p,
-            pp.softmax_rows(p / np.sqrt(pe.shape[1])),
-        )
-    p = portable.exact_matmul(learned, learned.T)
-    out["learned"] = ("learned (seeded, untrained): PE(i) . PE(j)", p, pp.softmax_rows(p / np.sqrt(learned.shape[1])))
-    q, _ = gaussian_pairs(cfg.samples, d_head, cfg.seed)
-    offsets = np.arange(-(n - 1), n, dtype=np.float64)
-    for key, freq in scaled_frequencies(rel.scaling, d_head, rel.rope.base, rel.rope.scale).items():
-        profile = rope_profiles(freq.inv_freq, freq.attention_factor, q, q, offsets)["self"]
-        p = pp.toeplitz(profile, n)
-        out[f"rope_{key}"] = (f"RoPE {key}: a^2 E[q . R(i - j) q]", p, pp.softmax_rows(p / np.sqrt(d_head)))
-    out["alibi"] = ("ALiBi: the bias -m (i - j), mean over heads", list(biases), [pp.softmax_rows(b) for b in biases])
-    return out
-
-
-def properties_table(proximities: dict) -> dict:
-    """family key -> {what, each property of pipeline.core.pe_properties.PROPERTIES} (12 significant digits)."""
-    from pipeline.core import pe_properties as pp
-
-    table = {}
-    for key, (what, p, a) in proximities.items():
-        values = pp.mean_scores([pp.scores(x, y) for x, y in zip(p, a)]) if isinstance(p, list) else pp.scores(p, a)
-        table[key] = {"what": what, **{k: None if v is None else float(f"{v:.12g}") for k, v in values.items()}}
-    return table
+    return (factor * factor) * (portable.exact_matmul(w_re, cos.T) - portable.exact_matmul(w_im, sin.T))
 
 
 def scaling_diagnostics(rel: Any, distances: np.ndarray) -> tuple[dict[str, np.ndarray], dict]:
-    """Barbero et al.: per RoPE scaling, RoFormer's decay bound and the mean and spread (std) over the seeded
-    independent Gaussian (q, k) of the score against the distance, and the expectation with k = q; each pair's
+    """Barbero et al., in closed form: per RoPE scaling at d = relative.properties.d, RoFormer's decay bound, the
+    expected score with k = q (2 a^2 sum_i cos(delta theta_i)) and the spread a^2 sqrt(d) of the score of independent
+    Gaussian q, k (whose mean is 0 at every distance: no decay in expectation) against the distance; each pair's
     wavelength against the original and the extended context. Returns the arrays and the summary."""
     from pipeline.core.rope_scaling import scaled_frequencies, wavelengths
 
-    cfg, rope_cfg = rel.properties, rel.rope
-    d_head, factor = rope_cfg.d_head, rope_cfg.scale
+    d, factor = rel.properties.d, rel.rope.scale
     original = rel.scaling.original_context
-    q, k = gaussian_pairs(cfg.samples, d_head, cfg.seed)
+    contexts = {"longrope": (rel.scaling.longrope_original_context, rel.scaling.longrope_context)}
     arrays: dict[str, np.ndarray] = {"distance": distances}
-    summary = {"original_context": original, "extended_context": factor * original, "samples": cfg.samples}
-    for key, freq in scaled_frequencies(rel.scaling, d_head, rope_cfg.base, factor).items():
-        profiles = rope_profiles(freq.inv_freq, freq.attention_factor, q, k, distances.astype(np.float64))
-        bound = rope.decay_bound(torch.from_numpy(distances), d_head, theta=torch.from_numpy(freq.inv_freq)).numpy()
+    summary = {"d": d, "original_context": original, "extended_context": factor * original}
+    for key, freq in scaled_frequencies(rel.scaling, d, rel.rope.base, factor).items():
+        offsets = distances.astype(np.float64)
+        bound = rope.decay_bound(torch.from_numpy(distances), d, theta=torch.from_numpy(freq.inv_freq)).numpy()
         wave = wavelengths(freq.inv_freq)
-        arrays.update({f"{key}_{name}": _round12(v) for name, v in profiles.items()})
+        arrays[f"{key}_self"] = _round12(rope_self_expectation(freq.inv_freq, freq.attention_factor, offsets))
         arrays[f"{key}_bound"] = _round12(bound)
         arrays[f"{key}_inv_freq"] = _round12(freq.inv_freq)
         arrays[f"{key}_wavelength"] = _round12(wave)
+        # LongRoPE's contexts are its released model's, the other scalings' the config's L and s L
+        low, high = contexts.get(key, (original, factor * original))
         summary[key] = {
             "attention_factor": float(f"{freq.attention_factor:.12g}"),
-            "rotating_within_original": int((wave <= original).sum()),
-            "rotating_within_extended": int((wave <= factor * original).sum()),
+            "independent_std": float(f"{rope_independent_std(freq.attention_factor, d):.12g}"),
+            "original_context": low,
+            "extended_context": high,
+            "rotating_within_original": int((wave <= low).sum()),
+            "rotating_within_extended": int((wave <= high).sum()),
             "longest_wavelength": float(f"{wave.max():.12g}"),
         }
     return arrays, summary

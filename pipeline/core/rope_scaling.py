@@ -15,7 +15,8 @@ context extended by s = `factor` from the original (training) context L:
     llama3    wavelength 2 pi / theta_i < L / high_freq_factor: kept; > L / low_freq_factor: theta_i / factor;
               between: smoothly blended (Llama 3.1: factor 8, low/high 1 and 4, L = 8192: 8192 and 2048 tokens)
     longrope  theta_i / f_i with per-pair factors f (long_factor beyond L, short_factor within);
-              a = sqrt(1 + ln s / ln L)
+              a = sqrt(1 + ln s / ln L); the config's factors and contexts are a released model's
+              (relative.scaling.longrope_source, by default Phi-3-medium-128k-instruct: L = 4,096, s = 32)
 """
 
 from __future__ import annotations
@@ -147,8 +148,9 @@ def longrope(
 
 def scaled_frequencies(cfg: Any, d_head: int, base: float, factor: float) -> dict[str, RopeFrequencies]:
     """Every scaling of SCALINGS for a context `factor` times the original one; cfg: relative.scaling (the original
-    context, YaRN's betas, Llama 3.1's factors, LongRoPE's per-pair factors). Dynamic NTK and LongRoPE are taken at
-    the extended length factor * L."""
+    context, YaRN's betas, Llama 3.1's factors, LongRoPE's per-pair factors and contexts). Dynamic NTK is taken at the
+    extended length factor * L; LongRoPE is a released model's (its factors, s = longrope_context /
+    longrope_original_context) at its extended length longrope_context."""
     original = cfg.original_context
     extended = int(round(factor * original))
     return {
@@ -166,6 +168,12 @@ def scaled_frequencies(cfg: Any, d_head: int, base: float, factor: float) -> dic
             cfg.llama3_high_freq_factor,
         ),
         "longrope": longrope(
-            d_head, base, factor, original, extended, cfg.longrope_short_factor, cfg.longrope_long_factor
+            d_head,
+            base,
+            cfg.longrope_context / cfg.longrope_original_context,
+            cfg.longrope_original_context,
+            cfg.longrope_context,
+            cfg.longrope_short_factor,
+            cfg.longrope_long_factor,
         ),
     }

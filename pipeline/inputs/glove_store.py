@@ -62,6 +62,8 @@ class GloveStore:
 
     @classmethod
     def open(cls, path: Path, verify: bool = False) -> "GloveStore":
+        """The store at `path`; verify: check both files against the SHA-256s of the manifest first (what a stage
+        does before it trusts them)."""
         path = Path(path)
         if not (path / MANIFEST).exists():
             raise PipelineError(
@@ -83,8 +85,10 @@ class GloveStore:
             for name, key in ((VECTORS, "vectors_sha256"), (VOCAB, "vocab_sha256")):
                 if sha256_file(path / name) != manifest[key]:
                     raise PipelineError(
-                        f"{path / name} does not match its SHA-256 in the manifest: "
-                        "re-create the store with `dvc repro -f glove`."
+                        f"{path / name} does not match its SHA-256 in {path / MANIFEST} (edited or corrupted on disk, "
+                        "or its DVC cache copy is): the vectors cannot be trusted. Fix: `python -m pipeline.repro` "
+                        "(it finds and removes a corrupted output or cache copy, then rebuilds the store), or "
+                        "`dvc repro -f glove`."
                     )
         return cls(path, manifest, vectors)
 
@@ -132,8 +136,8 @@ def check_sentences_covered(
     missing_set = set(missing)
     for i, sentence in enumerate(words):
         if all(word in missing_set for word in sentence):
-            raise PipelineError(
-                f"every word of sentence {i} ({texts[i]!r}) is missing from the GloVe vocabulary "
-                f"({source}): its embedding would be all zeros. Fix the text (GloVe 6B is "
+            raise PipelineError(  # the sentence is not quoted: errors never show what an input file holds
+                f"every word of sentence {i} (counted from 0; {len(sentence)} word(s)) is missing "
+                f"from the GloVe vocabulary ({source}): its embedding would be all zeros. Fix the text (GloVe 6B is "
                 "lower-case) or choose another glove source."
             )

@@ -88,8 +88,8 @@ def parse_line(line: bytes, dim: int, origin: str, number: int) -> tuple[str, np
     for j, field in enumerate(fields[1:]):
         if not field:
             raise PipelineError(
-                f"{origin} line {number}: field {j + 1} of word {word!r} is empty (two spaces in a "
-                "row, or a space at the end of the line). Fix: replace the corrupt file."
+                f"{origin} line {number}: field {j + 1} is empty (two spaces in a row, or a space at the end of "
+                "the line). Fix: replace the corrupt file."
             )
         try:
             if _BAD_NUMBER_CHARS.intersection(field) or not field.isascii():
@@ -98,13 +98,11 @@ def parse_line(line: bytes, dim: int, origin: str, number: int) -> tuple[str, np
                 values[j] = float(field)
         except ValueError:
             raise PipelineError(
-                f"{origin} line {number}: field {j + 1} of word {word!r} is not a number "
-                f"({field.decode('utf-8', 'replace')!r}). Fix: replace the corrupt file."
+                f"{origin} line {number}: field {j + 1} is not a number. Fix: replace the corrupt file."
             ) from None
         if not np.isfinite(values[j]):
             raise PipelineError(
-                f"{origin} line {number}: field {j + 1} of word {word!r} is "
-                f"{field.decode('ascii')!r}, which is not a finite float32 (NaN, infinity, or beyond "
+                f"{origin} line {number}: field {j + 1} is not a finite float32 (NaN, infinity, or beyond "
                 "+-3.4e38): a vector must be finite. Fix: replace the corrupt file."
             )
     return word, values
@@ -429,7 +427,7 @@ def check_unique(words: list[str], origin: str) -> None:
             repeats.append((word, first[word], number))
         else:
             first[word] = number
-    shown = ", ".join(f"{w!r} (lines {a} and {b})" for w, a, b in repeats[:5])
+    shown = ", ".join(f"lines {a} and {b}" for _, a, b in repeats[:5])  # errors never quote what a file holds
     raise PipelineError(
         f"{origin} repeats {len(repeats)} word(s): {shown}{' ...' if len(repeats) > 5 else ''}. "
         "A word must have one vector. Fix: deduplicate the file (keep the first occurrence)."

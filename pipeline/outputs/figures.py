@@ -261,56 +261,67 @@ def place_labels(
     A spot is free when the label stays inside the axes and overlaps neither another label nor a marker
     (radius marker_pt points); spots further out get a leader line. A label without a free spot is left out.
     The axes' limits must be final (the figure is laid out by hand). Returns the number of labels left out.
+    Each label's spots (rings x DIRECTIONS, in that order) are tested against everything placed at once, as arrays
+    (the tests of matplotlib's Bbox.contains and Bbox.overlaps, on the same float64 extents): the cost of a label
+    stays about constant however many are placed (one at a time, a 1,000-word sentence took minutes).
     """
-    from matplotlib.transforms import Bbox
-
     fig = ax.figure
     ax.apply_aspect()
     renderer = fig.canvas.get_renderer()
     px = fig.dpi / 72.0  # pixels per point
     frame = ax.get_window_extent(renderer).padded(-2)
+    (fx0, fx1), (fy0, fy1) = frame.intervalx, frame.intervaly
     points = ax.transData.transform(np.asarray(xy, dtype=np.float64))
     r = marker_pt * px
-    taken = [Bbox.from_extents(x - r, y - r, x + r, y + r) for x, y in points]
+    taken = np.empty((len(points) + len(texts), 4))  # extents (x0, y0, x1, y1) of the markers, then the labels placed
+    taken[: len(points)] = np.column_stack([points[:, 0] - r, points[:, 1] - r, points[:, 0] + r, points[:, 1] + r])
+    count = len(points)
+    ring_of = np.repeat(np.arange(rings), len(DIRECTIONS))
+    ux, uy = (np.tile(np.array([d[axis] for d in DIRECTIONS]), rings) for axis in (0, 1))
     gap, step = 2 * px, 0.6 * fontsize * px
     left_out = 0
-    for (x, y), point, text in zip(points, np.asarray(xy, dtype=np.float64), texts):
+    progress = Progress("figures: word labels of an axes", len(texts))  # a long sentence takes minutes
+    for done, ((x, y), point, text) in enumerate(zip(points, np.asarray(xy, dtype=np.float64), texts)):
+        progress.update(done)
         probe = ax.annotate(text, point, fontsize=fontsize, **text_kw)
         w, h = probe.get_window_extent(renderer).size + 2 * gap
         probe.remove()
-        spots = (
-            (
-                ring,
-                Bbox.from_bounds(
-                    x + ux * (w / 2 + r + ring * step) - w / 2, y + uy * (h / 2 + r + ring * step) - h / 2, w, h
-                ),
-            )
-            for ring in range(rings)
-            for ux, uy in DIRECTIONS
-        )
-        ring, spot = next(
-            (
-                (ring, box)
-                for ring, box in spots
-                if frame.contains(box.x0, box.y0)
-                and frame.contains(box.x1, box.y1)
-                and not any(box.overlaps(other) for other in taken)
-            ),
-            (0, None),
-        )
-        if spot is None:
+        x0 = x + ux * (w / 2 + r + ring_of * step) - w / 2  # Bbox.from_bounds(x0, y0, w, h) of each spot
+        y0 = y + uy * (h / 2 + r + ring_of * step) - h / 2
+        x1, y1 = x0 + w, y0 + h
+        inside = _within(x0, fx0, fx1) & _within(y0, fy0, fy1) & _within(x1, fx0, fx1) & _within(y1, fy0, fy1)
+        placed = taken[:count]
+        overlaps = (
+            (x0[:, None] <= placed[:, 2])
+            & (placed[:, 0] <= x1[:, None])
+            & (y0[:, None] <= placed[:, 3])
+            & (placed[:, 1] <= y1[:, None])
+        ).any(axis=1)
+        free = np.flatnonzero(inside & ~overlaps)
+        if not len(free):
             left_out += 1
             continue
-        taken.append(spot)
+        k = free[0]
+        taken[count] = x0[k], y0[k], x1[k], y1[k]
+        count += 1
         leader = (
-            {"arrowprops": {"arrowstyle": "-", "color": "0.5", "lw": 0.6, "shrinkA": 0, "shrinkB": marker_pt}}
-            if ring
+            {
+                "arrowprops": {
+                    "arrowstyle": "-",
+                    "connectionstyle": straight_connection,
+                    "color": "0.5",
+                    "lw": 0.6,
+                    "shrinkA": 0,
+                    "shrinkB": marker_pt,
+                }
+            }
+            if ring_of[k]
             else {}
         )
         ax.annotate(
             text,
             point,
-            xytext=((spot.x0 + w / 2 - x) / px, (spot.y0 + h / 2 - y) / px),
+            xytext=((x0[k] + w / 2 - x) / px, (y0[k] + h / 2 - y) / px),
             textcoords="offset points",
             ha="center",
             va="center",
@@ -321,6 +332,43 @@ def place_labels(
             **text_kw,
         )
     return left_out
+
+
+def straight_connection(posA, posB, shrinkA: float = 0.0, shrinkB: float = 0.0, patchA=None, patchB=None):
+    """A FancyArrowPatch connection (its `connectionstyle`) that is a straight (MOVETO, LINETO) path from posA to posB
+    (display coordinates), leaving the box of patchA (a label's) and shortened by shrinkA / shrinkB (display units)
+    at its ends. matplotlib's default "arc3" draws a straight arrow as a degenerate quadratic curve, which the Agg
+    renderer flattens differently on a build that fuses multiply-adds (aarch64): the figure's pixels would depend on
+    the CPU."""
+    from matplotlib.path import Path as MplPath
+
+    (x0, y0), (x1, y1) = posA, posB
+    dx, dy = x1 - x0, y1 - y0
+    length = np.sqrt(dx * dx + dy * dy)
+    start = 0.0
+    if patchA is not None and length > 0:  # where the segment leaves the label's box (its bounding rectangle)
+        box = patchA.get_window_extent()
+        exits = [
+            (edge - origin) / step
+            for origin, step, lo, hi in ((x0, dx, box.x0, box.x1), (y0, dy, box.y0, box.y1))
+            if step != 0
+            for edge in (lo, hi)
+            if (edge - origin) / step > 0
+        ]
+        start = min([1.0, *exits])
+    if length > 0:
+        start = min(1.0, start + shrinkA / length)
+        stop = max(start, 1.0 - shrinkB / length)
+    else:
+        stop = start
+    return MplPath(
+        [(x0 + start * dx, y0 + start * dy), (x0 + stop * dx, y0 + stop * dy)], [MplPath.MOVETO, MplPath.LINETO]
+    )
+
+
+def _within(values: np.ndarray, low: float, high: float) -> np.ndarray:
+    """Bbox.containsx / containsy of each value: in the closed interval between `low` and `high`, either way round."""
+    return ((low <= values) & (values <= high)) | ((low >= values) & (values >= high))
 
 
 def left_out_note(left_out: int, total: int) -> str:
@@ -563,7 +611,8 @@ def projection_panels(
         ax = fig.add_subplot(grid[k // ncols, k % ncols])
         if arrows:
             for a, b in zip(coords[:-1], coords[1:]):
-                ax.annotate("", xy=b, xytext=a, arrowprops={"arrowstyle": "->", "color": "0.6", "lw": 0.8}, zorder=1)
+                arrow = {"arrowstyle": "->", "connectionstyle": straight_connection, "color": "0.6", "lw": 0.8}
+                ax.annotate("", xy=b, xytext=a, arrowprops=arrow, zorder=1)
         ax.scatter(coords[:, 0], coords[:, 1], c=colours, s=70, zorder=3, edgecolors="black", linewidths=0.4)
         for (x, y), pos in zip(coords, positions):
             ax.text(x, y, f"{pos}", ha="center", va="center", fontsize=7, color="white", zorder=4, fontweight="bold")

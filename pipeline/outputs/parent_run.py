@@ -24,6 +24,7 @@ from pipeline.outputs.tracking import (
 )
 
 log = logging.getLogger("pipeline")
+_STARTED: list["MultirunParentRun"] = []  # this process's sweeps (their parent runs), for `end_interrupted`
 
 
 class MultirunParentRun(Callback):
@@ -70,6 +71,7 @@ class MultirunParentRun(Callback):
                 parent = parent.info.run_id
                 # killed (kill -9, out of memory) before its end: the next process that opens the store ends it
                 self._open = (uri, parent, _pending(root, uri, parent))
+                _STARTED.append(self)
                 atexit.register(self._close_if_open)
                 with _server_errors(uri, "the sweep's parent run", parent):
                     client.log_param(parent, "sweep_overrides", " ".join(overrides)[:6000])
@@ -119,22 +121,46 @@ class MultirunParentRun(Callback):
         if failed:
             raise SystemExit(1)  # after everything is recorded: the sweep's exit status says a job failed
 
-    def _close_if_open(self) -> None:
-        """At exit, a parent run the sweep never reached the end of (launcher crash) is closed FAILED."""
+    def _close_if_open(self, status: str = "FAILED", why: str = "the sweep stopped before its end") -> str | None:
+        """At exit, a parent run the sweep never reached the end of (launcher crash) is closed FAILED; after a stop
+        signal, KILLED (`end_interrupted`). Returns its id, if it was open."""
         if self._open is None:
-            return
+            return None
         from mlflow.tracking import MlflowClient
 
         uri, parent, pending = self._open
         self._open = None
         client = MlflowClient(uri)
         try:
-            client.set_tag(parent, "error", "the sweep stopped before its end: see the console output")
-            client.set_terminated(parent, "FAILED")
+            client.set_tag(parent, "error", f"{why}: see the console output")
+            client.set_terminated(parent, status)
         except Exception as exc:  # noqa: BLE001 - at exit: the pending record stays, the next run ends it
             log.error("mlflow: could not end the sweep's parent run %s: %s", parent, redact(str(exc))[:300])
         else:
             pending.unlink(missing_ok=True)
+        return parent
+
+
+def end_interrupted(signal_name: str) -> tuple[list[str], list[str]]:
+    """After a stop signal, once the sweep's workers are stopped: end the job runs left RUNNING (by this process, or
+    by the stopped ones) and then the parent run of each sweep this process started, as KILLED. Returns (the parent
+    runs' ids, the job runs' ids)."""
+    from mlflow.tracking import MlflowClient
+
+    from pipeline.outputs.tracking import close_abandoned_runs
+
+    why = f"interrupted by {signal_name}"
+    parents, jobs = [], []
+    for sweep in _STARTED:
+        if sweep._open is None:
+            continue
+        uri = sweep._open[0]
+        try:
+            jobs += close_abandoned_runs(MlflowClient(uri), uri, project_root(), "KILLED", why, ours=True)
+        except Exception as exc:  # noqa: BLE001 - the pending records stay: the next run ends them
+            log.error("mlflow: could not end the sweep's job runs: %s", redact(str(exc))[:300])
+        parents.append(sweep._close_if_open("KILLED", why))
+    return [p for p in parents if p], jobs
 
 
 def _log_summary(uri: str, parent: str, summary: dict, files: list[Path], status: str) -> None:

@@ -5,9 +5,7 @@ reports/relative.json (stage encode) with the project's honest-figure primitives
     rope_decay.png            RoFormer's long-term decay bound against the relative distance, per base scaling
     alibi_bias.png            the (L, L) bias of each head (of the first head count)
     alibi_penalty.png         the penalty -m_h k against the distance k, one panel per head count
-and, from data/families/ and reports/properties.json:
-    pe_properties.png         every family x the literature's properties (Wang et al. 2021, Chen et al. 2023)
-    rope_scalings.png         per RoPE scaling: RoFormer's bound, the expected score (Barbero et al.) and wavelengths
+(the families' figures: pipeline.outputs.family_figures).
 """
 
 from __future__ import annotations
@@ -279,117 +277,4 @@ def alibi_penalty(
         bar = figure.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=ax, label="head h")
         fig.integer_ticks(bar.ax.yaxis)
     figure.suptitle("ALiBi: a penalty linear in the distance, one slope per head (geometric slopes)")
-    fig.save(figure, path, dpi)
-
-
-def queue_property_figures(layout, cfg: Any, path, batch) -> None:
-    """Queue rope_scalings.png and pe_properties.png on `batch` (as queue_relative_figures)."""
-    from pipeline.base.files import read_json
-
-    summary = read_json(layout.properties_metrics)
-    s = load_arrays(layout.scaling_arrays)
-    batch.add(
-        rope_scalings, s, summary["rope_scalings"], path("rope_scalings.png"), d_head=summary["d_head"], dpi=cfg.dpi
-    )
-    batch.add(
-        properties_heatmap,
-        summary["families"],
-        path("pe_properties.png"),
-        positions=summary["positions"],
-        sequential=cfg.sequential_cmap,
-        dpi=cfg.dpi,
-    )
-
-
-def readable_on(image, value: float) -> str:
-    """Black on a light cell of `image` (an AxesImage; and on a blank, undefined one), white on a dark one: by the
-    luminance of the cell's colour, whatever the colour map."""
-    if np.isnan(value):
-        return "black"
-    r, g, b, _ = image.cmap(image.norm(value))
-    return "black" if 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.45 else "white"
-
-
-def properties_heatmap(families: dict, path: Path, *, positions: int, sequential: str, dpi: int) -> None:
-    """families: key -> {what, property -> score or None}; one row per family, one column per property; undefined
-    scores blank."""
-    import matplotlib.pyplot as plt
-
-    names = [k for k in next(iter(families.values())) if k != "what"]
-    values = np.array([[np.nan if row[n] is None else row[n] for n in names] for row in families.values()])
-    figure, ax = plt.subplots(figsize=(11, 0.5 * len(families) + 2.5), layout="constrained")
-    cmap = plt.get_cmap(sequential).with_extremes(bad="white")
-    image = ax.imshow(values, cmap=cmap, vmin=min(0.0, float(np.nanmin(values))), vmax=1.0, aspect="auto")
-    for (i, j), v in np.ndenumerate(values):
-        ax.text(
-            j,
-            i,
-            "n/a" if np.isnan(v) else f"{v:.3f}",
-            ha="center",
-            va="center",
-            fontsize=9,
-            color=readable_on(image, v),
-        )
-    ax.set_xticks(range(len(names)), [n.replace("_", "\n", 1) for n in names])
-    ax.set_yticks(range(len(families)), list(families))
-    figure.colorbar(image, ax=ax, label="score (1: the property holds exactly)")
-    ax.set_title(
-        fig.wrap(
-            f"Every position-encoding family under one definition per property, N = {positions} "
-            "positions: Wang et al. (2021) on the proximity, Chen et al. (2023) on its softmax",
-            90,
-        )
-    )
-    fig.save(figure, path, dpi)
-
-
-def rope_scalings(arrays: dict, summary: dict, path: Path, *, d_head: int, dpi: int) -> None:
-    """Left: RoFormer's decay bound per scaling; middle: mean +- std over independent Gaussian (q, k) of the score
-    (Barbero et al.: no decay in expectation) and the expectation with k = q; right: each pair's wavelength against
-    the original and the extended context."""
-    import matplotlib.pyplot as plt
-
-    keys = [k for k in summary if isinstance(summary[k], dict)]
-    distance = arrays["distance"].astype(np.float64)
-    figure, (bound, score, wave) = plt.subplots(1, 3, figsize=(20, 6.2), layout="constrained")
-    positive = distance >= 1
-    log_distance = fig.log10_values(distance[positive])
-    for i, key in enumerate(keys):
-        colour = f"C{i}"
-        bound.plot(log_distance, arrays[f"{key}_bound"][positive], color=colour, label=key)
-        score.plot(log_distance, arrays[f"{key}_self"][positive], color=colour, label=f"{key}: k = q")
-        mean, std = arrays[f"{key}_mean"][positive], arrays[f"{key}_std"][positive]
-        score.fill_between(log_distance, mean - std, mean + std, color=colour, alpha=0.08)
-        score.plot(log_distance, mean, color=colour, linestyle=":", linewidth=0.8)
-        wavelength = arrays[f"{key}_wavelength"]
-        wave.plot(np.arange(len(wavelength)), fig.log10_values(wavelength), color=colour, label=key)
-    for value, label in ((summary["original_context"], "original context"), (summary["extended_context"], "extended")):
-        wave.axhline(fig.log10_values(value), color="black", linestyle="--", linewidth=0.8)
-        wave.text(0, fig.log10_values(value), f" {label} {value:g}", va="bottom", fontsize=9)
-    for ax in (bound, score):
-        fig.log_axis(ax.xaxis)
-    fig.log_axis(wave.yaxis)
-    bound.set(
-        xlabel="distance m - n (log)",
-        ylabel="relative upper bound (1/(d/2)) sum_j |S_j|",
-        title="RoFormer's decay bound (a worst case)",
-    )
-    score.set(
-        xlabel="distance m - n (log)",
-        ylabel="score a^2 q . R(m - n) k",
-        title=fig.wrap(
-            f"Expected score over {summary['samples']} seeded Gaussian pairs: k = q (solid); "
-            "independent q, k: mean (dotted) +- std (band), no decay (Barbero et al.)",
-            60,
-        ),
-    )
-    wave.set(
-        xlabel="pair i",
-        ylabel="wavelength 2 pi / theta_i (positions, log)",
-        title="Pairs below a line complete a rotation within that context",
-    )
-    for ax in (bound, score, wave):
-        ax.grid(True, which="both", alpha=0.25)
-        ax.legend(fontsize=8)
-    figure.suptitle(f"RoPE scalings, d = {d_head}: bound, expectation and wavelengths")
     fig.save(figure, path, dpi)

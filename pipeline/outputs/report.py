@@ -178,16 +178,27 @@ RELATIVE_VARIANTS = {
 # What each property of reports/properties.json means (pipeline.core.pe_properties), one line each for the report.
 PROPERTY_DOCS = {
     "wang_monotonicity": "Wang et al. monotonicity: rank correlation of the proximity with minus the distance, per row "
-    "and side (1: it falls strictly as positions move apart; empty: constant, e.g. NoPE)",
+    "and side (1: it falls strictly as positions move apart)",
     "wang_translation_invariance": "Wang et al. translation invariance: the share of the proximity's variance that "
     "the offset i - j explains (1: a function of i - j only)",
     "wang_symmetry": "Wang et al. symmetry: the symmetric part's share of the centred proximity's energy (1: i with j "
-    "as j with i; empty: a causal mask leaves no pair to compare)",
-    "chen_locality": "Chen et al. locality: mean over rows of sum_j A[i, j] 2^-|i - j| of the softmax attention prior "
-    "(1: all weight on the query's own position; 1/N-ish: uniform)",
-    "chen_symmetry": "Chen et al. symmetry: 1 - the mean row-min-max-scaled |A[i, i-k] - A[i, i+k]| of the attention "
-    "prior (1: keys before and after the query weigh the same)",
+    "as j with i)",
+    "chen_locality": "Chen et al. locality: mean over rows of sum_j A[i, j] 2^-|i - j| of the attention prior "
+    "(1: all weight on the query's own position; about 0.046 at N = 64: uniform)",
+    "chen_symmetry": "Chen et al. symmetry: 1 - the mean of |A[i, i-k] - A[i, i+k]|, min-max scaled per row as the "
+    "authors' code does (1: keys before and after the query weigh the same; it counts asymmetric offsets relative to "
+    "each row's worst, not how asymmetric a row is)",
 }
+
+
+def cell_text(cell: dict) -> str:
+    """A cell of reports/properties.json as the report's table shows it."""
+    if cell["value"] is None:
+        return "undefined"
+    text = fmt(cell["value"])
+    if "standard_error" in cell:
+        text += f" \u00b1 {fmt(cell['standard_error'])}"
+    return text + (" (by construction)" if cell.get("by_construction") else "")
 
 
 @functools.cache
@@ -204,6 +215,7 @@ def _environment():
         keep_trailing_newline=True,
     )
     env.filters["fmt"] = fmt
+    env.filters["cell"] = cell_text
     # |tojson escapes <, >, & and ' (a sentence cannot close the script), and script_json U+2028/2029 (line ends in
     # older JavaScript); compact, in the order given
     env.policies["json.dumps_function"] = script_json

@@ -155,6 +155,9 @@ def _open_experiment(uri: str, name: str, root: Path | None) -> tuple[Any, str]:
     with machine_lock(f"mlflow-store:{uri}", f"the MLflow store {redact(uri)} to be set up"):
         client = MlflowClient(uri)  # opens the store, creating a fresh one's tables
         experiment = client.get_experiment_by_name(name)
+        if experiment is not None and _copied_from(experiment.artifact_location, uri, root) is not None:
+            _set_aside(client, experiment, uri, root)
+            experiment = None
         if experiment is None:
             tags = {EXPERIMENT_KIND_TAG: EXPERIMENT_KIND, RUNS_VIEW_TAG: runs_view()}
             experiment_id = client.create_experiment(name, artifact_location=artifact_location(uri, root), tags=tags)
@@ -166,6 +169,48 @@ def _open_experiment(uri: str, name: str, root: Path | None) -> tuple[Any, str]:
                     client.set_experiment_tag(experiment_id, key, value)
     close_abandoned_runs(client, uri, root)
     return client, experiment_id
+
+
+def _copied_from(location: str, uri: str, root: Path | None) -> Path | None:
+    """The artifact folder of the project a SQLite store was copied or moved from, when its experiment keeps its
+    artifacts there (a folder of the artifact folder's name elsewhere, or a folder in it: a server's experiments get
+    <root>/<id>) rather than beside the store; else None. MLflow records an experiment's artifact location as an
+    absolute path when it creates it."""
+    import urllib.parse
+
+    expected = artifact_location(uri, root)
+    if sqlite_file(uri) is None or expected is None or location == expected:
+        return None
+    parts = urllib.parse.urlsplit(location)
+    if parts.scheme not in ("", "file"):
+        return None
+    where, here = (
+        Path(urllib.parse.unquote(parts.path)),
+        Path(urllib.parse.unquote(urllib.parse.urlsplit(expected).path)),
+    )
+    folder = where if where.name == here.name else where.parent if where.parent.name == here.name else None
+    return folder if folder is not None and folder != here else None
+
+
+def _set_aside(client, experiment, uri: str, root: Path | None) -> None:
+    """Re-anchor a copied store on open: its experiment, whose runs keep their artifacts in the original project, is
+    renamed `<name> (artifacts in <folder>)` (MLflow's API cannot change an artifact location), so that the experiment
+    made next under the name keeps this store's runs beside it."""
+    origin = _copied_from(experiment.artifact_location, uri, root)
+    name, taken = f"{experiment.name} (artifacts in {origin})", 1
+    while client.get_experiment_by_name(name) is not None:
+        taken += 1
+        name = f"{experiment.name} (artifacts in {origin}, {taken})"
+    client.rename_experiment(experiment.experiment_id, name)
+    log.warning(
+        "mlflow: this store was copied from another project: its experiment %r keeps its runs' artifacts in %s; renamed "
+        "it %r, and this project's runs go to a new %r with artifacts in %s",
+        experiment.name,
+        origin,
+        name,
+        experiment.name,
+        artifact_location(uri, root),
+    )
 
 
 def prepare_store(uri: str, experiment: str, root: Path | None = None) -> str:
@@ -432,9 +477,13 @@ def log_result(
     except PipelineError:
         raise  # the server stopped answering: the run stays pending, ended FAILED by the next run that reaches it
     except BaseException as exc:
-        with _server_errors(uri, "ending the run as FAILED", run_id):
-            client.set_terminated(run_id, "FAILED")
-            client.set_tag(run_id, "error", redact(f"{type(exc).__name__}: {exc}")[:5000])
+        from pipeline.base.stops import Interrupted
+
+        stopped = isinstance(exc, (Interrupted, KeyboardInterrupt))  # a stop signal: KILLED, as MLflow says it
+        with _server_errors(uri, "ending the run", run_id):
+            client.set_terminated(run_id, "KILLED" if stopped else "FAILED")
+            reason = f"interrupted by {exc.name}" if isinstance(exc, Interrupted) else f"{type(exc).__name__}: {exc}"
+            client.set_tag(run_id, "error", redact(reason)[:5000])
         pending.unlink(missing_ok=True)
         raise
     pending.unlink(missing_ok=True)
@@ -579,9 +628,12 @@ def _alive(record: dict) -> bool:
     return running(record["pid"], started_by=record.get("created"))
 
 
-def close_abandoned_runs(client, uri: str, root: Path | None) -> list[str]:
-    """End as FAILED the runs of this store that a killed process (a job, or a sweep's launcher), or a server that
-    stopped answering, left RUNNING (their pending records); returns their ids."""
+def close_abandoned_runs(
+    client, uri: str, root: Path | None, status: str = "FAILED", why: str | None = None, ours: bool = False
+) -> list[str]:
+    """End as `status` (FAILED; KILLED after a stop signal, `why`) the runs of this store that a killed process (a
+    job, or a sweep's launcher), or a server that stopped answering, left RUNNING (their pending records; with
+    `ours`, those of this process too); returns their ids."""
     from pipeline.base.files import read_json
     from pipeline.base.paths import mlflow_pending
 
@@ -592,7 +644,8 @@ def close_abandoned_runs(client, uri: str, root: Path | None) -> list[str]:
             record = read_json(path)
         except (OSError, ValueError):
             continue
-        if record.get("store") != _store_key(uri) or _alive(record):
+        mine = ours and record.get("pid") == os.getpid() and record.get("host") == _host()
+        if record.get("store") != _store_key(uri) or (_alive(record) and not mine):
             continue
         run_id = record["run_id"]
         try:
@@ -600,23 +653,30 @@ def close_abandoned_runs(client, uri: str, root: Path | None) -> list[str]:
                 client.set_tag(
                     run_id,
                     "error",
-                    "the process logging this run was killed, or the tracking server "
-                    "stopped answering: the run is incomplete",
+                    why
+                    or "the process logging this run was killed, or the tracking server stopped answering: the run "
+                    "is incomplete",
                 )
-                client.set_terminated(run_id, "FAILED")
+                client.set_terminated(run_id, status)
                 closed.append(run_id)
         except Exception as exc:  # noqa: BLE001 - deleted run, or a store that no longer knows it: nothing to end
             if _unreachable(exc):
                 raise  # the record stays for a run that reaches the server
             log.debug("pending run %s: %s", run_id, redact(str(exc)))
         path.unlink(missing_ok=True)
-    if closed:
+    if closed and status == "FAILED":
         log.warning(
             "mlflow: ended %d run(s) left RUNNING by a killed process or a lost server as FAILED: %s",
             len(closed),
             ", ".join(closed),
         )
     return closed
+
+
+def _host() -> str:
+    import socket
+
+    return socket.gethostname()
 
 
 def log_failed_run(
@@ -644,9 +704,11 @@ def log_failed_run(
 
 def check_reachable(configured: str | None, root: Path | None = None) -> None:
     """Fail early, before any computing, when the store of tracking.uri `configured` (see `tracking_uri`) cannot be
-    used: an HTTP tracking server that does not answer (credentials in the URI, `http://user:password@host`, are sent
-    as HTTP Basic auth, as MLflow sends them, and never printed), or a SQLite store file that is damaged or no
-    database (`check_sqlite_store`)."""
+    used: an HTTP URI with a query string or fragment (MLflow's client appends its API paths to the whole URI, so none
+    of its requests would reach the server), an HTTP tracking server that does not answer `OK` on /health
+    (credentials in the URI, `http://user:password@host`, or in MLFLOW_TRACKING_USERNAME / _PASSWORD, are sent as
+    HTTP Basic auth, MLFLOW_TRACKING_TOKEN as a bearer token, as MLflow sends them, and never printed), or a SQLite
+    store file that is damaged or no database (`check_sqlite_store`)."""
     uri = tracking_uri(configured, root)
     if sqlite_file(uri) is not None:
         check_sqlite_store(sqlite_file(uri))
@@ -657,19 +719,40 @@ def check_reachable(configured: str | None, root: Path | None = None) -> None:
     import urllib.request
 
     parts = urllib.parse.urlsplit(uri)
-    request = urllib.request.Request(without_credentials(uri).rstrip("/") + "/health")
-    if parts.username is not None:
-        user = urllib.parse.unquote(parts.username) + ":" + urllib.parse.unquote(parts.password or "")
-        request.add_header("Authorization", "Basic " + base64.b64encode(user.encode()).decode())
+    address = urllib.parse.urlsplit(without_credentials(uri))
+    if parts.query or parts.fragment:
+        bare = urllib.parse.urlunsplit((address.scheme, address.netloc, address.path, "", ""))
+        raise PipelineError(
+            f"the MLflow tracking URI {redact(uri)} has a {'query string' if parts.query else 'fragment'}: MLflow's "
+            "client appends its API paths (/api/2.0/...) to the whole URI, so none of its requests would reach the "
+            f"server. Fix: give the server's address alone ({bare}), and a token in MLFLOW_TRACKING_TOKEN (or a user "
+            "and password in MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD), which MLflow sends as headers."
+        )
+    health = urllib.parse.urlunsplit((address.scheme, address.netloc, address.path.rstrip("/") + "/health", "", ""))
+    request = urllib.request.Request(health)
+    user, password = parts.username, parts.password
+    if user is None and os.environ.get("MLFLOW_TRACKING_USERNAME"):
+        user, password = os.environ["MLFLOW_TRACKING_USERNAME"], os.environ.get("MLFLOW_TRACKING_PASSWORD", "")
+    if user is not None:
+        basic = urllib.parse.unquote(user) + ":" + urllib.parse.unquote(password or "")
+        request.add_header("Authorization", "Basic " + base64.b64encode(basic.encode()).decode())
+    elif os.environ.get("MLFLOW_TRACKING_TOKEN"):
+        request.add_header("Authorization", f"Bearer {os.environ['MLFLOW_TRACKING_TOKEN']}")
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
-            response.read()
+            answer = response.read(64)
     except (OSError, ValueError) as exc:
         raise PipelineError(
             f"MLflow server {redact(uri)} does not answer ({redact(str(exc))}): start it (`python -m "
             "pipeline.server`, see README), fix tracking.uri / MLFLOW_TRACKING_URI, or use "
             "tracking=disabled."
         ) from None
+    if answer.strip() != b"OK":
+        raise PipelineError(
+            f"{redact(uri)} answers, but not as an MLflow tracking server (GET {health} did not say OK): fix "
+            "tracking.uri / MLFLOW_TRACKING_URI (the server's address, e.g. http://127.0.0.1:5000), or use "
+            "tracking=disabled."
+        )
 
 
 @functools.cache

@@ -100,15 +100,19 @@ def check_params(
     raw: dict, root: Path, layout: Layout, input_files: tuple[str, ...], composition: Composition | None = None
 ) -> Config:
     """params.yaml (`raw`) as a Config, with the checks pipeline.repro makes when it composes: not stale against conf/
-    (a stat of conf/'s files when params.yaml is newer, else a composition), the files it names and the limits, and
-    the stage's own input files (`input_files`, config keys: the registry's) listed as deps in dvc.yaml. For another
+    (by content: the sources' SHA-256 it records, else a composition), the files it names and the limits, and the
+    stage's own input files (`input_files`, config keys: the registry's) listed as deps in dvc.yaml. Under `dvc exp
+    run`, which composes params.yaml without recording how, its composition is recorded first. For another
     composition (the length experiment's params file): its schema, not stale; its stage checks the rest."""
     from pipeline.config import check_fresh, check_runnable
     from pipeline.config.input_files import check_tracked
+    from pipeline.config.params import record_composition
     from pipeline.config.schema import MAIN, validate
 
     composition = composition or MAIN
     cfg = validate(raw, composition.schema)
+    if os.environ.get("DVC_EXP_NAME"):  # `dvc exp run` composed the params file just now, without a stamp
+        record_composition(root, composition)
     check_fresh(raw, root, composition)
     if composition is MAIN:
         check_runnable(cfg, root)

@@ -1,7 +1,7 @@
 """The figures of the encode stage's data, drawn by that stage (reports/figures/encode/): the encoding matrix, its
-dot products and distances and the two property plots (kind `encoding`), RoPE's and ALiBi's (kind `relative`) and
-the families' properties and RoPE scalings (kind `properties`, both pipeline.outputs.relative_figures) and the
-tutorials' (kind `tutorials`). Drawn where their data is computed, so that a change of the weights (`sweep.*`)
+dot products and distances and the two property plots (kind `encoding`), RoPE's and ALiBi's (kind `relative`,
+pipeline.outputs.relative_figures), the families' properties, RoPE's scalings and MiniLM-L6's probe (kind
+`properties`, pipeline.outputs.family_figures) and the tutorials' (kind `tutorials`). Drawn where their data is computed, so that a change of the weights (`sweep.*`)
 re-draws none of them (the figures stage draws the sweep's).
 
 The figure workers are forked before the stage imports torch, and each kind's figures are queued as soon as its data
@@ -53,9 +53,10 @@ class EncodeFigures:
         elif kind == "encoding":
             queue_encoding_figures(self.params, layout, self.path, self.batch)
         else:
-            from pipeline.outputs.relative_figures import queue_property_figures, queue_relative_figures
-
-            queue = queue_relative_figures if kind == "relative" else queue_property_figures
+            if kind == "relative":
+                from pipeline.outputs.relative_figures import queue_relative_figures as queue
+            else:
+                from pipeline.outputs.family_figures import queue_property_figures as queue
             queue(layout, cfg, self.path, self.batch)
 
 

@@ -34,7 +34,7 @@ from pathlib import Path
 from pipeline.base.paths import Layout
 
 if TYPE_CHECKING:
-    from pipeline.config.schema import Config, EncodingConfig, RelativeConfig
+    from pipeline.config.schema import Config, PropertiesConfig, RelativeConfig
 
 log = logging.getLogger("pipeline")
 
@@ -62,7 +62,7 @@ def run(params: Config, layout: Layout, root: Path) -> dict:
             summary = encode_positions(params, layout, device)
             relative_diagnostics(params.relative, layout, device)
             figures.queue("relative")
-            family_properties(params.relative, params.encoding, params.glove.dim, layout)
+            family_properties(params.relative, layout)
             figures.queue("properties")
             figures.queue("encoding")  # the quickest to draw: last
         finally:
@@ -79,7 +79,7 @@ def encode_positions(params: Config, layout: Layout, device) -> dict:
     from pipeline.inputs.glove_store import GloveStore, check_sentences_covered, embedding_matrix
 
     cfg, glove = params.encoding, params.glove
-    store = GloveStore.open(layout.glove_dir)
+    store = GloveStore.open(layout.glove_dir, verify=True)
     d = encode.model_dim(cfg, glove.dim, store.dim, layout.glove_dir)
     tokens = read_json(layout.tokens)
     encode.check_max_len(cfg, len(tokens["padded"][0]))
@@ -150,32 +150,83 @@ def relative_diagnostics(cfg: RelativeConfig, layout: Layout, device) -> dict:
     return summary
 
 
-def family_properties(rel: RelativeConfig, encoding: EncodingConfig, d_model: int, layout: Layout) -> dict:
-    """reports/properties.json (every family x the literature's properties, the RoPE scalings' summary) and
-    data/families/scalings.npz (pipeline.core.relative); returns the JSON."""
-    import torch
-
+def family_properties(rel: RelativeConfig, layout: Layout) -> dict:
+    """reports/properties.json (every family x the literature's properties at d = relative.properties.d, the RoPE
+    scalings' summary, MiniLM-L6's probe per head), data/families/scalings.npz and, with the optional extra
+    `.[models]`, data/families/minilm.npz (pipeline.core.families); returns the JSON."""
     from pipeline.base.files import write_json, write_npz
-    from pipeline.core import alibi
-    from pipeline.core.encoding import sinusoidal_encoding
-    from pipeline.core.random_tables import learned_position_table
-    from pipeline.core.relative import distance_grid, family_proximities, properties_table, scaling_diagnostics
+    from pipeline.core import families as fam
+    from pipeline.core.relative import distance_grid, scaling_diagnostics
 
-    n, seed = rel.properties.positions, rel.properties.seed
-    sinusoids = {
-        name: sinusoidal_encoding(n, d_model, encoding.base, layout=name, dtype=torch.float64).numpy()
-        for name in ("interleaved", "concatenated")
-    }
-    learned = learned_position_table(n, d_model, seed, dtype=torch.float64).numpy()
-    biases = alibi.bias(alibi.slopes(rel.alibi.heads[0]), n, causal=rel.alibi.causal).numpy()
-    table = properties_table(family_proximities(rel, sinusoids, learned, biases))
+    n = rel.properties.positions
+    rows = fam.analytic_families(rel, n)
+    trained = trained_positions(rel.properties)
     arrays, scalings = scaling_diagnostics(rel, distance_grid(rel.rope.max_distance))
     layout.families_dir.mkdir(parents=True, exist_ok=True)
     write_npz(layout.scaling_arrays, arrays)
-    summary = {"positions": n, "d_model": d_model, "d_head": rel.rope.d_head, "families": table}
+    layout.minilm_arrays.unlink(missing_ok=True)  # written below only when the model is there
+    summary: dict = {"positions": n, "d": rel.properties.d, "temperature": fam.TEMPERATURE}
+    if isinstance(trained, str):
+        log.info("properties: no MiniLM-L6 rows: %s", trained)
+    else:
+        model_rows, model_summary, model_arrays = trained
+        rows += model_rows
+        write_npz(layout.minilm_arrays, model_arrays)
+    summary["families"] = {row.key: fam.row(row) for row in rows}
+    summary["chen_locality_by_temperature"] = fam.temperature_sensitivity(rows)
+    if not isinstance(trained, str):
+        summary["minilm"] = model_summary
     write_json(layout.properties_metrics, {**summary, "rope_scalings": scalings})
-    log.info("properties: %d families x %d properties at N = %d positions", len(table), 5, n)
+    log.info("properties: %d families x %d properties at N = %d, d = %d", len(rows), 5, n, rel.properties.d)
     return summary
+
+
+def trained_positions(cfg: PropertiesConfig) -> str | tuple[list, dict, dict]:
+    """all-MiniLM-L6-v2's rows (pipeline.core.families.minilm_families), its JSON summary (the model, the probe's
+    words, per-head scores and ranges) and arrays; or why they are absent (one line)."""
+    import numpy as np
+
+    from pipeline.base.files import round_significant
+    from pipeline.core import families as fam
+    from pipeline.core.probing import probe_words
+    from pipeline.inputs import minilm
+
+    folder, version = minilm.find_model()
+    if folder is None:
+        return version
+    model = minilm.read_model(folder, version)
+    n = cfg.positions
+    if n > model.position.shape[0]:
+        return f"relative.properties.positions = {n} exceeds the model's {model.position.shape[0]} positions"
+    words = probe_words(model.vocab, cfg.probe_words, cfg.seed)
+    rows, logits, attention = fam.minilm_families(model, n, words)
+    summary = {
+        "model": minilm.MODEL,
+        "package": f"{minilm.DISTRIBUTION} {model.version}",
+        "sha256": model.sha256,
+        "layers": model.layers,
+        "heads": model.heads,
+        "position_table": list(model.position.shape),
+        "probe": {
+            "input": f"one word at every position 0..{n - 1}, token type 0, no [CLS] or [SEP]; layer 0's logits "
+            "and attention averaged over the words",
+            "seed": cfg.seed,
+            "words": [model.vocab[i] for i in words],
+        },
+        **fam.minilm_heads(logits, attention),
+        # position 0 ([CLS]'s slot in training) has a norm several times the others': the table without it
+        "table_without_position_0": fam.table_scores(model.position[1 : n + 1]),
+    }
+
+    def fixed(x: np.ndarray) -> np.ndarray:
+        return round_significant(x, floor=float(np.abs(x).max()))
+
+    arrays = {
+        "table_proximity": fixed(rows[0].proximities[0]),
+        "head_logits": fixed(logits),
+        "head_attention": fixed(attention),
+    }
+    return rows, summary, arrays
 
 
 if __name__ == "__main__":

@@ -76,18 +76,19 @@ def start_inputs() -> tuple[list[str], list[str]]:
     return [name for name in inputs if cache[name]], [name for name in inputs if not cache[name]]
 
 
-def pipeline_start(layout: Layout, now: float) -> float:
+def pipeline_start(layout: Layout, now: float, not_before: float = 0.0) -> float:
     """When this repro's stages wrote their first output (seconds): the earliest modification time among the
-    input files of this stage written after the previous DVC-path run ended (mlflow_last_run.json). Without
-    a previous run, only the DVC-cached inputs count (git's files carry the clone's time). An output's time
-    is its stage's end, so the first stage that ran is counted from its end; `now` (this stage's start) if none is
-    newer."""
+    input files of this stage written after the previous DVC-path run ended (mlflow_last_run.json) and not before
+    `not_before` (when the dvc command running this stage started: `dvc_started`). Without a previous run, only the
+    DVC-cached inputs count (git's files carry the clone's time), and `not_before` keeps out those a queued
+    experiment's copy got from the cache, which carry the times of the run that made them. An output's time is its
+    stage's end, so the first stage that ran is counted from its end; `now` (this stage's start) if none is newer."""
     from pipeline.base.files import read_json
 
     previous = read_json(layout.mlflow_last_run).get("end_time") if layout.mlflow_last_run.exists() else None
     cached, in_git = start_inputs()
     names = cached + (in_git if previous else [])
-    since = previous / 1000 if previous else 0.0
+    since = max(previous / 1000 if previous else 0.0, not_before)
     times = []
     for name in names:
         path = getattr(layout, name)
@@ -95,6 +96,20 @@ def pipeline_start(layout: Layout, now: float) -> float:
             if file.is_file() and since < file.stat().st_mtime <= now:
                 times.append(file.stat().st_mtime)
     return min(times, default=now)
+
+
+def dvc_started() -> float:
+    """When the nearest `dvc` process above this one started (`dvc repro`, `dvc exp run`, a queued experiment's
+    `dvc exp exec-run`), in seconds; 0 when the stage does not run under DVC."""
+    import psutil
+
+    for parent in psutil.Process().parents():
+        try:
+            if any(part == "dvc" or part.endswith("/dvc") or "dvc.cli" in part for part in parent.cmdline()):
+                return parent.create_time()  # `dvc ...`, `python -m dvc ...`, pipeline.repro's dvc child
+        except psutil.Error:
+            continue
+    return 0.0
 
 
 def log_run(params: Config, layout: Layout, root: Path, started: float) -> dict:
@@ -119,7 +134,7 @@ def log_run(params: Config, layout: Layout, root: Path, started: float) -> dict:
                 root,
                 artifacts=logged_outputs(),
                 extra_tags={"runner": "dvc"},
-                start_time=int(pipeline_start(layout, started) * 1000),
+                start_time=int(pipeline_start(layout, started, dvc_started()) * 1000),
                 previous=previous,
             ),
         }

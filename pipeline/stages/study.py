@@ -38,11 +38,11 @@ def find_stores(dims: list[int], layout: Layout, root: Path) -> tuple[dict, dict
     from pipeline.base.paths import download_cache
     from pipeline.inputs.glove_store import MANIFEST, GloveStore
 
-    configured = GloveStore.open(layout.glove_dir)
+    configured = GloveStore.open(layout.glove_dir, verify=True)
     found = {configured.dim: configured}
     cache = download_cache(root) / "stores"
     for manifest in sorted(cache.glob(f"*/{MANIFEST}")) if cache.is_dir() else []:
-        store = GloveStore.open(manifest.parent)
+        store = GloveStore.open(manifest.parent, verify=True)
         found.setdefault(store.dim, store)
     # the configured store is always studied: a run of any GloVe source has its own dimension's distribution
     stores = {d: found[d] for d in sorted(set(dims) | {configured.dim}) if d in found}
@@ -61,7 +61,6 @@ def run(params: Config, layout: Layout, root: Path) -> dict:
     import numpy as np
 
     from pipeline.base import worker_pool
-    from pipeline.base.errors import PipelineError
     from pipeline.base.files import replace_dir, write_columns, write_json
     from pipeline.base.progress import Progress
     from pipeline.core import study as study_lib
@@ -90,12 +89,7 @@ def run(params: Config, layout: Layout, root: Path) -> dict:
     sentences = study_lib.random_sentences(vocabulary, cfg.sentences, lengths, cfg.seed)
     file_words, file_positions, texts = [], [], []
     if cfg.texts_file is not None:
-        if not (root / cfg.texts_file).is_file():
-            raise PipelineError(
-                f"study.texts_file = {cfg.texts_file!r}: no such file under {root}. Fix: name a "
-                "file under data/texts/, or set study.texts_file=null."
-            )
-        texts = read_sentences(cfg.texts_file, root)
+        texts = read_sentences(cfg.texts_file, root, "study.texts_file")
         tokens = tokenize(texts, params.tokenizer)
         file_words, file_positions = tokens["words"], tokens["positions"]
     longest = max([*lengths, 1] + [max(p) + 1 for p in file_positions if p])

@@ -1,0 +1,75 @@
+"""Stop signals as an exception: a command that must end its work cleanly (put files back, end its runs, stop its
+workers) turns SIGINT, SIGTERM and SIGHUP into `Interrupted`, raised in its main thread, and handles it at its end.
+
+    on_stop_signals(raise_interrupted)
+    try:
+        ...                                  # the work: every `except Exception` lets Interrupted through
+    except Interrupted as stop:
+        on_stop_signals(signal.SIG_IGN)      # a second Ctrl-C must not cut the cleanup short
+        end_descendants()                    # the processes it started, and theirs
+        print(f"interrupted by {stop.name}: ...")
+        raise SystemExit(stop.status)
+"""
+
+from __future__ import annotations
+
+import signal
+
+STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")  # Ctrl-C; kill, timeout, systemd, SLURM, CI; a closed terminal
+END_WAIT_S = 5.0  # how long stopped processes get to exit after SIGTERM before SIGKILL
+
+
+class Interrupted(BaseException):
+    """A stop signal reached the command (a BaseException: no `except Exception` of a library swallows it)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signum).name
+
+    @property
+    def status(self) -> int:
+        """The exit status of a process a signal ended: 128 + its number (130, 143, 129)."""
+        return 128 + self.signum
+
+
+def on_stop_signals(handler) -> None:
+    """`handler` for each stop signal this platform has."""
+    for name in STOP_SIGNALS:
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), handler)
+
+
+def raise_interrupted(signum: int, frame) -> None:
+    raise Interrupted(signum)
+
+
+def end_descendants(wait: float = END_WAIT_S, spare: tuple[str, ...] = ()) -> int:
+    """Stop every process this one started, and theirs (workers, job processes): SIGTERM, then SIGKILL for those
+    still alive after `wait` seconds (a job runner may trap SIGTERM). Processes whose command line holds one of
+    `spare` are left: helpers that end by themselves when this process exits. Returns how many were stopped."""
+    import psutil
+
+    def spared(process: psutil.Process) -> bool:
+        try:
+            return any(word in part for part in process.cmdline() for word in spare)
+        except psutil.Error:
+            return False
+
+    processes = [process for process in psutil.Process().children(recursive=True) if not spared(process)]
+    for process in processes:
+        try:
+            process.terminate()
+        except psutil.NoSuchProcess:
+            pass
+    _, alive = psutil.wait_procs(processes, timeout=wait)
+    for process in alive:
+        try:
+            process.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(alive, timeout=wait)
+    return len(processes)

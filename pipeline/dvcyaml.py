@@ -6,8 +6,9 @@ the registry, paths from `Layout`, and its code deps from the stage module's tra
 (every import statement, also those inside functions, plus the packages' __init__ files that Python runs on the
 way), per package: a library package the closure reaches (pipeline/base/, core/, inputs/, config/, outputs/,
 tutorials/) is one directory dep, whole; the command modules it imports (pipeline/stages/*.py, pipeline/*.py) are
-file deps, so that an edit of one stage module re-runs that stage only. `--check` exits 1 when the committed
-dvc.yaml differs from the generated one (a test runs it too). `--help` prints this text and writes nothing.
+file deps, so that an edit of one stage module re-runs that stage only (a stage that runs above its DVC project's
+root, the length experiment's, lists its closure's files: DVC ignores nothing there). `--check` exits 1 when the
+committed dvc.yaml differs from the generated one (a test runs it too). `--help` prints this text and writes nothing.
 
 Why per package and not per file: DVC rewrites dvc.lock after every stage it runs with a pure-Python round-trip YAML
 dump (ruamel.yaml's "rt" mode, 0.35 s for the 65 kB that ~330 per-file code deps made; `dvc repro` paid it 8 times in
@@ -150,7 +151,12 @@ def stage_entry(stage: Stage, root: Path, params: dict | None = None, pipeline: 
         entry["wdir"] = pipeline.wdir
     inputs = [_rel(layout, name) for name in stage.inputs]
     files = input_file_deps(params or {}, root, stage.input_files, inside=tuple(inputs))
-    entry["deps"] = inputs + files + code_deps(stage.module, root)
+    # Outside a DVC project's root (a wdir above it: the length experiment's) DVC applies no .dvcignore, so a directory
+    # dep would count the __pycache__/ that Python writes there: such a stage's code deps are its import closure's files
+    code = (
+        [p.as_posix() for p in import_closure(stage.module, root)] if pipeline.wdir else code_deps(stage.module, root)
+    )
+    entry["deps"] = inputs + files + code
     if stage.params:
         keys = list(stage.params)
         entry["params"] = keys if pipeline.params == "params" else [{_rel(layout, pipeline.params): keys}]

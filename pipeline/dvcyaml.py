@@ -181,8 +181,8 @@ def top_level_plots(stages: tuple[Stage, ...] = STAGES) -> list:
 
 LENGTH_HEADER = (
     "# GENERATED from the stage registry (pipeline/registry.py, LENGTH_STAGES) by `python -m pipeline.dvcyaml`: do not\n"
-    '# edit. The length experiment\'s own DVC project (README, "Train short, test long"); its stages run in the\n'
-    "# checkout root (wdir), so paths are relative to it. Parameters come from params.yaml here, composed from conf/:\n"
+    "# edit. The length experiment's own DVC project (docs/length-experiment.md); its stages run in the checkout\n"
+    "# root (wdir), so paths are relative to it. Parameters come from params.yaml here, composed from conf/:\n"
     "#   python -m pipeline.compose --length [overrides] && dvc repro      (in this folder)\n"
     "#   dvc exp run -S length=quick                                       (DVC composes conf/length_experiment.yaml)\n"
 )

@@ -264,7 +264,7 @@ STAGES: tuple[Stage, ...] = (
 
 BY_NAME = {stage.name: stage for stage in STAGES}
 
-# The length-generalisation experiment (README, "Train short, test long"): a DVC project of its own in
+# The length-generalisation experiment (docs/length-experiment.md): a DVC project of its own in
 # experiments/length/ (its .dvc/, dvc.yaml, dvc.lock and params.yaml, composed from conf/length_experiment.yaml), so
 # that the pipeline's `dvc repro`, `dvc status`, `dvc exp show` and `dvc metrics` never see it, and its 10-30 minutes
 # of training never run with the pipeline. Its stage runs in the checkout root (wdir), where `python -m pipeline...`

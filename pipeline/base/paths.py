@@ -303,7 +303,7 @@ class Layout:
         """What the figures stage logged to MLflow, the same on every machine (DVC-cached output, not in git)."""
         return self.reports / "mlflow_run.json"
 
-    # ---- experiments/length/: the length-generalisation experiment, a DVC project of its own (README)
+    # ---- experiments/length/: the length-generalisation experiment, a DVC project of its own (docs/length-experiment.md)
     @property
     def length_dir(self) -> Path:
         """The experiment's DVC project: its dvc.yaml, dvc.lock, params.yaml and results/."""

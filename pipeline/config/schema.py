@@ -806,7 +806,7 @@ class LengthLearnedConfig(_Checked):
 
 @dataclass
 class LengthConfig(_Checked):
-    """Train short, test long (README): one model per task, family and seed, trained on strings of 1 .. train_length
+    """Train short, test long (docs/length-experiment.md): one model per task, family and seed, trained on strings of 1 .. train_length
     symbols and evaluated at every length 1 .. test_factor x train_length."""
 
     KEY = "length"

@@ -9,7 +9,7 @@ One run trains what the run store lacks (pipeline.length.runs: an interrupted ru
 results/ into its folder (summary.json, the CSVs, the figure) and logs one MLflow parent run with a run per family. A
 multirun's jobs each train their share of the grid; at its end pipeline.length.sweep.LengthSweep gathers every job's
 runs into <sweep dir>/results/ and logs the run per family under the sweep's parent run. A job that fails does not stop
-the others; the sweep then exits 1. The DVC way to run it: experiments/length/ (README).
+the others; the sweep then exits 1. The DVC way to run it: experiments/length/ (docs/length-experiment.md).
 """
 
 from __future__ import annotations

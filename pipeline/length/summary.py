@@ -5,7 +5,7 @@ Two accuracies, both from the runs' counts (pipeline.length.train.evaluate), so 
     token_accuracy     answer tokens right / answer tokens            (per-token, teacher-forced)
     sequence_accuracy  answers entirely right / answers               (exact sequence = greedy decoding's exact match)
 
-Lengths are reported one by one (the CSVs) and in buckets (summary.json, the gated file, and the README's table): the
+Lengths are reported one by one (the CSVs) and in buckets (summary.json, the gated file, and the documented tables): the
 training range 1 .. L, then every `width` lengths up to k L. A seed's bucket value is the mean over the bucket's
 lengths of its accuracy at each length; the spread over seeds is their mean, sample standard deviation (0 for one
 seed), min and max.
@@ -124,7 +124,7 @@ def by_seed(results: list[dict]) -> dict[str, list]:
 
 
 def table(summary: dict, task: str, metric: str = "token_accuracy") -> str:
-    """The README's table: one row per family, one column per bucket, `mean ± std (min-max)` over seeds."""
+    """The documented table (docs/length-experiment.md): one row per family, one column per bucket, `mean ± std (min-max)` over seeds."""
     names = list(summary["buckets"])
     seeds = len(summary["experiment"]["seeds"])
     header = (

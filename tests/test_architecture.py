@@ -318,15 +318,16 @@ def test_read_recorder_sees_reads():
     assert log.keys == {"sweep.ratios.points", "sweep.ratios.min", "sweep.ratios.max"}
 
 
-def test_readme_stage_table_is_the_registry():
+def test_docs_stage_table_is_the_registry():
+    """docs/pipeline.md's stage table (written by `python -m pipeline.docs`) lists the registry's stages in order."""
     from pipeline.registry import STAGES
 
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    rows = [line for line in readme.splitlines() if line.startswith("| `") and line.count("|") == 3]
+    page = (REPO / "docs" / "pipeline.md").read_text(encoding="utf-8")
+    rows = [line for line in page.splitlines() if line.startswith("| `") and line.count("|") == 3]
     table = [f"| `{stage.name}` | {stage.summary} |" for stage in STAGES]
     start = rows.index(table[0]) if table[0] in rows else -1
     assert rows[start : start + len(table)] == table, (
-        "README's stage table differs from pipeline/registry.py; its rows are:\n" + "\n".join(table)
+        "docs/pipeline.md's stage table differs from pipeline/registry.py: run `python -m pipeline.docs`"
     )
 
 
@@ -344,15 +345,15 @@ def test_untracked_stage_files_are_ignored_by_git():
         assert subprocess.run(["git", "check-ignore", "-q", path], cwd=REPO).returncode == 0, f"{path} is not ignored"
 
 
-def test_readme_documents_every_metric_of_metric_docs():
-    """The metric list is declared in pipeline.core.metrics.METRIC_DOCS (the report shows it); the README's
-    list must name each one."""
+def test_docs_document_every_metric_of_metric_docs():
+    """The metric list is declared in pipeline.core.metrics.METRIC_DOCS (the report shows it); the list in
+    docs/science.md's Metrics section (written by `python -m pipeline.docs`) must name each one."""
     from pipeline.core.metrics import METRIC_DOCS
 
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("### Metrics") : readme.index("### The report")]
+    page = (REPO / "docs" / "science.md").read_text(encoding="utf-8")
+    section = page[page.index("## Metrics") : page.index("## The crossover\n")]
     missing = [name for name in METRIC_DOCS if f"- `{name}`" not in section]
-    assert not missing, f"README's metric list lacks {missing}"
+    assert not missing, f"docs/science.md's metric list lacks {missing}: run `python -m pipeline.docs`"
 
 
 def test_dvc_parses_its_yaml_files_with_libyaml():

@@ -61,7 +61,7 @@ def slurm_checkout(tmp_path) -> Path:
 
 @pytest.mark.slow
 def test_slurm_sweep_through_sbatch(slurm_checkout, private_mlflow_store):
-    """The README's cluster command on a real SLURM cluster: each point an sbatch array task (job dirs, child
+    """The cluster command of docs/sweeps.md on a real SLURM cluster: each point an sbatch array task (job dirs, child
     runs in MLflow, the parent's summary), a point that fails at job time reported as failed, and no `sacct`
     noise where accounting is off."""
     out = run(
@@ -185,7 +185,7 @@ def postgres_db():
 
 @pytest.mark.slow
 def test_team_server_on_postgresql(postgres_db, tmp_path):
-    """`python -m pipeline.server --backend-store-uri postgresql://...` (README, team setup), a multirun logged
+    """`python -m pipeline.server --backend-store-uri postgresql://...` (docs/mlflow.md, a team server), a multirun logged
     through it over HTTP: every run lands in the PostgreSQL database, and the password is printed nowhere."""
     import psycopg2
 

@@ -113,8 +113,8 @@ def test_three_thousand_sentences_stay_small_in_git_logs_and_mlflow(tmp_path, sm
     """A 3,000-sentence texts file of the store's GloVe words, with the default sweep (4 pairs, 41 ratios): every
     sentence's numbers in the DVC-cached tables, each sentence's row the one it gets when swept alone (sentences
     of one length are swept together), the git-tracked outputs the same few small files as for two sentences,
-    short log lines, and an MLflow run of a few files and a bounded number of metrics (README: "Thousands of
-    sentences")."""
+    short log lines, and an MLflow run of a few files and a bounded number of metrics (docs/science.md: "Thousands
+    of sentences")."""
     import random
 
     from mlflow.tracking import MlflowClient

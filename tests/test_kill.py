@@ -34,7 +34,7 @@ from pipeline.registry import STAGES as REGISTRY
 
 pytestmark = pytest.mark.slow
 # The draws of the suite, so that a run does not depend on luck: every seed that found a bug, each its own test.
-# `PE_KILL_SEED=random` explores new points (README "Reliability"); a seed that finds a bug is fixed, then added
+# `PE_KILL_SEED=random` explores new points (docs/reliability.md); a seed that finds a bug is fixed, then added
 # here. The kills behind the earlier fixes (a cut dvc.lock, an empty rwlock, a killed run's temporaries: 3c75c41,
 # 866fcf2, bfffdf1) were random draws whose seeds were not printed then; 20261125 is the first seed kept.
 KILL_SEEDS = (20261125,)

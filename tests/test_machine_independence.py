@@ -14,7 +14,7 @@ start):
 
 A machine can switch off only what it has, so a CPU with AVX-512 shows more than one without; the table of what each
 switch changed is the test's failure message. Other CPU families (an AMD EPYC, an Arm server) run the same code:
-README, "Byte-identical on every machine", says why their bytes cannot differ.
+docs/reliability.md, "Byte-identical on every machine", says why their bytes cannot differ.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Issue 23: MLflow lands on the runs. The link `python -m pipeline.server` prints names its actual port (a port it
 cannot listen on is refused before any link is printed) and opens the runs table in model-training mode with r* among
-the columns. Everything else is MLflow 3.17.2's rule, checked here in headless Debian chromium so that the README's
-"MLflow" section stays exact: the UI's mode is the URL's `workflowType`, else the one the browser picked in the
+the columns. Everything else is MLflow 3.17.2's rule, checked here in headless Debian chromium so that docs/mlflow.md
+stays exact: the UI's mode is the URL's `workflowType`, else the one the browser picked in the
 sidebar, else GenAI; the URL's is not kept (a run opened from the runs table is in GenAI mode), no server or
 experiment setting changes the default. Screenshots: mlflow_landing_*.png (PE_UI_SCREENSHOTS keeps them)."""
 

@@ -367,7 +367,7 @@ def test_joblib_four_parallel_jobs_lose_nothing(checkout, private_mlflow_store):
     # the table: one row per job, the swept key its only column (sweep.w2 moves no headline number)
     assert summary["columns"] == ["job", "sweep.w2"] and "r_star.s0" in summary["same"]
     assert [(row["job"], row["sweep.w2"]) for row in summary["rows"]] == [(0, "1"), (1, "2"), (2, "3"), (3, "4")]
-    # jobs in parallel share the cores: one figure worker each (README, "Sweeps")
+    # jobs in parallel share the cores: one figure worker each (docs/sweeps.md)
     assert "  workers: 1\n" in (checkout / "multirun_test" / "0" / "params.yaml").read_text()
     # figures drawn from the same data are kept once for the sweep, whichever of the four processes drew them first:
     # the encoding's (the weights do not change them) once, each point's panels (they do) once per point

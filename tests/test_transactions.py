@@ -1,5 +1,5 @@
 """A run is a transaction: a second run, a stop signal, a failed restore or a failed `dvc exp run` ends in one clear
-message with the workspace as it was (README "Reliability").
+message with the workspace as it was (docs/reliability.md).
 
 Every probe runs the real `python -m pipeline.repro` in one copy of the project that has run once, and checks the
 workspace with git (every tracked output of the default config is byte-identical to the committed one), the

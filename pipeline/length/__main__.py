@@ -59,7 +59,7 @@ def app(cfg: DictConfig) -> None:
     multirun = hydra_cfg.mode == RunMode.MULTIRUN
     overrides = list(hydra_cfg.overrides.task)
     sweep = read_sweep(Path(hydra_cfg.sweep.dir).resolve()) if multirun else None
-    # jobs run side by side (joblib) share the cores: one process each (README, "Sweeps")
+    # jobs run side by side (joblib) share the cores: one process each (docs/sweeps.md)
     parallel = multirun and OmegaConf.select(hydra_cfg, "launcher.n_jobs", default=1) not in (0, 1)
     job = {
         "sweep_id": sweep["sweep_id"] if sweep else None,

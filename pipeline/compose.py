@@ -2,10 +2,13 @@
 
 The composed config is validated against the schema, and the input files it names are checked, before
 anything is written: on a mistake it prints one `error: ...` line, exits 2 and leaves params.yaml as it was.
+With --length: the length experiment's experiments/length/params.yaml from conf/length_experiment.yaml (its time and
+memory estimates checked), for `dvc repro` in experiments/length/.
 
 Examples:
     python -m pipeline.compose
     python -m pipeline.compose glove=6B-100d sweep.w2=10 'texts.sentences=[a b c, c b a]'
+    python -m pipeline.compose --length length=quick
 """
 
 from __future__ import annotations
@@ -18,15 +21,17 @@ from pipeline.base.locks import workspace_lock
 from pipeline.base.paths import Layout, checkout_root
 from pipeline.config import check, compose, write_params
 from pipeline.config.input_files import check_portable
-from pipeline.config.schema import GROUPS
+from pipeline.config.schema import GROUPS, LENGTH, LENGTH_GROUPS
+
+LENGTH_FLAG = "--length"
 
 
-def groups_help(root: Path) -> str:
+def groups_help(root: Path, groups: tuple[str, ...] = GROUPS) -> str:
     """One line per config group of the schema: `  group: option, option, ...` (for --help here and in
     pipeline.repro); the options are the group's files in conf/<group>/. Other folders under conf/ are no groups."""
     conf = Layout(root).conf_dir
     return "\n".join(
-        f"  {group}: {', '.join(sorted(f.stem for f in (conf / group).glob('*.yaml')))}" for group in sorted(GROUPS)
+        f"  {group}: {', '.join(sorted(f.stem for f in (conf / group).glob('*.yaml')))}" for group in sorted(groups)
     )
 
 
@@ -35,10 +40,16 @@ def main(argv: list[str] | None = None) -> int:
     if any(a in ("-h", "--help") for a in argv):
         print(__doc__)
         print(groups_help(checkout_root()))
+        print(f"with {LENGTH_FLAG}:")
+        print(groups_help(checkout_root(), LENGTH_GROUPS))
         return 0
     root = checkout_root()
+    length = LENGTH_FLAG in argv
+    workspace = Layout(root).length_dir if length else root
     try:
-        with workspace_lock(root, " ".join(["python -m pipeline.compose", *argv])):
+        with workspace_lock(workspace, " ".join(["python -m pipeline.compose", *argv])):
+            if length:
+                return _compose_length([a for a in argv if a != LENGTH_FLAG], root)
             return _compose(argv, root)
     except PipelineError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -55,6 +66,28 @@ def _compose(argv: list[str], root: Path) -> int:
 
         if write_if_changed(root):  # the files the config names are deps of the stages that read them
             print(f"wrote {Layout(root).dvc_yaml} (the input files of this config are its deps)")
+    except PipelineError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {path}" + (f" with {' '.join(argv)}" if argv else ""))
+    return 0
+
+
+def _compose_length(argv: list[str], root: Path) -> int:
+    from pipeline.base.worker_pool import usable_cores
+    from pipeline.config.limits import check_length
+    from pipeline.config.schema import validate
+    from pipeline.dvcyaml import write_if_changed
+    from pipeline.registry import LENGTH_PIPELINE
+
+    try:
+        params = compose(argv, root, LENGTH)
+        cfg = validate(params, LENGTH.schema)
+        # the time limit where the device is known without importing torch (the stage checks `auto` again)
+        check_length(cfg.length, cfg.length.workers or usable_cores(), on_cpu=cfg.length.device == "cpu")
+        path = write_params(params, root, argv, LENGTH)
+        if write_if_changed(root, LENGTH_PIPELINE):
+            print(f"wrote {getattr(Layout(root), LENGTH_PIPELINE.dvc_yaml)}")
     except PipelineError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -1,12 +1,14 @@
-"""`python -m pipeline.dvcyaml [--check]`: write dvc.yaml from the stage registry (pipeline/registry.py).
+"""`python -m pipeline.dvcyaml [--check]`: write dvc.yaml (and the length experiment's experiments/length/dvc.yaml) from
+the stage registry (pipeline/registry.py).
 
 dvc.yaml is generated, never edited: each stage's command, params, data deps and outputs come from
 the registry, paths from `Layout`, and its code deps from the stage module's transitive imports inside pipeline/
 (every import statement, also those inside functions, plus the packages' __init__ files that Python runs on the
 way), per package: a library package the closure reaches (pipeline/base/, core/, inputs/, config/, outputs/,
 tutorials/) is one directory dep, whole; the command modules it imports (pipeline/stages/*.py, pipeline/*.py) are
-file deps, so that an edit of one stage module re-runs that stage only. `--check` exits 1 when the committed
-dvc.yaml differs from the generated one (a test runs it too). `--help` prints this text and writes nothing.
+file deps, so that an edit of one stage module re-runs that stage only (a stage that runs above its DVC project's
+root, the length experiment's, lists its closure's files: DVC ignores nothing there). `--check` exits 1 when the
+committed dvc.yaml differs from the generated one (a test runs it too). `--help` prints this text and writes nothing.
 
 Why per package and not per file: DVC rewrites dvc.lock after every stage it runs with a pure-Python round-trip YAML
 dump (ruamel.yaml's "rt" mode), whose cost grows with the deps listed
@@ -25,7 +27,7 @@ from pathlib import Path
 import yaml
 
 from pipeline.base.paths import Layout, checkout_root
-from pipeline.registry import STAGES, Stage
+from pipeline.registry import PIPELINE, PIPELINES, STAGES, Pipeline, Stage
 
 HEADER = (
     "# GENERATED from the stage registry (pipeline/registry.py) by `python -m pipeline.dvcyaml`: do not edit.\n"
@@ -139,17 +141,26 @@ def _rel(layout: Layout, attribute: str) -> str:
     return getattr(layout, attribute).as_posix()
 
 
-def stage_entry(stage: Stage, root: Path, params: dict | None = None) -> dict:
-    """One stage of dvc.yaml; params: the config (params.yaml), whose input files (stage.input_files) become deps."""
+def stage_entry(stage: Stage, root: Path, params: dict | None = None, pipeline: Pipeline = PIPELINE) -> dict:
+    """One stage of dvc.yaml; params: the config (params.yaml), whose input files (stage.input_files) become deps.
+    Paths are relative to the checkout root, where a stage of another pipeline's dvc.yaml runs too (its wdir)."""
     from pipeline.config.input_files import input_file_deps
 
     layout = Layout(Path("."))
     entry: dict = {"cmd": f"python -m {stage.module}"}
+    if pipeline.wdir:
+        entry["wdir"] = pipeline.wdir
     inputs = [_rel(layout, name) for name in stage.inputs]
     files = input_file_deps(params or {}, root, stage.input_files, inside=tuple(inputs))
-    entry["deps"] = inputs + files + code_deps(stage.module, root)
+    # Outside a DVC project's root (a wdir above it: the length experiment's) DVC applies no .dvcignore, so a directory
+    # dep would count the __pycache__/ that Python writes there: such a stage's code deps are its import closure's files
+    code = (
+        [p.as_posix() for p in import_closure(stage.module, root)] if pipeline.wdir else code_deps(stage.module, root)
+    )
+    entry["deps"] = inputs + files + code
     if stage.params:
-        entry["params"] = list(stage.params)
+        keys = list(stage.params)
+        entry["params"] = keys if pipeline.params == "params" else [{_rel(layout, pipeline.params): keys}]
     for out in stage.outputs:
         props = {} if out.cache else {"cache": False}
         kind = "metrics" if out.metric else "plots" if out.plot else "outs"
@@ -158,10 +169,10 @@ def stage_entry(stage: Stage, root: Path, params: dict | None = None) -> dict:
     return entry
 
 
-def top_level_plots() -> list:
+def top_level_plots(stages: tuple[Stage, ...] = STAGES) -> list:
     layout = Layout(Path("."))
     plots = []
-    for stage in STAGES:
+    for stage in stages:
         for plot in stage.plots:
             props = {k: v for k, v in plot.items() if k != "source"}
             path = _rel(layout, plot["source"])
@@ -169,24 +180,36 @@ def top_level_plots() -> list:
     return plots
 
 
-def render(root: Path) -> str:
-    """dvc.yaml for the registry and the config in params.yaml (its input files outside data/texts/ are deps)."""
+LENGTH_HEADER = (
+    "# GENERATED from the stage registry (pipeline/registry.py, LENGTH_STAGES) by `python -m pipeline.dvcyaml`: do not\n"
+    "# edit. The length experiment's own DVC project (docs/length-experiment.md); its stages run in the checkout\n"
+    "# root (wdir), so paths are relative to it. Parameters come from params.yaml here, composed from conf/:\n"
+    "#   python -m pipeline.compose --length [overrides] && dvc repro      (in this folder)\n"
+    "#   dvc exp run -S length=quick                                       (DVC composes conf/length_experiment.yaml)\n"
+)
+
+
+def render(root: Path, pipeline: Pipeline = PIPELINE) -> str:
+    """The dvc.yaml of `pipeline` (default: the pipeline's) for the registry and the config in its params file (the
+    input files it names outside data/texts/ are deps)."""
     from pipeline.base.params_file import read_params_file
 
-    params_path = Layout(root).params
+    params_path = getattr(Layout(root), pipeline.params)
     params = read_params_file(params_path) if params_path.exists() else {}
-    document = {
-        "stages": {stage.name: stage_entry(stage, root, params) for stage in STAGES},
-        "plots": top_level_plots(),
-    }
-    return HEADER + yaml.safe_dump(document, sort_keys=False, width=120, default_flow_style=False)
+    document = {"stages": {stage.name: stage_entry(stage, root, params, pipeline) for stage in pipeline.stages}}
+    plots = top_level_plots(pipeline.stages)
+    if plots:
+        document["plots"] = plots
+    header = HEADER if pipeline is PIPELINE else LENGTH_HEADER
+    return header + yaml.safe_dump(document, sort_keys=False, width=120, default_flow_style=False)
 
 
-def write_if_changed(root: Path) -> bool:
-    """Regenerate dvc.yaml (after params.yaml changed: its input files are deps); True if it changed."""
+def write_if_changed(root: Path, pipeline: Pipeline = PIPELINE) -> bool:
+    """Regenerate `pipeline`'s dvc.yaml (after its params file changed: its input files are deps); True if it
+    changed."""
     from pipeline.base.files import write_text
 
-    target, text = Layout(root).dvc_yaml, render(root)
+    target, text = getattr(Layout(root), pipeline.dvc_yaml), render(root, pipeline)
     if target.exists() and target.read_text(encoding="utf-8") == text:
         return False
     write_text(target, text)
@@ -206,22 +229,25 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     root = checkout_root()
-    text = render(root)
-    target = Layout(root).dvc_yaml
-    if "--check" in argv:
-        if target.read_text(encoding="utf-8") != text:
-            print(
-                f"{target} differs from the stage registry: run `python -m pipeline.dvcyaml` and commit it.",
-                file=sys.stderr,
-            )
-            return 1
-        print(f"{target} matches the stage registry")
-        return 0
-    from pipeline.base.files import write_text
+    status = 0
+    for pipeline in PIPELINES:
+        text = render(root, pipeline)
+        target = getattr(Layout(root), pipeline.dvc_yaml)
+        if "--check" in argv:
+            if not target.exists() or target.read_text(encoding="utf-8") != text:
+                print(
+                    f"{target} differs from the stage registry: run `python -m pipeline.dvcyaml` and commit it.",
+                    file=sys.stderr,
+                )
+                status = 1
+            else:
+                print(f"{target} matches the stage registry")
+            continue
+        from pipeline.base.files import write_text
 
-    write_text(target, text)
-    print(f"wrote {target} ({len(STAGES)} stages)")
-    return 0
+        write_text(target, text)
+        print(f"wrote {target} ({len(pipeline.stages)} stages)")
+    return status
 
 
 if __name__ == "__main__":

@@ -5,14 +5,17 @@
     python -m pipeline.gate --baseline old.json   # reports/metrics.json (or --current) vs a file
 
 The gated files are GATED below: reports/metrics.json (names as they are), reports/relative.json (RoPE and ALiBi,
-names prefixed `relative.`), reports/study/crossover.json (the crossover study, prefixed `study.`)
-and reports/properties.json (every position-encoding family's property scores, prefixed `properties.`; its MiniLM-L6
-rows and probe come from an optional extra, and a run without it names the extra to install).
+names prefixed `relative.`), reports/study/crossover.json (the crossover study, prefixed `study.`),
+reports/properties.json (every position-encoding family's property scores, prefixed `properties.`; its MiniLM-L6
+rows and probe come from an optional extra, and a run without it names the extra to install) and the length
+experiment's experiments/length/results/summary.json (prefixed `length.`).
 
 Tolerances live in .ci/tolerances.yaml: rules of fnmatch patterns over the flattened metric names
-(as `dvc metrics show` prints them), each with `abs` and/or `rel` and a one-line reason; the first
-matching rule applies, and a metric that no rule matches must not change at all. A metric present
-on one side only is a failure too. (`dvc metrics diff` shows differences but always exits 0.)
+(as `dvc metrics show` prints them), each with `abs`, `rel` and/or `spread` and a one-line reason; the first
+matching rule applies, and a metric that no rule matches must not change at all. `spread: K` allows K times the
+baseline's own spread of the statistic: its sibling `std` (a.b.mean -> a.b.std), for statistics over seeds of trained
+models. A metric present on one side only is a failure too. (`dvc metrics diff` shows differences but always exits
+0.)
 """
 
 from __future__ import annotations
@@ -35,7 +38,13 @@ from pipeline.base.paths import Layout
 METRICS = Layout(Path(".")).metrics.as_posix()  # as git and DVC name it
 # The gated files: name prefix -> Layout attribute (paths as git names them). "" keeps metrics.json's names unprefixed.
 SHOWN = 10  # drifted metrics listed by default: a changed config (e.g. sweep.w2=3) moves hundreds of them
-GATED = {"": "metrics", "relative": "relative_metrics", "study": "study_summary", "properties": "properties_metrics"}
+GATED = {
+    "": "metrics",
+    "relative": "relative_metrics",
+    "study": "study_summary",
+    "properties": "properties_metrics",
+    "length": "length_summary",
+}
 
 
 def gated_files() -> dict[str, str]:
@@ -59,20 +68,28 @@ class Rule:
     abs: float
     rel: float
     reason: str
+    spread: float = 0.0  # times the baseline's sibling `std`
 
-    def allows(self, old: float, new: float) -> bool:
-        return abs(new - old) <= max(self.abs, self.rel * abs(old))
+    def allows(self, old: float, new: float, std: float = 0.0) -> bool:
+        return abs(new - old) <= max(self.abs, self.rel * abs(old), self.spread * std)
 
-    def describe(self) -> str:
-        return f"abs {self.abs:g}, rel {self.rel:g} ({self.reason})"
+    def describe(self, std: float = 0.0) -> str:
+        spread = f", spread {self.spread:g} x std {std:g}" if self.spread else ""
+        return f"abs {self.abs:g}, rel {self.rel:g}{spread} ({self.reason})"
+
+
+def sibling_std(name: str, tree: dict) -> float:
+    """The `std` beside a statistic (a.b.mean -> a.b.std) in a flattened tree, 0 when there is none."""
+    value = tree.get(f"{name.rpartition('.')[0]}.std")
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
 
 
 EXACT = Rule("<no rule>", 0.0, 0.0, "no rule in the tolerances file matches: must not change")
 
 
 RULES_FIX = (
-    "Fix: `rules:` is a list of mappings, each with `match` (a glob over metric names), `reason` (text) and `abs` "
-    "and/or `rel` (numbers >= 0), as in .ci/tolerances.yaml."
+    "Fix: `rules:` is a list of mappings, each with `match` (a glob over metric names), `reason` (text) and `abs`, "
+    "`rel` and/or `spread` (numbers >= 0), as in .ci/tolerances.yaml."
 )
 
 
@@ -89,17 +106,17 @@ def load_rules(path: Path) -> list[Rule]:
         raise PipelineError(f"{path} holds {given}, not a list of rules. {RULES_FIX}")
     rules = []
     for i, entry in enumerate(entries):
-        bounds = [entry.get(key, 0.0) for key in ("abs", "rel")] if isinstance(entry, dict) else []
+        bounds = [entry.get(key, 0.0) for key in ("abs", "rel", "spread")] if isinstance(entry, dict) else []
         ok = (
             isinstance(entry, dict)
             and isinstance(entry.get("match"), str)
             and isinstance(entry.get("reason"), str)
-            and {"abs", "rel"} & entry.keys()
+            and {"abs", "rel", "spread"} & entry.keys()
             and all(isinstance(b, (int, float)) and not isinstance(b, bool) and 0 <= b < math.inf for b in bounds)
         )
         if not ok:
             raise PipelineError(f"{path}: rule {i + 1} ({entry!r}) is not a tolerance rule. {RULES_FIX}")
-        rules.append(Rule(entry["match"], float(bounds[0]), float(bounds[1]), entry["reason"]))
+        rules.append(Rule(entry["match"], float(bounds[0]), float(bounds[1]), entry["reason"], float(bounds[2])))
     return rules
 
 
@@ -126,10 +143,11 @@ def compare(baseline: dict, current: dict, rules: list[Rule]) -> list[str]:
         if a == b:
             continue
         rule = rule_for(name, rules)
+        std = sibling_std(name, old) if rule.spread else 0.0
         numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (a, b))
-        if not numeric or not (math.isfinite(a) and math.isfinite(b)) or not rule.allows(float(a), float(b)):
+        if not numeric or not (math.isfinite(a) and math.isfinite(b)) or not rule.allows(float(a), float(b), std):
             diff = f" (|change| {abs(b - a):.3g})" if numeric else ""
-            problems.append(f"{name}: {a!r} -> {b!r}{diff} exceeds tolerance {rule.describe()}")
+            problems.append(f"{name}: {a!r} -> {b!r}{diff} exceeds tolerance {rule.describe(std)}")
     return problems
 
 

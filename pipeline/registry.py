@@ -280,6 +280,40 @@ STAGES: tuple[Stage, ...] = (
 
 BY_NAME = {stage.name: stage for stage in STAGES}
 
+# The length-generalisation experiment (docs/length-experiment.md): a DVC project of its own in
+# experiments/length/ (its .dvc/, dvc.yaml, dvc.lock and params.yaml, composed from conf/length_experiment.yaml), so
+# that the pipeline's `dvc repro`, `dvc status`, `dvc exp show` and `dvc metrics` never see it, and its 10-30 minutes
+# of training never run with the pipeline. Its stage runs in the checkout root (wdir), where `python -m pipeline...`
+# imports this checkout's package. One stage: the runs live in the run store (pipeline.length.runs), keyed by what
+# decides them, so a change of the figure or of MLflow's logging re-runs it in seconds.
+LENGTH_STAGES: tuple[Stage, ...] = (
+    Stage(
+        "length",
+        "one tiny causal transformer per task, position family and seed, trained on short strings and tested on every "
+        "length up to k times longer (experiments/length/results/), one MLflow run per family",
+        params=("length", "tracking"),
+        inputs=(),
+        outputs=(Output("length_results", cache=False),),
+        in_jobs=False,
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """One dvc.yaml: its stages, the Layout attributes of the file and of the params file its stages read, and where
+    their commands run relative to it (None: beside it)."""
+
+    stages: tuple[Stage, ...]
+    dvc_yaml: str
+    params: str
+    wdir: str | None = None
+
+
+PIPELINE = Pipeline(STAGES, "dvc_yaml", "params")
+LENGTH_PIPELINE = Pipeline(LENGTH_STAGES, "length_dvc_yaml", "length_params", wdir="../..")
+PIPELINES = (PIPELINE, LENGTH_PIPELINE)
+
 
 def job_stages() -> tuple[Stage, ...]:
     """The stages a Hydra job runs in-process, in order (it validates at compose, shares GloVe stores, and logs

@@ -17,6 +17,14 @@ if TYPE_CHECKING:
 REPO = Path(__file__).resolve().parents[1]
 
 
+def length_defaults():
+    """The length experiment's documented config (conf/length/default.yaml) as the schema's LengthConfig."""
+    from pipeline.config.params import compose
+    from pipeline.config.schema import LENGTH, validate
+
+    return validate(compose([], REPO, LENGTH), LENGTH.schema).length
+
+
 def model_figures() -> int:
     """Figures that exist only with the optional extra `.[models]` installed (minilm_probing.png)."""
     from pipeline.inputs import minilm

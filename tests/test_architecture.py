@@ -22,6 +22,7 @@ RANKS = {
     "config": 2,
     "outputs": 2,
     "tutorials": 3,
+    "length": 3,
     "registry": 3.5,
     "stages": 4,
     "": 5,
@@ -61,20 +62,31 @@ def imports_of(path: Path, modules: dict[str, Path]) -> set[str]:
 
 
 def test_dvc_yaml_is_generated_from_the_registry():
+    """dvc.yaml and the length experiment's experiments/length/dvc.yaml."""
+    from pipeline.base.paths import Layout
     from pipeline.dvcyaml import render
+    from pipeline.registry import PIPELINES
 
-    assert (REPO / "dvc.yaml").read_text(encoding="utf-8") == render(REPO), (
-        "dvc.yaml differs from the stage registry: run `python -m pipeline.dvcyaml`"
-    )
+    for pipeline in PIPELINES:
+        path = getattr(Layout(REPO), pipeline.dvc_yaml)
+        assert path.read_text(encoding="utf-8") == render(REPO, pipeline), (
+            f"{path.relative_to(REPO)} differs from the stage registry: run `python -m pipeline.dvcyaml`"
+        )
 
 
 def test_stage_code_deps_cover_the_import_closure():
     """modulefinder (bytecode, an implementation independent of the generator's AST walk) finds every pipeline
     module a stage command imports; each must be a dep of that stage in the committed dvc.yaml, itself or through
     its library package's directory (pipeline/core, ...), and every code dep must hold a module the stage imports.
-    Command modules (pipeline/*.py, pipeline/stages/*.py) are deps one file at a time."""
-    stages = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
+    Command modules (pipeline/*.py, pipeline/stages/*.py) are deps one file at a time. The length experiment's
+    dvc.yaml too (its stage runs in the checkout root: paths relative to it), whose code deps are all files: above
+    its DVC project's root DVC reads no .dvcignore, and a directory dep would count Python's __pycache__/."""
+    stages = {}
+    for dvc_yaml in (REPO / "dvc.yaml", REPO / "experiments" / "length" / "dvc.yaml"):
+        stages.update(yaml.safe_load(dvc_yaml.read_text())["stages"])
+    assert "length" in stages and "figures" in stages
     for name, stage in stages.items():
+        outside = "wdir" in stage  # runs above its DVC project's root
         module = stage["cmd"].split(" -m ")[1]
         finder = modulefinder.ModuleFinder(path=[str(REPO)])
         finder.run_script(str(REPO / (module.replace(".", "/") + ".py")))
@@ -86,7 +98,10 @@ def test_stage_code_deps_cover_the_import_closure():
         assert f"{module.replace('.', '/')}.py" in found and len(found) > 3
         code = {d for d in stage["deps"] if d.startswith("pipeline/")}
         directories = {d for d in code if (REPO / d).is_dir()}
-        assert directories and all(d.count("/") == 1 and d != "pipeline/stages" for d in directories), directories
+        if outside:
+            assert not directories, f"stage {name} lists folders {sorted(directories)}: its deps must be files"
+        else:
+            assert directories and all(d.count("/") == 1 and d != "pipeline/stages" for d in directories), directories
         missing = {
             path for path in found if path not in code and not any(path.startswith(d + "/") for d in directories)
         }

@@ -44,20 +44,22 @@ def test_experiments_help_is_its_own_and_runs_nothing(capsys, monkeypatch):
 
 
 def top_level_commands() -> list[str]:
-    """`python -m pipeline` and every pipeline/<name>.py with a `__main__` block (the documented commands)."""
+    """`python -m pipeline`, every pipeline/<name>.py with a `__main__` block (the documented commands) and every
+    package's app (`python -m pipeline.length`: a pipeline/<package>/__main__.py)."""
     modules = [p.stem for p in sorted((REPO / "pipeline").glob("*.py")) if p.stem != "__init__"]
     main_block = 'if __name__ == "__main__":'
+    apps = [f"pipeline.{p.parent.name}" for p in sorted((REPO / "pipeline").glob("*/__main__.py"))]
     return [
         "pipeline" if m == "__main__" else f"pipeline.{m}"
         for m in modules
         if main_block in (REPO / "pipeline" / f"{m}.py").read_text()
-    ]
+    ] + apps
 
 
 def stage_commands() -> list[str]:
-    from pipeline.registry import STAGES
+    from pipeline.registry import PIPELINES
 
-    return [stage.module for stage in STAGES]
+    return [stage.module for pipeline in PIPELINES for stage in pipeline.stages]
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +82,8 @@ def test_the_command_lists_are_derived():
     assert {"pipeline", "pipeline.compose", "pipeline.repro", "pipeline.dvcyaml", "pipeline.gate"} <= set(
         top_level_commands()
     )
-    assert "pipeline.stages.tokenize" in stage_commands() and len(stage_commands()) >= 6
+    assert "pipeline.stages.tokenize" in stage_commands() and len(stage_commands()) >= 7
+    assert "pipeline.stages.length" in stage_commands() and "pipeline.length" in top_level_commands()
 
 
 @pytest.mark.parametrize("module", top_level_commands() + stage_commands())

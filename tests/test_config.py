@@ -44,10 +44,11 @@ def test_compose_matches_hydra_compose_api():
 
 
 def test_every_group_option_composes_and_names_itself():
-    for group in config.GROUPS:
-        for option in sorted((REPO / "conf" / group).glob("*.yaml")):
-            params = config.compose([f"{group}={option.stem}"], REPO)
-            assert params[group]["name"] == option.stem, f"conf/{group}/{option.name} must set name: {option.stem}"
+    for composition in schema.COMPOSITIONS:
+        for group in composition.groups:
+            for option in sorted((REPO / "conf" / group).glob("*.yaml")):
+                params = config.compose([f"{group}={option.stem}"], REPO, composition)
+                assert params[group]["name"] == option.stem, f"conf/{group}/{option.name} must set name: {option.stem}"
 
 
 def test_official_glove_options_pin_url_and_checksums():
@@ -81,17 +82,23 @@ WITH_VALUES = {  # the options whose conf/ leaves keys ??? (to be given on the c
 
 def test_every_group_option_validates():
     errors = {}
-    for group in config.GROUPS:
-        for option in sorted((REPO / "conf" / group).glob("*.yaml")):
-            try:
-                config.validate(config.compose([f"{group}={option.stem}", *WITH_VALUES.get(option.stem, [])], REPO))
-            except PipelineError as exc:
-                errors[f"{group}={option.stem}"] = str(exc)
+    for composition in schema.COMPOSITIONS:
+        for group in composition.groups:
+            for option in sorted((REPO / "conf" / group).glob("*.yaml")):
+                overrides = [f"{group}={option.stem}", *WITH_VALUES.get(option.stem, [])]
+                try:
+                    config.validate(config.compose(overrides, REPO, composition), composition.schema)
+                except PipelineError as exc:
+                    errors[f"{composition.config_name}: {group}={option.stem}"] = str(exc)
     assert errors == {}
 
 
 def test_groups_are_the_schemas_and_conf_s():
-    assert set(config.GROUPS) == {p.name for p in (REPO / "conf").iterdir() if p.is_dir()} - {"hydra"}
+    """Every folder of conf/ (but hydra/) is a group of a composition: the pipeline's or the length experiment's."""
+    groups = {group for composition in schema.COMPOSITIONS for group in composition.groups}
+    assert groups == {p.name for p in (REPO / "conf").iterdir() if p.is_dir()} - {"hydra"}
+    primaries = {p.stem for p in (REPO / "conf").glob("*.yaml")}
+    assert primaries == {composition.config_name for composition in schema.COMPOSITIONS}
 
 
 def test_the_schema_offers_the_dtypes_the_device_module_maps():

@@ -154,6 +154,32 @@ def test_help_names_the_command_to_type(capsys):
     assert capsys.readouterr().out.startswith("usage: python -m pipeline.gate ")
 
 
+def test_length_statistics_are_gated_at_three_times_their_seed_spread():
+    """A statistic over seeds (experiments/length/results/summary.json) may move by 3 x its bucket's std in the
+    baseline, and by at least 0.02 where the seeds agreed (std 0); its settings must not move."""
+    bucket = {"mean": 0.5, "std": 0.1, "min": 0.4, "max": 0.6}
+    agreed = {"mean": 1.0, "std": 0.0, "min": 1.0, "max": 1.0}
+    baseline = {"length": {"tasks": {"copy": {"alibi": {"token_accuracy": {"21-40": bucket, "1-20": agreed}}}}}}
+    baseline["length"]["experiment"] = {"steps": 2000}
+
+    def moved(path: tuple[str, ...], value) -> list[str]:
+        current = copy.deepcopy(baseline)
+        node = current["length"]
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = value
+        return compare(baseline, current, RULES)
+
+    mean = ("tasks", "copy", "alibi", "token_accuracy", "21-40", "mean")
+    assert moved(mean, 0.79) == []  # 0.29 < 3 x 0.1
+    problems = moved(mean, 0.81)
+    assert len(problems) == 1 and "spread 3 x std 0.1" in problems[0]
+    assert moved(("tasks", "copy", "alibi", "token_accuracy", "21-40", "max"), 0.85) == []
+    assert moved(("tasks", "copy", "alibi", "token_accuracy", "1-20", "mean"), 0.985) == []
+    assert len(moved(("tasks", "copy", "alibi", "token_accuracy", "1-20", "mean"), 0.97)) == 1  # beyond 0.02
+    assert len(moved(("experiment", "steps"), 1000)) == 1
+
+
 @pytest.mark.parametrize(
     "text, says",
     [
@@ -181,9 +207,11 @@ def test_a_malformed_tolerances_file_is_one_message_naming_the_rule(tmp_path, ca
 
 def test_the_documented_way_to_read_every_metric_prints_one_per_line():
     """`dvc metrics show reports/metrics.json` prints a column per metric (one line of thousands of characters); the
-    README names `dvc metrics diff HEAD --all --targets reports/metrics.json`: a metric per line, narrow."""
+    docs name `dvc metrics diff HEAD --all --targets reports/metrics.json`: a metric per line, narrow."""
     command = "dvc metrics diff HEAD --all --targets reports/metrics.json"
-    assert command in " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
-    assert "dvc metrics show reports/metrics.json" not in (REPO / "README.md").read_text(encoding="utf-8")
+    pages = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    texts = [" ".join(page.read_text(encoding="utf-8").split()) for page in pages]
+    assert any(command in text for text in texts)
+    assert not any("dvc metrics show reports/metrics.json" in text for text in texts)
     out = run([sys.executable, "-m", *command.split()], REPO).stdout.splitlines()
     assert len(out) > 100 and max(map(len, out)) < 160, max(map(len, out))

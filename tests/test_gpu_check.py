@@ -20,10 +20,12 @@ import torch
 from benchmarks.gpu import check, parity
 from benchmarks.gpu.bandwidth import theoretical_peak
 from benchmarks.gpu.budget import Budget
+from benchmarks.gpu.length_timings import DOCUMENTED
 from benchmarks.gpu.memory_probe import largest_n
 from benchmarks.gpu.pe_timings import CDIST, DIAGNOSTICS, FULL32, FULL64, PE, PE_TORCH
 from benchmarks.gpu import sweep_timings
 from benchmarks.gpu.sweep_timings import CORE, PORT, SVD
+from pipeline.core.choices import LENGTH_FAMILIES
 from pipeline.core.encoding import full_matrices_bytes
 from pipeline.core.memory import RESERVE
 
@@ -36,19 +38,29 @@ UNNEEDED = ("sklearn", "matplotlib", "pyarrow", "requests", "tqdm", "psutil", "t
 UNNEEDED += ("submitit", "joblib", "jinja2", "yaml", "filelock", "hydra_plugins", "playwright")
 
 BLOCKER = r"""
-import importlib.abc, os, sys
+import importlib.abc, importlib.machinery, os, sys
 
 BLOCKED = set(os.environ["PE_BLOCKED"].split(","))
 with open(os.environ["PE_BLOCK_LOG"], "a", encoding="utf-8") as log:
     log.write(f"{os.getpid()} (blocker loaded)\n")
 
 
+class Absent(importlib.abc.Loader):
+    def create_module(self, spec):
+        raise ModuleNotFoundError(f"No module named {spec.name!r} (blocked by the test)", name=spec.name)
+
+    def exec_module(self, module):
+        pass
+
+
 class Blocker(importlib.abc.MetaPathFinder):
+    # a spec whose loading fails: importing fails as for an absent module, and a mere lookup (torch._dynamo's
+    # importlib.util.find_spec of the libraries it skips, sklearn and tqdm among them) finds nothing to load
     def find_spec(self, name, path=None, target=None):
         if name.partition(".")[0] in BLOCKED:
             with open(os.environ["PE_BLOCK_LOG"], "a", encoding="utf-8") as log:
                 log.write(f"{os.getpid()} {name}\n")
-            raise ModuleNotFoundError(f"No module named {name!r} (blocked by the test)", name=name)
+            return importlib.machinery.ModuleSpec(name, Absent())
         return None
 
 
@@ -71,6 +83,7 @@ def cpu_run(tmp_path_factory) -> tuple[subprocess.CompletedProcess, dict, str]:
     # the budget and the timeout guard a hang only: the run takes about 40 s on a quiet machine, the budget's share
     # for the tests (half of what is left) must not cut them off on a loaded one
     command += ["--sweep-pairs", "100,400", "--memory-cap", "128M", "--budget", "600", "--out", str(out)]
+    command += ["--length-steps", "2"]
     done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=1200)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done, json.loads(out.read_text(encoding="utf-8")), log.read_text(encoding="utf-8")
@@ -126,8 +139,16 @@ def test_check_measures_every_row_and_the_largest_n(cpu_run):
         memory["n_max"] + 1,
         2 * memory["n_max"],
     ]
-    assert results["errors"] == [] and len(results["steps"]) == 2 + 2 + 2 + 1
+    assert results["errors"] == [] and len(results["steps"]) == 2 + 2 + 2 + 1 + 1
     assert results["device"]["type"] == "cpu" and results["device"]["torch"] == torch.__version__
+    for family in LENGTH_FAMILIES:  # the length experiment's model: training steps and an evaluation, every family
+        assert (None, None, f"length {family}: 2 training steps", "device") in ran
+        assert (None, None, f"length {family}: eval, 16 strings", "device") in ran
+    projected = results["length"]["device"]
+    assert projected["seconds"] == pytest.approx(
+        30 * (2000 * projected["seconds_per_step"] + projected["evaluation_seconds"])
+    )
+    assert "length experiment, the documented config (30 runs of 2,000 steps) on the device: about" in done.stdout
     assert results["bandwidth"]["peak_used"] == "measured copy"
     assert f"largest n for the full float64 matrices: {memory['n_max']}" in done.stdout
     assert "PipelineError: the full" in done.stdout and "Fix: ask for block means" in done.stdout
@@ -214,7 +235,10 @@ def test_a_failing_step_is_recorded_and_the_others_still_run(tmp_path, monkeypat
     monkeypatch.setattr(check, "run_tests", broken)
     out = tmp_path / "check.json"
     with pytest.raises(SystemExit) as exited:
-        check.main(["--device", "cpu", "--quick", "--sizes", "128x16", "--sweep-pairs", "50", "--out", str(out)])
+        check.main(
+            ["--device", "cpu", "--quick", "--sizes", "128x16", "--sweep-pairs", "50", "--length-steps", "1"]
+            + ["--out", str(out)]
+        )
     assert exited.value.code == 1
     results = json.loads(out.read_text(encoding="utf-8"))
     assert [e["step"] for e in results["errors"]] == ["1. the cuda-marked tests"]
@@ -225,6 +249,28 @@ def test_a_failing_step_is_recorded_and_the_others_still_run(tmp_path, monkeypat
         "3. encoding n=128 d=16",
         "4. sweep 50 pairs",
         "5. the largest n",
+        "6. the length experiment",
     ]
     assert results["memory"]["clear_error_beyond"] and any("seconds" in row for row in results["rows"])
     assert "FAILED STEP 1. the cuda-marked tests: RuntimeError: injected failure" in capsys.readouterr().out
+
+
+def test_the_length_step_times_the_documented_config():
+    """The check's length sizes are the documented config's (conf/length/default.yaml, which the check may not read:
+    composing needs Hydra, absent on the GPU machines)."""
+    from conftest import length_defaults
+
+    cfg = length_defaults()
+    documented = {
+        "d_model": cfg.model.d_model,
+        "layers": cfg.model.layers,
+        "heads": cfg.model.heads,
+        "batch": cfg.train.batch,
+        "train_length": cfg.train_length,
+        "test_factor": cfg.test_factor,
+        "symbols": cfg.symbols,
+        "eval_batch": cfg.eval_batch,
+        "steps": cfg.train.steps,
+        "runs": len(cfg.tasks) * len(cfg.families) * len(cfg.seeds),
+    }
+    assert DOCUMENTED == documented

@@ -17,25 +17,39 @@ import yaml
 
 from pipeline import config
 from pipeline.base.trees import flatten
+from pipeline.config import schema
 from pipeline.config.schema import Config
 
 REPO = Path(__file__).resolve().parents[1]
 SNAPSHOT = REPO / "tests" / "data" / "composed_options.json"
 
 
+def prefix(composition: schema.Composition) -> str:
+    """How the snapshot names a composition's entries: "" for the pipeline's, "<config name>:" for another's."""
+    return "" if composition is schema.MAIN else f"{composition.config_name}:"
+
+
 def compose_every_option() -> dict[str, dict]:
-    """{"group=option": params composed with that option} for every option file of every group."""
+    """{"group=option": params composed with that option} for every option file of every group (the length
+    experiment's composition's as "length_experiment:group=option")."""
     return {
-        f"{group}={option.stem}": config.compose([f"{group}={option.stem}"], REPO)
-        for group in config.GROUPS
+        f"{prefix(composition)}{group}={option.stem}": config.compose([f"{group}={option.stem}"], REPO, composition)
+        for composition in schema.COMPOSITIONS
+        for group in composition.groups
         for option in sorted((REPO / "conf" / group).glob("*.yaml"))
     }
 
 
+def defaults() -> dict[str, dict]:
+    """Each composition's default params, under its prefix."""
+    return {prefix(composition): config.compose([], REPO, composition) for composition in schema.COMPOSITIONS}
+
+
 def snapshot(composed: dict[str, dict]) -> dict:
-    """The default params once, and each option's own group: the other groups of an option's params are the
-    default's (the test checks that too)."""
-    return {"": config.compose([], REPO), **{k: params[k.split("=")[0]] for k, params in composed.items()}}
+    """The default params once per composition, and each option's own group: the other groups of an option's params
+    are the default's (the test checks that too)."""
+    own = {k: params[k.split(":")[-1].split("=")[0]] for k, params in composed.items()}
+    return {**defaults(), **own}
 
 
 def test_every_option_composes_as_the_snapshot():
@@ -43,13 +57,16 @@ def test_every_option_composes_as_the_snapshot():
     compose and validate (tests/test_config.py); one removed from conf/ is a failure until the snapshot says so."""
     expected = json.loads(SNAPSHOT.read_text())
     composed = compose_every_option()
-    assert not expected.keys() - {""} - composed.keys(), "options gone from conf/: regenerate the snapshot"
+    bases = {prefix(composition) for composition in schema.COMPOSITIONS}
+    assert not expected.keys() - bases - composed.keys(), "options gone from conf/: regenerate the snapshot"
     for choice, params in composed.items():
         if choice not in expected:
             continue
-        group = choice.split("=")[0]
+        base, _, option = choice.rpartition(":")
+        base = f"{base}:" if base else ""
+        group = option.split("=")[0]
         # json.dumps: the order of the keys and int / float are part of params.yaml's bytes
-        assert json.dumps(params) == json.dumps({**expected[""], group: expected[choice]}), choice
+        assert json.dumps(params) == json.dumps({**expected[base], group: expected[choice]}), choice
 
 
 def test_the_schema_declares_no_value():
@@ -66,7 +83,7 @@ def test_the_schema_declares_no_value():
                 found += valued(hints[item.name], f"{prefix}{item.name}.")
         return found
 
-    assert valued(Config, "") == []
+    assert valued(Config, "") == [] and valued(schema.LengthExperimentConfig, "") == []
 
 
 def _keys(schema: type, prefix: str = "") -> list[str]:
@@ -97,14 +114,15 @@ def test_option_files_hold_their_values_once():
     """The default option of a group, with what it extends, sets every key of the group; any other option extends
     another file (its defaults list) and sets only keys whose value differs from what it takes from it."""
     problems = []
-    hints = typing.get_type_hints(Config)
+    hints = {**typing.get_type_hints(Config), **typing.get_type_hints(schema.LengthExperimentConfig)}
     chosen = {
         group: option
-        for entry in yaml.safe_load((REPO / "conf" / "config.yaml").read_text())["defaults"]
+        for primary in ("config.yaml", "length_experiment.yaml")  # the pipeline's composition, the length experiment's
+        for entry in yaml.safe_load((REPO / "conf" / primary).read_text())["defaults"]
         if isinstance(entry, dict)
         for group, option in entry.items()
     }
-    for group in config.GROUPS:
+    for group in sorted({group for composition in schema.COMPOSITIONS for group in composition.groups}):
         keys = set(_keys(hints[group]))
         for path in sorted((REPO / "conf" / group).glob("*.yaml")):
             own, inherited = _own_and_inherited(path)

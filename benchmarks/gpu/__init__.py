@@ -18,7 +18,10 @@ listed):
   4. for each --sweep-pairs P: the sweep's projection of P weight pairs x 2 sentences, a torch port on the device
      against torch's batched SVD there and the core's numpy weighted_pca on the CPU (benchmarks.gpu.sweep_timings);
   5. the largest n whose full float64 matrices fit, computed there for real, and the error beyond it
-     (benchmarks.gpu.memory_probe).
+     (benchmarks.gpu.memory_probe);
+  6. the length experiment's model: --length-steps training steps and one evaluation per position family at the
+     documented config's sizes, on the device and on the CPU path, and the documented config's time projected from
+     them (benchmarks.gpu.length_timings).
 
 It prints a table and writes one JSON (--out; default benchmarks/results/gpu-check-<device>-<name>.json) holding
 the device, the versions, every test's outcome and recorded figures, and every measured row. Exit status 1 when a

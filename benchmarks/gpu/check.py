@@ -19,6 +19,7 @@ from benchmarks.gpu import __doc__ as DOC
 from benchmarks.gpu.bandwidth import copy_peak, theoretical_peak
 from benchmarks.gpu.budget import Budget
 from benchmarks.gpu.devinfo import describe
+from benchmarks.gpu.length_timings import bench_length, projection
 from benchmarks.gpu.memory_probe import probe
 from benchmarks.gpu.parity import run_tests
 from benchmarks.gpu.pe_timings import FULL32, FULL64, bench_size, ratios
@@ -110,6 +111,12 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
         "--memory-cap",
         type=parse_bytes,
         help=f"memory the probe may assume, e.g. 8G (default: all; {CPU_CAP} on a CPU)",
+    )
+    parser.add_argument(
+        "--length-steps",
+        type=int,
+        default=20,
+        help="training steps timed per family of the length experiment (0: none)",
     )
     parser.add_argument("--out", type=Path, help="the JSON (default benchmarks/results/gpu-check-<device>.json)")
     args = parser.parse_args(argv)
@@ -214,6 +221,11 @@ def main(argv: list[str] | None = None) -> dict:
         with capped():
             results["memory"] = {"cap_bytes": args.memory_cap, **probe(device)}
 
+    def length() -> None:
+        measured = bench_length(device, budget, 0.0, args.length_steps, 16 if args.quick else None)
+        rows.extend(measured)
+        results["length"] = {path: projection(measured, path) for path in ("device", "cpu path")}
+
     rows: list[dict] = []
     results["rows"] = rows
     step("1. the cuda-marked tests", tests)
@@ -224,6 +236,8 @@ def main(argv: list[str] | None = None) -> dict:
     for pairs in args.sweep_pairs:
         step(f"4. sweep {pairs} pairs", lambda pairs=pairs: sweep(pairs))
     step("5. the largest n", memory)
+    if args.length_steps > 0:
+        step("6. the length experiment", length)
     results["full_matrix_writes"] = write_rate(rows, results.get("bandwidth"))
     results["skipped"] = budget.skipped
     results["wall_seconds"] = budget.spent()

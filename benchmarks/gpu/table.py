@@ -109,6 +109,13 @@ def print_report(results: dict) -> None:
     print_rows(results["rows"], results.get("bandwidth"))
     if "memory" in results:
         print_memory(results["memory"])
+    for where in (results.get("length") or {}).values():
+        if where:
+            print(
+                f"length experiment, the documented config (30 runs of 2,000 steps) on the {where['path']}: about "
+                f"{where['seconds']:.0f} s ({1e3 * where['seconds_per_step']:.1f} ms a step and "
+                f"{where['evaluation_seconds']:.2f} s an evaluation, the slowest family's)"
+            )
     for item in results["skipped"]:
         print(f"skipped by the budget: {item['what']} (predicted {item['predicted_seconds']:.3g} s)")
     for error in results["errors"]:

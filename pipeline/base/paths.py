@@ -325,6 +325,32 @@ class Layout:
         """What the figures stage logged to MLflow, the same on every machine (DVC-cached output, not in git)."""
         return self.reports / "mlflow_run.json"
 
+    # ---- experiments/length/: the length-generalisation experiment, a DVC project of its own (docs/length-experiment.md)
+    @property
+    def length_dir(self) -> Path:
+        """The experiment's DVC project: its dvc.yaml, dvc.lock, params.yaml and results/."""
+        return self.base / "experiments" / "length"
+
+    @property
+    def length_params(self) -> Path:
+        """Composed from conf/length_experiment.yaml (`python -m pipeline.compose --length`, or `dvc exp run` there)."""
+        return self.length_dir / "params.yaml"
+
+    @property
+    def length_dvc_yaml(self) -> Path:
+        """Generated from the stage registry's LENGTH_STAGES (`python -m pipeline.dvcyaml`)."""
+        return self.length_dir / "dvc.yaml"
+
+    @property
+    def length_results(self) -> Path:
+        """What the experiment reports (small, in git): summary.json, the two CSVs and the figure."""
+        return self.length_dir / "results"
+
+    @property
+    def length_summary(self) -> Path:
+        """Accuracy per task, family and length bucket over seeds (gated: `python -m pipeline.gate`, `length.*`)."""
+        return self.length_results / "summary.json"
+
     @property
     def mlflow_last_run(self) -> Path:
         """The last MLflow run id and store URI (differs per machine; not versioned)."""
@@ -334,6 +360,12 @@ class Layout:
 def download_cache(root: Path | None = None) -> Path:
     """Downloads and shared GloVe stores: one per project (shared by DVC queue copies and Hydra jobs)."""
     return project_root(root) / "data" / "cache"
+
+
+def length_run_store(root: Path | None = None) -> Path:
+    """The length experiment's runs, one folder per run key (pipeline.length.runs): finished ones and the checkpoints
+    of interrupted ones. Per project (DVC runs, DVC queue copies and Hydra jobs share it), not versioned."""
+    return download_cache(root) / "length-runs"
 
 
 def mlflow_db(root: Path | None = None) -> Path:

@@ -372,3 +372,89 @@ def _duration(seconds: float) -> str:
         if seconds >= 2 * size:
             return f"{seconds / size:,.0f} {unit}"
     return f"{seconds:,.0f} s"
+
+
+# ---------------------------------------------------------------- the length experiment (pipeline/length/)
+
+# CPU seconds of one training step on one core: LENGTH_STEP_OVERHEAD (Python and torch's dispatch of a step's ~200
+# kernels, measured with a model too small for its arithmetic to count: 2.6 ms a step) plus its floating-point
+# operations at LENGTH_FLOPS per second (fitted to the documented model, 21 ms a step: 0.85 GFLOP). Measured on this
+# 2-core machine with one torch thread a run; a step's CPU time varies by about 10% with the machine's load.
+LENGTH_STEP_OVERHEAD = 2.5e-3
+LENGTH_FLOPS = 45e9
+# Peak RSS: the process that trains (torch, numpy, matplotlib, MLflow imported) and each forked worker's own pages
+# (the run's weights, optimizer state and activations, and what torch allocates once a worker computes)
+LENGTH_PROCESS = 600e6
+LENGTH_WORKER = 150e6
+# A CPU run estimated above this many hours is refused (fewer steps, seeds or families, or a GPU: length.device)
+LENGTH_MAX_HOURS = 24.0
+
+
+def length_flops(cfg) -> tuple[float, float]:
+    """(one training step, one run's evaluation) in floating-point operations of the length config `cfg`: per token
+    2 x (12 d^2 per layer for the projections and the MLP + 2 T d for the scores and their values + 2 d V for the
+    head) forward, three times that with the backward pass; T = 2 n positions for strings of n symbols (the mean n
+    of training: (L + 1) / 2)."""
+    d, layers, vocab = cfg.model.d_model, cfg.model.layers, cfg.symbols + 1
+    width = cfg.model.mlp
+
+    def forward(positions: float) -> float:  # per token
+        return 2 * (layers * ((4 + 2 * width) * d * d + 2 * positions * d) + d * vocab)
+
+    mean_positions = cfg.train_length + 1  # 2 x (L + 1) / 2
+    step = 3 * forward(mean_positions) * cfg.train.batch * mean_positions
+    test = cfg.test_factor * cfg.train_length
+    evaluation = sum(forward(2 * n) * cfg.eval_batch * 2 * n for n in range(1, test + 1))
+    return step, evaluation
+
+
+def length_estimate(cfg, workers: int) -> tuple[float, float, str]:
+    """(wall seconds on the CPU, peak bytes, the sums with their numbers) of the length config `cfg` trained by
+    `workers` processes: every run's steps and evaluation, shared by the workers."""
+    runs = len(cfg.tasks) * len(cfg.families) * len(cfg.seeds)
+    step, evaluation = length_flops(cfg)
+    per_run = cfg.train.steps * (LENGTH_STEP_OVERHEAD + step / LENGTH_FLOPS) + evaluation / LENGTH_FLOPS
+    at_once = max(1, min(workers, runs))
+    seconds = per_run * -(-runs // at_once)
+    peak = LENGTH_PROCESS + (at_once if at_once > 1 else 0) * LENGTH_WORKER
+    formula = (
+        f"{runs} run(s) ({len(cfg.tasks)} tasks x {len(cfg.families)} families x {len(cfg.seeds)} seeds) of "
+        f"{cfg.train.steps:,} steps at {1e3 * (LENGTH_STEP_OVERHEAD + step / LENGTH_FLOPS):.1f} ms and an evaluation "
+        f"of {evaluation / LENGTH_FLOPS:.1f} s, {at_once} at a time; {LENGTH_PROCESS / 1e6:.0f} MB + {at_once} x "
+        f"{LENGTH_WORKER / 1e6:.0f} MB"
+    )
+    return seconds, peak, formula
+
+
+def check_length(cfg, workers: int, on_cpu: bool = True, memory: int | None = None) -> tuple[float, float, str]:
+    """Refuse a length config whose memory estimate exceeds MEMORY_SHARE of `memory` (default: this machine's) or, on
+    the CPU, whose time estimate exceeds LENGTH_MAX_HOURS; returns the estimate (`length_estimate`)."""
+    seconds, peak, formula = length_estimate(cfg, workers)
+    memory = machine_memory() if memory is None else memory
+    if memory and peak > MEMORY_SHARE * memory:
+        raise PipelineError(
+            f"this length experiment needs about {peak / GB:,.1f} GB of memory ({formula}), more than "
+            f"{MEMORY_SHARE:.0%} of this machine's {memory / GB:,.1f} GB. Fix: fewer workers (length.workers)."
+        )
+    if on_cpu and seconds > LENGTH_MAX_HOURS * 3600:
+        raise PipelineError(
+            f"this length experiment would take about {_duration(seconds)} on this machine's CPU ({formula}), more "
+            f"than {LENGTH_MAX_HOURS:.0f} hours. Fix: fewer steps (length.train.steps), seeds, families or tasks, a "
+            "smaller model (length.model), or a GPU (length.device=cuda)."
+        )
+    return seconds, peak, formula
+
+
+def check_length_multirun(overrides: Sequence[str], memory: int | None = None) -> None:
+    """Refuse a multirun of `python -m pipeline.length` of more than MAX_JOBS jobs, or whose kept jobs would exceed
+    MEMORY_SHARE of `memory`, before Hydra expands it (each job's own runs are checked by check_length)."""
+    jobs, _ = multirun_jobs(overrides)
+    memory = machine_memory() if memory is None else memory
+    needed = LENGTH_PROCESS + jobs * JOB_HELD
+    if jobs > MAX_JOBS or (memory and needed > MEMORY_SHARE * memory):
+        raise PipelineError(
+            f"this multirun has {jobs:,} jobs: {needed / GB:,.1f} GB of memory for the jobs Hydra's sweeper keeps "
+            f"({JOB_HELD / 1e3:.0f} kB each); at most {MAX_JOBS:,} jobs within {MEMORY_SHARE:.0%} of this machine's "
+            "memory. Fix: sweep lists in fewer jobs (a job trains every seed and family of its own lists, e.g. "
+            "'length.seeds=[0,1,2]'), or split the sweep."
+        )

@@ -26,17 +26,23 @@ from pipeline.base.secrets import redact
 from pipeline.config.input_files import check_inputs
 from pipeline.config.limits import check_conf_lists, check_limits, check_list_overrides
 from pipeline.base.trees import flatten
-from pipeline.config.schema import GROUPS, Config, unknown_key_message, validate
+from pipeline.config.schema import MAIN, Composition, Config, unknown_key_message, validate
 
-CONFIG_NAME = "config"
+CONFIG_NAME = MAIN.config_name
 PARAMS_HEADER = (
     "# GENERATED from conf/ by `python -m pipeline.compose` (or `dvc exp run`): do not edit.\n"
     "# Change conf/ or pass overrides instead, e.g. `python -m pipeline.compose sweep.w2=10`.\n"
 )
+LENGTH_PARAMS_HEADER = (
+    "# GENERATED from conf/ (length_experiment.yaml) by `python -m pipeline.compose --length` (or `dvc exp run` in\n"
+    "# experiments/length/): do not edit. Change conf/ or pass overrides instead, e.g.\n"
+    "# `python -m pipeline.compose --length length=quick`.\n"
+)
 
 
-def compose(overrides: Iterable[str] = (), root: Path | None = None) -> dict:
-    """Compose conf/ with Hydra overrides into a plain dict (the content of params.yaml)."""
+def compose(overrides: Iterable[str] = (), root: Path | None = None, composition: Composition = MAIN) -> dict:
+    """Compose conf/ with Hydra overrides into a plain dict (the content of params.yaml, or of `composition`'s params
+    file: its primary config in conf/)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.errors import HydraException
@@ -52,13 +58,15 @@ def compose(overrides: Iterable[str] = (), root: Path | None = None) -> dict:
     check_conf_lists(conf_dir)  # and those in a file of conf/
     try:
         with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3"):
-            cfg = hydra_compose(config_name=CONFIG_NAME, overrides=overrides)
+            cfg = hydra_compose(config_name=composition.config_name, overrides=overrides)
     except (HydraException, OmegaConfBaseException) as exc:
-        raise PipelineError(redact(f"cannot compose conf/ with overrides {list(overrides)}: {_explain(exc)}")) from None
+        raise PipelineError(
+            redact(f"cannot compose conf/ with overrides {list(overrides)}: {_explain(exc, composition.schema)}")
+        ) from None
     return OmegaConf.to_container(cfg, resolve=False)
 
 
-def _explain(exc: Exception) -> str:
+def _explain(exc: Exception, schema: type = Config) -> str:
     """Hydra's message on one line, with our fix; an unknown key gets the schema's message (Hydra's own
     suggests `+key=value`, which the schema refuses too)."""
     message = " ".join(str(exc).split())
@@ -67,7 +75,7 @@ def _explain(exc: Exception) -> str:
         message += f" ({str(cause).splitlines()[0]})"
     unknown = re.match(r"Could not override '([^']+)'\. To append to your config use \+", message)
     if unknown:
-        return unknown_key_message(unknown.group(1))
+        return unknown_key_message(unknown.group(1), schema)
     return f"{message}. Fix: check the key and option names against conf/ (options: python -m pipeline.compose --help)."
 
 
@@ -86,38 +94,51 @@ def sources_sha256(root: Path) -> str:
     return digest.hexdigest()
 
 
-def dump_params(params: dict, overrides: Iterable[str] | None = (), root: Path | None = None) -> str:
-    """params.yaml's text: the header, the stamp (pipeline.base.params_file: the overrides, None when unknown, and
-    the SHA-256s of the sources and of the YAML) and the YAML."""
+def _header(composition: Composition) -> str:
+    return PARAMS_HEADER if composition is MAIN else LENGTH_PARAMS_HEADER
+
+
+def dump_params(
+    params: dict, overrides: Iterable[str] | None = (), root: Path | None = None, composition: Composition = MAIN
+) -> str:
+    """params.yaml's text (or `composition`'s params file's): the header, the stamp (pipeline.base.params_file: the
+    overrides, None when unknown, and the SHA-256s of the sources and of the YAML) and the YAML."""
     body = yaml.safe_dump(params, sort_keys=False, allow_unicode=True, width=100)
     overrides = None if overrides is None else list(overrides)
-    return PARAMS_HEADER + stamp_line(body, overrides, sources_sha256(root or checkout_root())) + body
+    return _header(composition) + stamp_line(body, overrides, sources_sha256(root or checkout_root())) + body
 
 
-def write_params(params: dict, root: Path | None = None, overrides: Iterable[str] = ()) -> Path:
+def params_path(root: Path | None = None, composition: Composition = MAIN) -> Path:
+    """The params file of `composition` (params.yaml for the pipeline)."""
+    return getattr(Layout(root or checkout_root()), composition.params)
+
+
+def write_params(
+    params: dict, root: Path | None = None, overrides: Iterable[str] = (), composition: Composition = MAIN
+) -> Path:
     from pipeline.base.files import write_text
 
     root = root or checkout_root()
-    path = Layout(root).params
-    write_text(path, dump_params(params, overrides, root))
+    path = params_path(root, composition)
+    write_text(path, dump_params(params, overrides, root, composition))
     return path
 
 
-def record_composition(root: Path) -> bool:
-    """Stamp a params.yaml that `dvc exp run` composed just now (DVC writes no stamp) with the SHA-256s of its YAML
+def record_composition(root: Path, composition: Composition = MAIN) -> bool:
+    """Stamp a params file that `dvc exp run` composed just now (DVC writes no stamp) with the SHA-256s of its YAML
     and of the sources, its overrides unknown: later runs check it by content too. Returns whether it wrote."""
     from pipeline.base.files import write_text
 
-    path = Layout(root).params
+    path = params_path(root, composition)
     header, record, body = split(path.read_text(encoding="utf-8"))
     if record is not None:
         return False
-    write_text(path, (header or PARAMS_HEADER) + stamp_line(body, None, sources_sha256(root)) + body)
+    write_text(path, (header or _header(composition)) + stamp_line(body, None, sources_sha256(root)) + body)
     return True
 
 
-def read_params(root: Path | None = None) -> dict:
-    return read_params_file(Layout(root or checkout_root()).params)
+def read_params(root: Path | None = None, composition: Composition = MAIN) -> dict:
+    return read_params_file(params_path(root, composition))
 
 
 def check(params: dict, root: Path) -> Config:
@@ -134,8 +155,8 @@ def check_runnable(cfg: Config, root: Path) -> None:
     check_limits(cfg, check_inputs(cfg, root))
 
 
-def check_fresh(params: dict, root: Path | None = None) -> None:
-    """Refuse a params.yaml (`params`, as read) that conf/ has moved past, by content.
+def check_fresh(params: dict, root: Path | None = None, composition: Composition = MAIN) -> None:
+    """Refuse a params.yaml (`params`, as read; or `composition`'s params file) that conf/ has moved past, by content.
 
     params.yaml is fresh when either
       - the sources it records (`sources_sha256`: conf/ and the schema) are those of now, or
@@ -144,17 +165,17 @@ def check_fresh(params: dict, root: Path | None = None) -> None:
     Otherwise conf/ was edited after params.yaml was written, and `dvc repro` would silently run the old values.
     """
     root = root or checkout_root()
-    record = read_stamp(Layout(root).params) or {}
+    record = read_stamp(params_path(root, composition)) or {}
     if record.get("sources_sha256") == sources_sha256(root):
         return
     overrides = record.get("overrides")
     if not isinstance(overrides, list):
         overrides = [
             f"{group}={params[group]['name']}"
-            for group in GROUPS
+            for group in composition.groups
             if isinstance(params.get(group), dict) and "name" in params[group]
         ]
-    expected = compose(overrides, root)
+    expected = compose(overrides, root, composition)
     if expected == params:
         return
     now, was = flatten(expected), flatten(params)
@@ -164,15 +185,20 @@ def check_fresh(params: dict, root: Path | None = None) -> None:
     )
     more = f" (and {len(changed) - 5} more)" if len(changed) > 5 else ""
     recorded = record.get("overrides")
+    command = "python -m pipeline.compose" if composition is MAIN else "python -m pipeline.compose --length"
     fix = (
-        f"`{('python -m pipeline.compose ' + shlex.join(recorded)).strip()}`"
+        f"`{(command + ' ' + shlex.join(recorded)).strip()}`"
         if isinstance(recorded, list)
-        else "`python -m pipeline.compose` (plus your overrides)"
+        else f"`{command}` (plus your overrides)"
+    )
+    first = (
+        "`python -m pipeline.repro` / `dvc exp run`, which compose first."
+        if composition is MAIN
+        else "`dvc exp run` there, which composes first."
     )
     raise PipelineError(
-        f"params.yaml is stale: conf/ (or the schema) changed after it was composed, and they disagree on "
-        f"{shown}{more}. Fix: run {fix} before `dvc repro`, or use `python -m pipeline.repro` / `dvc exp run`, "
-        "which compose first."
+        f"{composition.label} is stale: conf/ (or the schema) changed after it was composed, and they disagree on "
+        f"{shown}{more}. Fix: run {fix} before `dvc repro`, or use {first}"
     )
 
 

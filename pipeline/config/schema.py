@@ -30,13 +30,15 @@ from typing import Any, Callable, ClassVar, Dict, Iterator, List, NamedTuple, Op
 from pipeline.base.errors import PipelineError
 from pipeline.base.secrets import has_credentials, redact, secret_query_params
 from pipeline.config.figure_sets import FIGURE_SET_NAMES
-from pipeline.core.choices import DTYPES, LAYOUTS, ROPE_LAYOUTS
+from pipeline.core.choices import DTYPES, LAYOUTS, LENGTH_FAMILIES, LENGTH_TASKS, ROPE_LAYOUTS
 from pipeline.core.random_tables import INITS
+from pipeline.core.rope_scaling import SCALINGS
 from pipeline.core.weights import SQRT_D
 from pipeline.inputs.glove_sources import SOURCES, UNK_POLICIES
 
 MISSING = "???"  # OmegaConf's MISSING: a field without a default, that conf/ must set
 SCHEMA_NAME = "config_schema"  # the name conf/config.yaml's defaults list gives the schema
+LENGTH_SCHEMA_NAME = "length_schema"  # ... and conf/length_experiment.yaml's (the length experiment's composition)
 GLOVE_SOURCES = tuple(SOURCES)  # each reads the glove key of its own name (glove.url, ...), a field of GloveConfig
 ENCODINGS = ("sinusoidal", "learned")
 DEVICES = ("auto", "cpu", "cuda", "mps")  # and cuda:N
@@ -699,7 +701,128 @@ class Config(_Checked):
         )
 
 
+# ---------------------------------------------------------------- the length-generalisation experiment
+
+
+def _distinct(choices: tuple[str, ...] | None, what: str) -> Rule:
+    """A non-empty list of distinct items (each one of `choices`, when given)."""
+    want = f"a non-empty list of distinct {what}" + (f", each one of {', '.join(choices)}" if choices else "")
+    return Rule(want, lambda v: len(v) > 0 and len(set(v)) == len(v) and (choices is None or set(v) <= set(choices)))
+
+
+@dataclass
+class LengthModelConfig(_Checked):
+    """The tiny causal transformer (pipeline/length/model.py)."""
+
+    KEY = "length.model"
+    d_model: int = checked(at_least(2))
+    layers: int = checked(at_least(1))
+    heads: int = checked(at_least(1))
+    mlp: int = checked(at_least(1))  # the MLP's width over d_model
+
+    def check(self) -> None:
+        self.require(
+            self.d_model % self.heads == 0 and (self.d_model // self.heads) % 2 == 0,
+            "d_model",
+            f"a multiple of 2 x length.model.heads = {2 * self.heads} (heads of an even size: RoPE rotates pairs)",
+        )
+
+
+@dataclass
+class LengthTrainConfig(_Checked):
+    """AdamW for a fixed number of steps, one length per batch (pipeline/length/train.py)."""
+
+    KEY = "length.train"
+    steps: int = checked(at_least(1))
+    batch: int = checked(at_least(1))
+    lr: float = checked(above(0))
+    weight_decay: float = checked(not_below(0))
+    clip: float = checked(above(0))  # the gradient norm is clipped to this
+    # a run's checkpoint is written every this many steps (an interrupted run resumes from its last one)
+    checkpoint_every: int = checked(
+        Rule("a multiple of 100 (the loss curve's step), >= 100", lambda v: v >= 100 and v % 100 == 0)
+    )
+
+
+@dataclass
+class LengthRopeConfig(_Checked):
+    """The RoPE family's rotation: base, layout and scaling (pipeline.core.rope, pipeline.core.rope_scaling)."""
+
+    KEY = "length.rope"
+    base: float = checked(above(1))
+    layout: str = checked(one_of(ROPE_LAYOUTS))
+    scaling: str = checked(one_of(SCALINGS))  # trained and tested with it
+    # s of the scaling: the context it extends to over the training context; null: length.test_factor
+    factor: Optional[float] = checked(not_below(1), null=True)
+
+
+@dataclass
+class LengthLearnedConfig(_Checked):
+    """The learned family's table before training (pipeline.core.random_tables.learned_position_table)."""
+
+    KEY = "length.learned"
+    init: str = checked(one_of(INITS))
+    scale: float = checked(above(0))  # sqrt(1/2): rows of the sinusoid's norm sqrt(d/2)
+
+
+@dataclass
+class LengthConfig(_Checked):
+    """Train short, test long (docs/length-experiment.md): one model per task, family and seed, trained on strings of 1 .. train_length
+    symbols and evaluated at every length 1 .. test_factor x train_length."""
+
+    KEY = "length"
+    name: str = MISSING
+    tasks: List[str] = checked(_distinct(LENGTH_TASKS, "tasks"))
+    families: List[str] = checked(_distinct(LENGTH_FAMILIES, "families"))
+    seeds: List[int] = checked(
+        Rule("a non-empty list of distinct integers >= 0", lambda v: _distinct(None, "").ok(v) and min(v) >= 0),
+    )
+    symbols: int = checked(at_least(2))  # the tasks' alphabet (chance: 1 / symbols)
+    train_length: int = checked(at_least(1))  # L
+    test_factor: int = checked(between(1, 100))  # k: evaluated at every length 1 .. k L
+    bucket: Optional[int] = checked(at_least(1), null=True)  # lengths beyond L per reported bucket; null: L
+    eval_batch: int = checked(at_least(1))  # strings per test length (the same for every run)
+    eval_seed: int = checked(at_least(0))  # their generator's seed
+    device: str = checked(Rule("auto, cpu, cuda or cuda:N", lambda v: v != "mps" and _device(v)))
+    workers: Optional[int] = checked(at_least(1), null=True)  # runs at once on the CPU; null: a core each
+    model: LengthModelConfig = MISSING
+    train: LengthTrainConfig = MISSING
+    rope: LengthRopeConfig = MISSING
+    learned: LengthLearnedConfig = MISSING
+
+    @property
+    def test_length(self) -> int:
+        return self.test_factor * self.train_length
+
+
+@dataclass
+class LengthExperimentConfig(_Checked):
+    """The length experiment's composition (conf/length_experiment.yaml; experiments/length/params.yaml)."""
+
+    KEY = ""
+    length: LengthConfig = MISSING
+    tracking: TrackingConfig = MISSING
+
+
+LENGTH_GROUPS = tuple(item.name for item in fields(LengthExperimentConfig))
+
+
+class Composition(NamedTuple):
+    """One composition of conf/: its primary config, the schema `validate` builds, its groups and its params file."""
+
+    config_name: str  # conf/<config_name>.yaml
+    schema: type
+    groups: tuple[str, ...]
+    params: str  # the Layout attribute of its params file
+    label: str  # how its files are named in messages
+
+
 GROUPS = tuple(item.name for item in fields(Config))
+MAIN = Composition("config", Config, GROUPS, "params", "params.yaml")
+LENGTH = Composition(
+    "length_experiment", LengthExperimentConfig, LENGTH_GROUPS, "length_params", "experiments/length/params.yaml"
+)
+COMPOSITIONS = (MAIN, LENGTH)
 
 
 # ---------------------------------------------------------------- keys
@@ -725,8 +848,8 @@ def key_problems(tree: dict, schema: type = Config, prefix: str = "") -> Iterato
             yield f"{prefix}{key}", "absent"
 
 
-def unknown_key_message(key: str) -> str:
-    schema, parent = Config, ""
+def unknown_key_message(key: str, schema: type | None = None) -> str:
+    schema, parent = schema or Config, ""
     for part in key.split(".")[:-1]:  # down to the deepest group the key lies in
         inner = _field_types(schema).get(part)
         if not is_dataclass(inner):
@@ -740,10 +863,10 @@ def unknown_key_message(key: str) -> str:
     )
 
 
-def _check_keys(params: dict) -> None:
-    for key, problem in key_problems(params):
+def _check_keys(params: dict, schema: type) -> None:
+    for key, problem in key_problems(params, schema):
         if problem == "unknown":
-            raise PipelineError(unknown_key_message(key))
+            raise PipelineError(unknown_key_message(key, schema))
         raise PipelineError(
             f"config key {key} is missing: every key of the schema needs a value. Fix: regenerate "
             "params.yaml with `python -m pipeline.compose` (never edit it), or add the key to conf/."
@@ -753,8 +876,9 @@ def _check_keys(params: dict) -> None:
 # ---------------------------------------------------------------- validate
 
 
-def validate(params: dict) -> Config:
-    """Check params (a composed config or params.yaml read back) against the schema: unknown or absent keys,
+def validate(params: dict, schema: type | None = None) -> Any:
+    """Check params (a composed config or params.yaml read back) against the schema (Config, or the root of another
+    composition: `Composition.schema`): unknown or absent keys,
     values left ??? in conf/, types, ranges, choices and the rules between keys. Raises one PipelineError that
     names the key, what it must be, and the fix. Returns the config as the schema's dataclasses (a Config): what
     the stages read (`cfg.sweep.w2`).
@@ -763,7 +887,8 @@ def validate(params: dict) -> Config:
     params.yaml, and OmegaConf's import and merge would cost each of them more than the validation
     (docs/benchmarks-measurements.md#imports-avoided). Values are taken as they are (no interpolation, no
     conversion but an int where a float goes)."""
-    _check_keys(params)
+    schema = schema or Config
+    _check_keys(params, schema)
     missing = sorted(_missing_keys(params))
     if missing:
         example = " ".join(f"{k}=..." for k in missing)
@@ -773,7 +898,7 @@ def validate(params: dict) -> Config:
             f"{'them' if len(missing) > 1 else 'it'}, e.g. `python -m pipeline.compose {example}`."
             + (EXTEND_HINT if len(missing) > 2 else "")
         )
-    return _build(Config, params, "")  # building the dataclasses runs every rule (__post_init__)
+    return _build(schema, params, "")  # building the dataclasses runs every rule (__post_init__)
 
 
 EXTEND_HINT = (
@@ -860,6 +985,7 @@ def register() -> None:
     from pipeline.base.paths import checkout_root
 
     ConfigStore.instance().store(name=SCHEMA_NAME, node=Config)
+    ConfigStore.instance().store(name=LENGTH_SCHEMA_NAME, node=LengthExperimentConfig)
     # conf/config.yaml's hydra.run.dir and hydra.sweep.dir start with ${pe_root:}, the project root: Hydra resolves a
     # relative dir against the cwd, and `cd conf && python -m pipeline` would write conf/outputs/ (a change of the
     # stages' conf dependency). Registered here, where every composition of conf/ (Hydra app, DVC, tests) gets it.

@@ -9,7 +9,9 @@ from pipeline.base.errors import PipelineError
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
-def resolve_device(name: str = "auto") -> torch.device:
+def resolve_device(name: str = "auto", key: str = "encoding.device") -> torch.device:
+    """The torch device `name` (auto: cuda, then mps, then cpu) names; `key`: the config key that gave it, named in
+    the error when the device is not available here."""
     if name == "auto":
         if torch.cuda.is_available():
             return torch.device("cuda")
@@ -18,17 +20,14 @@ def resolve_device(name: str = "auto") -> torch.device:
         return torch.device("cpu")
     if name.startswith("cuda") and not torch.cuda.is_available():
         raise PipelineError(
-            f"encoding.device = {name!r} but torch sees no CUDA device (torch {torch.__version__}): "
-            "use encoding.device=auto or cpu."
+            f"{key} = {name!r} but torch sees no CUDA device (torch {torch.__version__}): use {key}=auto or cpu."
         )
     if name == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
-        raise PipelineError("encoding.device = 'mps' but MPS is not available here: use encoding.device=auto or cpu.")
+        raise PipelineError(f"{key} = 'mps' but MPS is not available here: use {key}=auto or cpu.")
     try:
         return torch.device(name)
     except RuntimeError:
-        raise PipelineError(
-            f"encoding.device = {name!r} is not a device: use auto, cpu, cuda, cuda:N or mps."
-        ) from None
+        raise PipelineError(f"{key} = {name!r} is not a device: use auto, cpu, cuda, cuda:N or mps.") from None
 
 
 def resolve_dtype(name: str) -> torch.dtype:

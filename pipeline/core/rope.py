@@ -93,14 +93,21 @@ def angle_tables(
     base: float = 10000.0,
     *,
     position_scale: float = 1.0,
+    theta: torch.Tensor | None = None,
     device: torch.device | str | None = None,
     dtype: torch.dtype = torch.float32,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """cos and sin of m theta_i: two (n, d/2) tensors for positions (n,) (integers or reals).
 
-    The angle is one float64 product per entry (positions / s folded into theta), rounded once to `dtype`."""
+    The angle is one float64 product per entry (positions / s folded into theta), rounded once to `dtype`. theta:
+    (d/2,) inverse frequencies of a scaling (pipeline.core.rope_scaling) instead of base and position_scale."""
     device = torch.device(device or "cpu")
-    theta = frequencies(d_head, base, position_scale, device)
+    if theta is None:
+        theta = frequencies(d_head, base, position_scale, device)
+    else:
+        if tuple(theta.shape) != (check_head_dim(d_head) // 2,):
+            raise ValueError(f"theta has shape {tuple(theta.shape)}: d_head / 2 = {d_head // 2} frequencies needed")
+        theta = theta.to(device if has_float64(device) else torch.device("cpu"), torch.float64)
     angle = positions.to(theta.device, torch.float64)[:, None] * theta[None, :]
     sin, cos = portable.sin_cos(angle)
     return round_once(cos, dtype).to(device), round_once(sin, dtype).to(device)

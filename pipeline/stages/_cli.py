@@ -29,7 +29,7 @@ from pipeline.base.errors import PipelineError, environment_error
 from pipeline.base.paths import Layout
 
 if TYPE_CHECKING:
-    from pipeline.config.schema import Config
+    from pipeline.config.schema import Composition, Config
 
 log = logging.getLogger("pipeline")
 ERROR_FILE_ENV = "PE_ERROR_FILE"
@@ -37,6 +37,9 @@ ERROR_FILE_ENV = "PE_ERROR_FILE"
 # `dvc repro` then fails on the same params.yaml. Outside `pipeline.repro` (which puts params.yaml back itself) the
 # message of such a failure says how to get params.yaml back.
 RESTORE_PARAMS = " params.yaml keeps these values: `python -m pipeline.compose` resets it to conf/."
+RESTORE_LENGTH_PARAMS = (
+    " experiments/length/params.yaml keeps these values: `python -m pipeline.compose --length` resets it to conf/."
+)
 WATCH_INTERVAL_S = 0.2
 
 
@@ -86,22 +89,27 @@ class _ParamsError(PipelineError):
     get the previous params.yaml back."""
 
 
-def check_params(raw: dict, root: Path, layout: Layout, input_files: tuple[str, ...]) -> Config:
+def check_params(
+    raw: dict, root: Path, layout: Layout, input_files: tuple[str, ...], composition: Composition | None = None
+) -> Config:
     """params.yaml (`raw`) as a Config, with the checks pipeline.repro makes when it composes: not stale against conf/
     (by content: the sources' SHA-256 it records, else a composition), the files it names and the limits, and the
     stage's own input files (`input_files`, config keys: the registry's) listed as deps in dvc.yaml. Under `dvc exp
-    run`, which composes params.yaml without recording how, its composition is recorded first."""
+    run`, which composes params.yaml without recording how, its composition is recorded first. For another
+    composition (the length experiment's params file): its schema, not stale; its stage checks the rest."""
     from pipeline.config import check_fresh, check_runnable
     from pipeline.config.input_files import check_tracked
     from pipeline.config.params import record_composition
-    from pipeline.config.schema import validate
+    from pipeline.config.schema import MAIN, validate
 
-    cfg = validate(raw)
-    if os.environ.get("DVC_EXP_NAME"):  # `dvc exp run` composed params.yaml just now, without a stamp
-        record_composition(root)
-    check_fresh(raw, root)
-    check_runnable(cfg, root)
-    check_tracked(raw, root, layout.dvc_yaml, input_files)
+    composition = composition or MAIN
+    cfg = validate(raw, composition.schema)
+    if os.environ.get("DVC_EXP_NAME"):  # `dvc exp run` composed the params file just now, without a stamp
+        record_composition(root, composition)
+    check_fresh(raw, root, composition)
+    if composition is MAIN:
+        check_runnable(cfg, root)
+        check_tracked(raw, root, layout.dvc_yaml, input_files)
     return cfg
 
 
@@ -111,36 +119,42 @@ def stage_main(
     *,
     input_files: tuple[str, ...] = (),
     check: Callable[[Config, Path], None] | None = None,
+    composition: Composition | None = None,
 ) -> None:
     """Run `run(cfg, layout, root)` for the checkout in the cwd (cfg: params.yaml validated, as a Config); exit 2
     with one message on a user error. Outside pipeline.repro, params.yaml is checked first (`check_params`, with the
-    stage's `input_files`), then `check(cfg, root)`, what else this stage checks before a plain `dvc repro` computes."""
+    stage's `input_files`), then `check(cfg, root)`, what else this stage checks before a plain `dvc repro` computes.
+    composition: the stage's when it is not the pipeline's (the length experiment: its params file, its schema, the
+    lock of its own DVC project)."""
     from contextlib import nullcontext
 
     from pipeline.base.files import clean_stale_temporaries
     from pipeline.base.locks import workspace_holder, workspace_lock
     from pipeline.base.params_file import read_params_file
     from pipeline.base.paths import checkout_root, download_cache
-    from pipeline.config.schema import validate
+    from pipeline.config.schema import MAIN, validate
 
     if any(a in ("-h", "--help") for a in sys.argv[1:]):
         _print_help(name, run)
         raise SystemExit(0)
     setup_logging()
+    composition = composition or MAIN
     try:
         root = checkout_root()
-        holder = workspace_holder()
+        layout = Layout(root)
+        holder = workspace_holder() if composition is MAIN else None
         if holder is not None:
             _stop_with(holder)
-        with workspace_lock(root, f"dvc repro (stage {name})") if holder is None else nullcontext():
-            layout = Layout(root)
-            clean_stale_temporaries([*layout.work_dirs, download_cache(root)])  # a killed run's, if any
-            raw = read_params_file(layout.params)
+        workspace = root if composition is MAIN else getattr(layout, composition.params).parent
+        with workspace_lock(workspace, f"dvc repro (stage {name})") if holder is None else nullcontext():
+            work_dirs = layout.work_dirs if composition is MAIN else (workspace,)
+            clean_stale_temporaries([*work_dirs, download_cache(root)])  # a killed run's, if any
+            raw = read_params_file(getattr(layout, composition.params))
             if holder is not None:  # pipeline.repro composed and checked it
                 cfg = validate(raw)
             else:
                 try:
-                    cfg = check_params(raw, root, layout, input_files)
+                    cfg = check_params(raw, root, layout, input_files, composition)
                 except PipelineError as exc:
                     raise _ParamsError(str(exc)) from None
                 if check is not None:
@@ -154,7 +168,8 @@ def stage_main(
     except PipelineError as exc:
         hint = workspace_holder() is None and (isinstance(exc, _ParamsError) or os.environ.get("DVC_EXP_NAME"))
         hint = hint and "python -m pipeline.compose" not in str(exc)  # a stale params.yaml's message says it
-        _report(f"error in stage {name}: {exc}{RESTORE_PARAMS if hint else ''}")
+        restore = RESTORE_PARAMS if composition is MAIN else RESTORE_LENGTH_PARAMS
+        _report(f"error in stage {name}: {exc}{restore if hint else ''}")
         raise SystemExit(2) from None
     except OSError as exc:
         message = environment_error(exc)

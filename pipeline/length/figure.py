@@ -1,0 +1,105 @@
+"""The experiment's figures (matplotlib, Agg; pipeline.outputs.figures.save writes reproducible PNG bytes).
+
+length_generalisation.png    accuracy against test length, one panel per metric (rows) and task (columns):
+                             one line per family (the mean over seeds) in a band from the seeds' min to max,
+                             the training range shaded, chance dashed
+length_<family>.png          one family's seeds, each its own line, and their mean (its MLflow run's figure)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
+
+from pipeline.core.choices import LENGTH_FAMILIES  # noqa: E402
+from pipeline.length.summary import METRICS, accuracies, grouped  # noqa: E402
+from pipeline.outputs.figures import save  # noqa: E402
+
+FIGURE = "length_generalisation.png"
+# one colour per family, whatever families a config compares (matplotlib's tab10, colour-blind distinguishable)
+COLOURS = dict(zip(LENGTH_FAMILIES, ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple")))
+LABELS = {"token_accuracy": "per-token accuracy", "sequence_accuracy": "exact-sequence accuracy"}
+
+
+def family_figure_name(family: str) -> str:
+    return f"length_{family}.png"
+
+
+def _axes(tasks: list[str], title: str):
+    fig, axes = plt.subplots(
+        len(METRICS), len(tasks), figsize=(5.2 * len(tasks), 3.4 * len(METRICS)), squeeze=False, layout="constrained"
+    )
+    fig.suptitle(title)
+    return fig, axes
+
+
+def _frame(ax, metric: str, task: str, train_length: int, test_length: int, chance: float | None) -> None:
+    ax.axvspan(0.5, train_length + 0.5, color="0.88", zorder=0, label=f"trained: 1-{train_length}")
+    if chance is not None:
+        ax.axhline(chance, color="0.4", linestyle="--", linewidth=1, label=f"chance ({chance:.2g})")
+    ax.set_xlim(0.5, test_length + 0.5)
+    ax.set_ylim(-0.02, 1.02)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("test length (symbols)")
+    ax.set_ylabel(LABELS[metric])
+    ax.set_title(f"{task}: {LABELS[metric]}")
+    ax.grid(alpha=0.3)
+
+
+def draw(results: list[dict], train_length: int, symbols: int, path: Path, dpi: int = 110) -> Path:
+    """length_generalisation.png of every run's result (see the module doc)."""
+    by_task = grouped(results)
+    tasks = list(by_task)
+    first = next(iter(next(iter(by_task.values())).values()))
+    seeds = len(first)
+    lengths = np.asarray(first[0]["lengths"])
+    title = (
+        f"Trained on lengths 1-{train_length}, tested to {lengths[-1]}: mean over {seeds} seed"
+        f"{'s (band: min to max)' if seeds > 1 else ''}"
+    )
+    fig, axes = _axes(tasks, title)
+    for col, task in enumerate(tasks):
+        for row, metric in enumerate(METRICS):
+            ax = axes[row, col]
+            _frame(ax, metric, task, train_length, int(lengths[-1]), 1.0 / symbols if metric == METRICS[0] else None)
+            for family, runs in by_task[task].items():
+                values = np.array([accuracies(run)[metric] for run in runs])  # (seeds, lengths)
+                colour = COLOURS[family]
+                if len(runs) > 1:
+                    ax.fill_between(lengths, values.min(axis=0), values.max(axis=0), color=colour, alpha=0.2, lw=0)
+                ax.plot(lengths, values.mean(axis=0), color=colour, linewidth=1.8, label=family)
+    _legend(fig, axes[0, 0])
+    save(fig, path, dpi)
+    return path
+
+
+def _legend(fig, ax) -> None:
+    """One legend for every panel, in a row below them (outside the data)."""
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=len(labels), fontsize="small", frameon=False)
+
+
+def draw_family(results: list[dict], family: str, train_length: int, symbols: int, path: Path, dpi: int = 110) -> Path:
+    """length_<family>.png: each seed of `family` as its own line, and their mean."""
+    by_task = {task: families[family] for task, families in grouped(results).items() if family in families}
+    tasks = list(by_task)
+    lengths = np.asarray(next(iter(by_task.values()))[0]["lengths"])
+    fig, axes = _axes(tasks, f"{family}: trained on lengths 1-{train_length}, each seed and their mean")
+    for col, task in enumerate(tasks):
+        for row, metric in enumerate(METRICS):
+            ax = axes[row, col]
+            _frame(ax, metric, task, train_length, int(lengths[-1]), 1.0 / symbols if metric == METRICS[0] else None)
+            runs = by_task[task]
+            values = np.array([accuracies(run)[metric] for run in runs])
+            for run, curve in zip(runs, values):
+                ax.plot(lengths, curve, color=COLOURS[family], alpha=0.45, linewidth=1, label=f"seed {run['seed']}")
+            ax.plot(lengths, values.mean(axis=0), color="black", linewidth=1.8, label="mean")
+    _legend(fig, axes[0, 0])
+    save(fig, path, dpi)
+    return path

@@ -14,8 +14,10 @@ workers) turns SIGINT, SIGTERM and SIGHUP into `Interrupted`, raised in its main
 from __future__ import annotations
 
 import signal
+import sys
 
 STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")  # Ctrl-C; kill, timeout, systemd, SLURM, CI; a closed terminal
+REDELIVER_AFTER_S = 0.01  # a dropped Interrupted's signal is sent again after this, outside the hook that saw it
 END_WAIT_S = 5.0  # how long stopped processes get to exit after SIGTERM before SIGKILL
 
 
@@ -37,14 +39,34 @@ class Interrupted(BaseException):
 
 
 def on_stop_signals(handler) -> None:
-    """`handler` for each stop signal this platform has."""
+    """`handler` for each stop signal this platform has; with raise_interrupted, an Interrupted that Python drops is
+    delivered again (redeliver_dropped)."""
     for name in STOP_SIGNALS:
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), handler)
+    if handler is raise_interrupted and sys.unraisablehook is not redeliver_dropped:
+        sys.unraisablehook = redeliver_dropped
 
 
 def raise_interrupted(signum: int, frame) -> None:
     raise Interrupted(signum)
+
+
+def redeliver_dropped(unraisable) -> None:
+    """sys.unraisablehook: a signal whose handler ran inside a finalizer or a weakref callback (a garbage collection
+    can run one between any two bytecodes) raised Interrupted where Python can only print it ("Exception ignored
+    in ...") and go on; the signal is sent again a moment later, from another thread, so that its handler runs once
+    this hook has returned and its Interrupted reaches the command's main code. Any other unraisable exception is
+    printed as Python prints it."""
+    if isinstance(unraisable.exc_value, Interrupted):
+        import os
+        import threading
+
+        resend = threading.Timer(REDELIVER_AFTER_S, os.kill, (os.getpid(), unraisable.exc_value.signum))
+        resend.daemon = True
+        resend.start()
+        return
+    sys.__unraisablehook__(unraisable)
 
 
 def end_descendants(wait: float = END_WAIT_S, spare: tuple[str, ...] = ()) -> int:

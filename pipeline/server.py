@@ -240,7 +240,7 @@ def _checked_store(args: argparse.Namespace) -> tuple[str, str, str]:
 
 
 def _serve(args: argparse.Namespace, store: str, artifact_root: Path, experiment_id: str) -> int:
-    """Print where the server answers, then become `mlflow server` (exec)."""
+    """Run `mlflow server` (serve), printing where it answers once it does."""
     from pipeline.outputs.tracking import runs_page
 
     exposed = not loopback(args.host)

@@ -330,12 +330,17 @@ def test_serving_beyond_this_machine_needs_public_and_says_there_is_no_authentic
     assert not (tmp_path / "mlflow.db").exists()
 
     started = {}
-    monkeypatch.setattr(server.os, "execve", lambda path, argv, env: started.update(argv=argv, env=env))
+
+    def serve(cmd, env, url, links):  # what would run `mlflow server` and print the links once it answers
+        started.update(argv=cmd, env=env, links=links)
+        return 0
+
+    monkeypatch.setattr(server, "serve", serve)
     assert server.main(["--host", "0.0.0.0", "--public", "--port", str(port), "--backend-store-uri", store]) == 0
-    out, err = capsys.readouterr()
+    _, err = capsys.readouterr()
     assert "has no authentication" in err and "mlflow server --app-name basic-auth" in err
     address = server.reachable_address("0.0.0.0")
-    assert address != "0.0.0.0" and f"export MLFLOW_TRACKING_URI={server.url_of(address, port)}\n" in out
+    assert address != "0.0.0.0" and f"export MLFLOW_TRACKING_URI={server.url_of(address, port)}\n" in started["links"]
     argv = started["argv"]
     assert argv[argv.index("--host") + 1] == "0.0.0.0"
     if not server.answered_by_default(address):  # MLflow must answer requests for the printed address

@@ -255,7 +255,7 @@ def test_dvc_exp_run_refuses_an_unknown_key(checkout):
     result = run(["dvc", "exp", "run", "-S", "+sweep.w3=1"], checkout, check=False)
     assert result.returncode != 0
     lines = [line for line in (result.stdout + result.stderr).splitlines() if "config key sweep.w3 is unknown" in line]
-    assert len(lines) == 1 and "Fix: remove it" in lines[0] and "`git checkout params.yaml`" in lines[0], lines
+    assert len(lines) == 1 and "Fix: remove it" in lines[0] and "`python -m pipeline.compose` resets" in lines[0], lines
     changed = run(["git", "status", "--porcelain"], checkout).stdout.splitlines()
     assert changed == [" M params.yaml"], changed
 

@@ -44,15 +44,32 @@ def check(params: dict, processes: int | None = None):
     return cfg
 
 
+def _single_run(config, out: Path, root: Path, overrides: list[str]) -> None:
+    """One run of the app (no multirun): the whole experiment into out/results, logged as one MLflow parent run."""
+    from pipeline.length.experiment import run_experiment
+    from pipeline.outputs.tracking import check_reachable
+
+    if config.tracking.enabled:
+        check_reachable(config.tracking.uri, root)
+    name = " ".join(overrides) or "defaults"
+    run_experiment(
+        config.length,
+        config.tracking,
+        out / "results",
+        root,
+        run_name=f"length {name}",
+        extra_tags={"runner": "hydra", "overrides": name},
+    )
+
+
 @hydra.main(config_path=CONF_DIR, config_name="length_experiment", version_base="1.3")
 def app(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
     from pipeline.base.errors import PipelineError
-    from pipeline.length.experiment import run_experiment, settings, train_runs
+    from pipeline.length.experiment import settings, train_runs
     from pipeline.outputs.multirun import read_sweep, write_job
-    from pipeline.outputs.tracking import check_reachable
 
     hydra_cfg = HydraConfig.get()
     out = Path(hydra_cfg.runtime.output_dir)
@@ -74,17 +91,7 @@ def app(cfg: DictConfig) -> None:
         params = OmegaConf.to_container(cfg, resolve=True)
         config = check(params, 1 if parallel else None)
         if not multirun:
-            if config.tracking.enabled:
-                check_reachable(config.tracking.uri, root)
-            name = " ".join(overrides) or "defaults"
-            run_experiment(
-                config.length,
-                config.tracking,
-                out / "results",
-                root,
-                run_name=f"length {name}",
-                extra_tags={"runner": "hydra", "overrides": name},
-            )
+            _single_run(config, out, root, overrides)
             write_job(out, {**job, "status": "finished"})
             return None
         computed = train_runs(config.length, root, 1 if parallel else None)

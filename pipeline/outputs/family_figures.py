@@ -131,7 +131,9 @@ def properties_heatmap(families: dict, path: Path, *, positions: int, d: int, se
 def rope_scalings(arrays: dict, summary: dict, path: Path, *, dpi: int) -> None:
     """Left: RoFormer's decay bound per scaling; middle: the exact expected score with k = q and the spread +-
     a^2 sqrt(d) of the score of independent Gaussian q, k (mean 0: no decay in expectation, Barbero et al.); right:
-    each pair's wavelength against the original and the extended context."""
+    each pair's wavelength against the original and the extended context.
+
+    Longer than 60 lines because it draws one figure of three panels top to bottom."""
     import matplotlib.pyplot as plt
 
     keys = [k for k in summary if isinstance(summary[k], dict)]

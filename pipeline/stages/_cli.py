@@ -113,6 +113,25 @@ def check_params(
     return cfg
 
 
+def _stage_config(layout: Layout, root: Path, composition, composed: bool, input_files: tuple[str, ...], check):
+    """The stage's params file validated as its schema's Config: as is when pipeline.repro composed and checked it
+    (`composed`), else checked first (check_params with the stage's input files; a failure is a _ParamsError), then
+    `check(cfg, root)`."""
+    from pipeline.base.params_file import read_params_file
+    from pipeline.config.schema import validate
+
+    raw = read_params_file(getattr(layout, composition.params))
+    if composed:
+        return validate(raw)
+    try:
+        cfg = check_params(raw, root, layout, input_files, composition)
+    except PipelineError as exc:
+        raise _ParamsError(str(exc)) from None
+    if check is not None:
+        check(cfg, root)
+    return cfg
+
+
 def stage_main(
     name: str,
     run: Callable[[Config, Layout, Path], object],
@@ -130,9 +149,8 @@ def stage_main(
 
     from pipeline.base.files import clean_stale_temporaries
     from pipeline.base.locks import workspace_holder, workspace_lock
-    from pipeline.base.params_file import read_params_file
     from pipeline.base.paths import checkout_root, download_cache
-    from pipeline.config.schema import MAIN, validate
+    from pipeline.config.schema import MAIN
 
     if any(a in ("-h", "--help") for a in sys.argv[1:]):
         _print_help(name, run)
@@ -149,16 +167,7 @@ def stage_main(
         with workspace_lock(workspace, f"dvc repro (stage {name})") if holder is None else nullcontext():
             work_dirs = layout.work_dirs if composition is MAIN else (workspace,)
             clean_stale_temporaries([*work_dirs, download_cache(root)])  # a killed run's, if any
-            raw = read_params_file(getattr(layout, composition.params))
-            if holder is not None:  # pipeline.repro composed and checked it
-                cfg = validate(raw)
-            else:
-                try:
-                    cfg = check_params(raw, root, layout, input_files, composition)
-                except PipelineError as exc:
-                    raise _ParamsError(str(exc)) from None
-                if check is not None:
-                    check(cfg, root)
+            cfg = _stage_config(layout, root, composition, holder is not None, input_files, check)
             run(cfg, layout, root)
         # Done: the process exits without Python's final garbage collection over the heap the stage built (mlflow,
         # torch, the GloVe vocabulary), which objects gc.freeze() moved out of its reach (the standard library's own

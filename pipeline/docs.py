@@ -55,16 +55,9 @@ def pages(root: Path) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if any(a in ("-h", "--help") for a in argv):
-        print(__doc__)
-        return 0
-    unknown = [a for a in argv if a != "--check"]
-    if unknown:
-        print(
-            f"error: unknown argument(s) {' '.join(unknown)}: usage: python -m pipeline.docs [--check]", file=sys.stderr
-        )
-        return 2
+    from pipeline.dvcyaml import check_flag
+
+    check = check_flag(sys.argv[1:] if argv is None else argv, "python -m pipeline.docs", __doc__)
     root = checkout_root()
     stale = []
     for path in pages(root):
@@ -73,11 +66,11 @@ def main(argv: list[str] | None = None) -> int:
         if new == text:
             continue
         stale.append(path.relative_to(root).as_posix())
-        if "--check" not in argv:
+        if not check:
             from pipeline.base.files import write_text
 
             write_text(path, new)
-    if "--check" in argv and stale:
+    if check and stale:
         print(
             f"{', '.join(stale)}: generated blocks differ: run `python -m pipeline.docs` and commit.", file=sys.stderr
         )

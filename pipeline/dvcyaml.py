@@ -216,24 +216,27 @@ def write_if_changed(root: Path, pipeline: Pipeline = PIPELINE) -> bool:
     return True
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+def check_flag(argv: list[str], command: str, doc: str) -> bool:
+    """The arguments of a generator command that takes only `--check` (this one, pipeline.docs): its help printed
+    (exit 0), any other argument refused (exit 2); returns whether --check was given."""
     if any(a in ("-h", "--help") for a in argv):
-        print(__doc__)
-        return 0
+        print(doc)
+        raise SystemExit(0)
     unknown = [a for a in argv if a != "--check"]
     if unknown:
-        print(
-            f"error: unknown argument(s) {' '.join(unknown)}: usage: python -m pipeline.dvcyaml [--check]",
-            file=sys.stderr,
-        )
-        return 2
+        print(f"error: unknown argument(s) {' '.join(unknown)}: usage: {command} [--check]", file=sys.stderr)
+        raise SystemExit(2)
+    return "--check" in argv
+
+
+def main(argv: list[str] | None = None) -> int:
+    check = check_flag(sys.argv[1:] if argv is None else argv, "python -m pipeline.dvcyaml", __doc__)
     root = checkout_root()
     status = 0
     for pipeline in PIPELINES:
         text = render(root, pipeline)
         target = getattr(Layout(root), pipeline.dvc_yaml)
-        if "--check" in argv:
+        if check:
             if not target.exists() or target.read_text(encoding="utf-8") != text:
                 print(
                     f"{target} differs from the stage registry: run `python -m pipeline.dvcyaml` and commit it.",

@@ -282,7 +282,7 @@ BY_NAME = {stage.name: stage for stage in STAGES}
 
 # The length-generalisation experiment (docs/length-experiment.md): a DVC project of its own in
 # experiments/length/ (its .dvc/, dvc.yaml, dvc.lock and params.yaml, composed from conf/length_experiment.yaml), so
-# that the pipeline's `dvc repro`, `dvc status`, `dvc exp show` and `dvc metrics` never see it, and its 10-30 minutes
+# that the pipeline's `dvc repro`, `dvc status`, `dvc exp show` and `dvc metrics` never see it, and its minutes
 # of training never run with the pipeline. Its stage runs in the checkout root (wdir), where `python -m pipeline...`
 # imports this checkout's package. One stage: the runs live in the run store (pipeline.length.runs), keyed by what
 # decides them, so a change of the figure or of MLflow's logging re-runs it in seconds.

@@ -25,6 +25,18 @@ def length_defaults():
     return validate(compose([], REPO, LENGTH), LENGTH.schema).length
 
 
+def processes_in(root: Path) -> list[str]:
+    """Command lines of the live processes working in `root` (dvc, its stages, a sweep, their workers and jobs)."""
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter(["cwd", "cmdline", "status"]):
+        info = proc.info
+        if info["status"] != psutil.STATUS_ZOMBIE and info["cwd"] and Path(info["cwd"]) == root:
+            found.append(" ".join(info["cmdline"] or []))
+    return found
+
+
 def model_figures() -> int:
     """Figures that exist only with the optional extra `.[models]` installed (minilm_probing.png)."""
     from pipeline.inputs import minilm

@@ -20,20 +20,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from conftest import REPO
+from conftest import REPO, processes_in
 
 pytestmark = pytest.mark.slow
 PY = sys.executable
-
-
-def processes_of(root: Path) -> list[str]:
-    """Command lines of the live processes working in `root` (the sweep, its workers, their trackers and jobs)."""
-    found = []
-    for proc in psutil.process_iter(["cwd", "cmdline", "status"]):
-        info = proc.info
-        if info["status"] != psutil.STATUS_ZOMBIE and info["cwd"] and Path(info["cwd"]) == root:
-            found.append(" ".join(info["cmdline"] or []))
-    return found
 
 
 def running_job(root: Path) -> bool:
@@ -88,9 +78,9 @@ def test_a_stopped_sweep_leaves_no_process_and_no_running_run(checkout, tmp_path
     assert "Traceback" not in err and "BrokenPipeError" not in err, err
     assert "parent run" in lines[0] and "ended KILLED" in lines[0], lines[0]
     deadline = time.monotonic() + 10
-    while processes_of(checkout) and time.monotonic() < deadline:
+    while processes_in(checkout) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert processes_of(checkout) == []
+    assert processes_in(checkout) == []
     client = MlflowClient(store)
     runs = client.search_runs([client.get_experiment_by_name("positional-encoding").experiment_id])
     statuses = {run.info.run_name: run.info.status for run in runs}

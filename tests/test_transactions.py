@@ -21,7 +21,7 @@ import psutil
 import pytest
 import yaml
 
-from conftest import copy_project, run
+from conftest import copy_project, processes_in, run
 
 pytestmark = pytest.mark.slow
 PY = sys.executable
@@ -65,16 +65,6 @@ def start(root: Path, *args: str, new_session: bool = True) -> subprocess.Popen:
 
 def changed(root: Path) -> list[str]:
     return run(["git", "status", "--porcelain"], root).stdout.splitlines()
-
-
-def processes_in(root: Path) -> list[str]:
-    """Command lines of the live processes working in `root` (dvc, its stages, their workers)."""
-    found = []
-    for proc in psutil.process_iter(["cwd", "cmdline", "status"]):
-        info = proc.info
-        if info["status"] != psutil.STATUS_ZOMBIE and info["cwd"] and Path(info["cwd"]) == root:
-            found.append(" ".join(info["cmdline"] or []))
-    return found
 
 
 def stage_process(root: Path, names: tuple[str, ...], timeout: float = 120) -> tuple[str, psutil.Process]:

@@ -377,9 +377,8 @@ def _duration(seconds: float) -> str:
 # ---------------------------------------------------------------- the length experiment (pipeline/length/)
 
 # CPU seconds of one training step on one core: LENGTH_STEP_OVERHEAD (Python and torch's dispatch of a step's ~200
-# kernels, measured with a model too small for its arithmetic to count: 2.6 ms a step) plus its floating-point
-# operations at LENGTH_FLOPS per second (fitted to the documented model, 21 ms a step: 0.85 GFLOP). Measured on this
-# 2-core machine with one torch thread a run; a step's CPU time varies by about 10% with the machine's load.
+# kernels) plus its floating-point operations at LENGTH_FLOPS per second, both fitted to measured steps
+# (docs/benchmarks-measurements.md#limits).
 LENGTH_STEP_OVERHEAD = 2.5e-3
 LENGTH_FLOPS = 45e9
 # Peak RSS: the process that trains (torch, numpy, matplotlib, MLflow imported) and each forked worker's own pages

@@ -20,7 +20,7 @@ from pipeline.base.errors import PipelineError
 from pipeline.base.locks import workspace_lock
 from pipeline.base.paths import Layout, checkout_root
 from pipeline.config import check, compose, write_params
-from pipeline.config.input_files import check_portable
+from pipeline.inputs.input_files import check_portable
 from pipeline.config.schema import GROUPS, LENGTH, LENGTH_GROUPS
 
 LENGTH_FLAG = "--length"
@@ -78,7 +78,7 @@ def _compose_length(argv: list[str], root: Path) -> int:
     from pipeline.config.limits import check_length
     from pipeline.config.schema import validate
     from pipeline.dvcyaml import write_if_changed
-    from pipeline.registry import LENGTH_PIPELINE
+    from pipeline.stages.registry import LENGTH_PIPELINE
 
     try:
         params = compose(argv, root, LENGTH)

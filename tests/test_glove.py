@@ -983,7 +983,7 @@ def test_a_source_of_an_existing_kind_is_one_small_option_file(tmp_path):
     which its defaults list names), passes the checks, and the glove stage builds the store from it."""
     from pipeline import config
     from pipeline.base.paths import Layout
-    from pipeline.registry import BY_NAME
+    from pipeline.stages.registry import BY_NAME
 
     shutil.copytree(ROOT / "conf", tmp_path / "conf")
     (tmp_path / "g.txt").write_text(glove_text())
@@ -1006,7 +1006,7 @@ def test_every_kind_of_source_has_its_key_in_the_schema():
     from pipeline import config
     from pipeline.config.schema import GLOVE_SOURCES
     from pipeline.inputs.glove_sources import FILE_KEYS, SOURCES
-    from pipeline.registry import BY_NAME
+    from pipeline.stages.registry import BY_NAME
 
     hints = typing.get_type_hints(GloveConfig)
     shared = config.compose([], ROOT)["glove"]  # conf/glove/shared/every_source.yaml, under every option's own keys

@@ -1,5 +1,5 @@
 """Every input is a dependency: a texts file or GloVe file the config names is a DVC dep of the stage that reads it,
-wherever it lies, so editing it re-runs what depends on it (pipeline.config.input_files, pipeline.dvcyaml)."""
+wherever it lies, so editing it re-runs what depends on it (pipeline.inputs.input_files, pipeline.dvcyaml)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import yaml
 from conftest import REPO, SEED_WORDS, copy_checkout, run
 from pipeline import config
 from pipeline.base.errors import PipelineError
-from pipeline.config.input_files import check_tracked, input_file_deps
-from pipeline.registry import BY_NAME
+from pipeline.inputs.input_files import check_tracked, input_file_deps
+from pipeline.stages.registry import BY_NAME
 
 
 def test_input_file_deps_inside_and_outside_the_workspace(tmp_path):

@@ -108,7 +108,7 @@ def test_server_run_has_the_same_contents_as_a_local_store_run(served_run, priva
     from pipeline.__main__ import shared_glove_store
     from pipeline.base.paths import Layout
     from pipeline.outputs.tracking import log_result
-    from pipeline.registry import logged_outputs
+    from pipeline.stages.registry import logged_outputs
 
     server, checkout, job, served_id = served_run
     params = yaml.safe_load((job / "params.yaml").read_text())
@@ -228,7 +228,7 @@ from pipeline.base.errors import PipelineError
 from pipeline.base.paths import Layout
 from pipeline.config import compose
 from pipeline.outputs.tracking import log_result
-from pipeline.registry import logged_outputs
+from pipeline.stages.registry import logged_outputs
 params = compose(["sweep.w2=3"])
 started = time.monotonic()
 try:

@@ -70,7 +70,9 @@ class Layout:
 
     base: Path
     glove: Path | None = None  # the GloVe store, when shared between results (Hydra jobs)
-    shared: Path | None = None  # a sweep's folder of what its jobs share (pipeline.stage_cache), in a Hydra multirun
+    shared: Path | None = (
+        None  # a sweep's folder of what its jobs share (pipeline.stages.stage_cache), in a Hydra multirun
+    )
 
     @property
     def figure_cache(self) -> Path | None:
@@ -84,7 +86,7 @@ class Layout:
 
     @property
     def dvc_yaml(self) -> Path:
-        """The pipeline, generated from pipeline/registry.py."""
+        """The pipeline, generated from pipeline/stages/registry.py."""
         return self.base / "dvc.yaml"
 
     @property

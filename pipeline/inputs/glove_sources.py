@@ -34,7 +34,7 @@ import numpy as np
 from pipeline.base.errors import PipelineError
 from pipeline.base.files import sha256_file, temp_prefix
 from pipeline.inputs.glove_store import write_store
-from pipeline.inputs.local_files import glove_file
+from pipeline.inputs.input_files import glove_file
 
 log = logging.getLogger("pipeline")
 

@@ -208,6 +208,19 @@ def test_text_file_parses_exact_vectors_and_words(dirs):
     assert leftovers(target.parent) == ["glove"]
 
 
+def test_the_store_records_the_configured_path_so_two_clones_build_the_same_bytes(tmp_path):
+    """The manifest names the source file as the config does (relative to the project), never the clone's folder:
+    the same file in two clones at different places gives byte-identical stores, whose DVC hash is then the same."""
+    stores = []
+    for clone in (tmp_path / "one", tmp_path / "elsewhere" / "two"):
+        (clone / "data").mkdir(parents=True)
+        (clone / "data" / "vectors.txt").write_text(glove_text(), encoding="utf-8")
+        manifest = from_text_file(path_cfg("data/vectors.txt"), clone / "out" / "glove", root=clone)
+        assert manifest["origin"]["path"] == "data/vectors.txt"
+        stores.append({p.name: p.read_bytes() for p in sorted((clone / "out" / "glove").iterdir())})
+    assert stores[0] == stores[1]
+
+
 def test_text_file_relative_path_crlf_and_no_final_newline(dirs):
     """A path relative to root is found; CRLF line ends and a missing final newline are accepted."""
     src, target = dirs

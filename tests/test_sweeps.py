@@ -214,7 +214,7 @@ def summary_of(rows: list[tuple[dict, dict]]) -> dict:
 
 
 def drawn_figure(summary: dict, tmp_path: Path, monkeypatch) -> tuple[Path | None, dict, list]:
-    """sweep_figure.draw on `summary`: (its path or None, what test_figures_bounds.inspect finds, its axes)."""
+    """sweep_summary.draw on `summary`: (its path or None, what test_figures_bounds.inspect finds, its axes)."""
     from test_figures_bounds import inspect
 
     from pipeline.figures import drawing as fig

@@ -166,7 +166,7 @@ class Layout:
 
     @property
     def relative_dir(self) -> Path:
-        """RoPE's and ALiBi's diagnostics (stage encode)."""
+        """RoPE's and ALiBi's diagnostics (stage relative)."""
         return self.base / "data" / "relative"
 
     @property
@@ -181,7 +181,7 @@ class Layout:
 
     @property
     def families_dir(self) -> Path:
-        """Every position-encoding family side by side (stage encode): RoPE's scalings', MiniLM's arrays."""
+        """Every position-encoding family side by side (stage relative): RoPE's scalings', MiniLM's arrays."""
         return self.base / "data" / "families"
 
     @property
@@ -231,12 +231,12 @@ class Layout:
 
     @property
     def relative_metrics(self) -> Path:
-        """RoPE's and ALiBi's numbers (stage encode); kept out of headline.json."""
+        """RoPE's and ALiBi's numbers (stage relative); kept out of headline.json."""
         return self.reports / "relative.json"
 
     @property
     def properties_metrics(self) -> Path:
-        """The families x properties table and the RoPE scalings' summary (stage encode), gated."""
+        """The families x properties table and the RoPE scalings' summary (stage relative), gated."""
         return self.reports / "properties.json"
 
     @property

@@ -157,7 +157,7 @@ def check_runnable(cfg: Config, root: Path) -> None:
 
 
 def check_inputs(params: Config, root: Path) -> list[str]:
-    """texts.file (a file of sentences) and the local file of the GloVe source (glove.path, glove.zip: the kinds of
+    """texts.file (a file of sentences) and the local file of the GloVe source (glove.<kind>, for the kinds of
     pipeline.inputs.glove_sources.SOURCES that read one), relative to `root`: project data
     (pipeline.inputs.input_files; the study stage checks study.texts_file the same way before it reads it). Returns
     the sentences (of texts.file or texts.sentences).

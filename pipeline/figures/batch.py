@@ -24,7 +24,7 @@ class Batch:
     queued, so that they draw while this process computes the next job's data (the encode stage: enter it before
     importing torch, so that the workers are forked small and before any torch thread exists).
 
-    With `cache` (a sweep's pipeline.outputs.figure_cache folder), a job (`add`, in `run`) whose arguments an earlier
+    With `cache` (a sweep's pipeline.figures.cache folder), a job (`add`, in `run`) whose arguments an earlier
     job of the sweep had, with its outputs in `out` at the same names, links that job's figures instead of drawing
     them.
     """

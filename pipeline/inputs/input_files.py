@@ -1,4 +1,4 @@
-"""The files a config names (texts.file, glove.path, glove.zip, study.texts_file), checked in one place: where they
+"""The files a config names (texts.file, study.texts_file and the GloVe source's glove.<kind>), checked in one place: where they
 may be, how the committed config names them, and that DVC tracks them.
 
 - Where: they are the user's project data. A file must resolve (`..` and symbolic links followed) inside the project,
@@ -93,16 +93,19 @@ def user_file(value: str | Path, root: Path, label: str, fix: str) -> Path:
 
 
 def glove_file(key: str, value: str, root: Path, what: str) -> Path:
-    """glove.path or glove.zip as an existing regular file; `what` says what it should hold."""
+    """The file of a GloVe source (glove.<kind>: pipeline.inputs.glove_sources.FILE_KEYS) as an existing regular file;
+    `what` says what it should hold."""
     return user_file(
         value, root, f"{key} = {value!r}", f"Fix: point {key} at {what}, or use the embedded default (glove=6B-50d)."
     )
 
 
-PORTABLE_KEYS = ("texts.file", "glove.path", "glove.zip", "study.texts_file")  # keys of the files a config names
+# the keys of the files a config names, besides the GloVe source's (pipeline.inputs.glove_sources.FILE_KEYS, one per
+# source kind that reads a file; that module imports this one)
+OTHER_FILE_KEYS = ("texts.file", "study.texts_file")
 
 
-def check_portable(params: dict, root: Path, keys: tuple[str, ...] = PORTABLE_KEYS) -> None:
+def check_portable(params: dict, root: Path, keys: tuple[str, ...]) -> None:
     """Refuse a file named by an absolute path (or `~`) where the composed config is committed (params.yaml, and
     dvc.yaml's deps): a colleague's clone has no such path. The fix gives the path relative to the project, which
     params.yaml and dvc.yaml record as they are (DVC follows `../` deps), or a copy the project tracks.
@@ -115,11 +118,12 @@ def check_portable(params: dict, root: Path, keys: tuple[str, ...] = PORTABLE_KE
             continue
         path = Path(str(value)).expanduser()
         relative = Path(os.path.relpath(path, root)).as_posix()
+        folder = "data/texts" if group in ("texts", "study") else "data"  # sentences go with the project's texts
         raise PipelineError(
             f"{key} = {value!r} is an absolute path, and params.yaml and dvc.yaml (committed) would carry it to "
             f"machines that lack it. Fix: give it relative to the project ({key}={relative}); or copy the file into "
-            f"the project (`cp {value} data/texts/` then {key}=data/texts/{path.name}); or let DVC track a copy "
-            f"(`dvc import-url {value} data/texts/{path.name}`, or `dvc add` on a copy)."
+            f"the project (`cp {value} {folder}/` then {key}={folder}/{path.name}); or let DVC track a copy "
+            f"(`dvc import-url {value} {folder}/{path.name}`, or `dvc add` on a copy)."
         )
 
 

@@ -58,12 +58,13 @@ class Server:
                 start_new_session=True,
             )
         # a deadline against a server that never comes up: a quiet start takes seconds, a loaded 2-core machine has
-        # taken more than 90 s; waiting longer costs nothing while it does come up
+        # taken more than 90 s; waiting longer costs nothing while it does come up. Up means /health answers and the
+        # command has printed its links, which it does after its own look at /health, a moment after this one's
         deadline = time.monotonic() + 300
         while True:
             try:
                 with urllib.request.urlopen(self.url + "/health", timeout=2) as response:
-                    if response.read().strip() == b"OK":
+                    if response.read().strip() == b"OK" and "use it: export MLFLOW_TRACKING_URI=" in self.output():
                         return
             except OSError:
                 pass
@@ -71,6 +72,9 @@ class Server:
                 self.stop()
                 raise AssertionError(f"mlflow server did not come up:\n{self.log.read_text()[-3000:]}")
             time.sleep(0.3)
+
+    def output(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace")
 
     def stop(self) -> None:
         if self.proc.poll() is None:

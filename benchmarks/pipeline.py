@@ -41,7 +41,7 @@ wall, CPU and peak RSS to a log; this costs one extra interpreter start (`python
 the stage's numbers do not include and the command's total does. What is left of the total after the
 stages is DVC itself (hashing, lock files) and, for `pipeline.repro`, composing params.yaml; its CPU time also counts the wrappers. The multirun runs its stages in one process: a hook
 put in front of `python -m pipeline` wraps
-`pipeline.registry.Stage.run` and logs each call's wall and CPU time (getrusage of the process and its
+`pipeline.stages.registry.Stage.run` and logs each call's wall and CPU time (getrusage of the process and its
 reaped children, plus psutil's CPU times of its live children: the figure workers a multirun keeps) and the
 process's peak RSS so far; the rest is Hydra, MLflow logging and start-up.
 
@@ -116,7 +116,7 @@ MULTIRUN_HOOK = """\
 import json, os, resource, runpy, sys, time
 import psutil
 from hydra.plugins.sweeper import Sweeper
-from pipeline.registry import Stage
+from pipeline.stages.registry import Stage
 SWEEPER_CHECK = {check!r}
 
 def _usage():

@@ -9,7 +9,7 @@
 Each job writes its data/ and reports/ under its own Hydra output directory (the DVC workspace is
 left alone) and logs one MLflow run. GloVe stores are shared between jobs through
 data/cache/stores/, keyed by the glove config; the other stage outputs the jobs of a multirun share (tokens,
-encoding) are computed once per sweep and reused by content hash (pipeline.stage_cache, <sweep dir>/.stage_cache/).
+encoding) are computed once per sweep and reused by content hash (pipeline.stages.stage_cache, <sweep dir>/.stage_cache/).
 A multirun draws figures=summary unless its command line names a figure set (docs/sweeps.md).
 
 A job that fails (a bad override value, a bug) does not stop the sweep: it writes its error into
@@ -106,16 +106,16 @@ def run_job(
 ) -> dict:
     """The registry's in-process stages for one composed config into `out`; returns the MLflow record.
 
-    cache: the sweep's folder of shared outputs (pipeline.stage_cache): a stage whose inputs and params an earlier
+    cache: the sweep's folder of shared outputs (pipeline.stages.stage_cache): a stage whose inputs and params an earlier
     job of the sweep had already (tokens and encoding, in a sweep over `sweep.*`) is not run again, nor a figure
-    drawn from the same data (pipeline.outputs.figure_cache).
+    drawn from the same data (pipeline.figures.cache).
     """
     from pipeline.base.files import write_text
     from pipeline.base.paths import Layout
     from pipeline.config import check, dump_params
     from pipeline.outputs.tracking import check_reachable, default_run_name, log_result
-    from pipeline.registry import job_stages, logged_outputs
-    from pipeline.stage_cache import run_stages
+    from pipeline.stages.registry import job_stages, logged_outputs
+    from pipeline.stages.stage_cache import run_stages
 
     cfg = check(params, root)  # the one validation of this job; the stages read cfg
     if cfg.tracking.enabled:
@@ -211,7 +211,7 @@ def job(cfg: DictConfig, hydra_cfg: DictConfig, multirun: bool, num: int) -> Non
     """One run or one multirun job: its record (job_result.json), the stages, its MLflow run; a multirun job that
     fails records why and returns (the sweep goes on)."""
     from pipeline.outputs.multirun import figure_set_of_job, job_metrics, read_sweep, write_job
-    from pipeline.stage_cache import CACHE_DIR
+    from pipeline.stages.stage_cache import CACHE_DIR
 
     out = Path(hydra_cfg.runtime.output_dir)
     sweep = read_sweep(Path(hydra_cfg.sweep.dir).resolve()) if multirun else None

@@ -20,9 +20,11 @@ from pipeline.base.errors import PipelineError
 from pipeline.base.locks import workspace_lock
 from pipeline.base.paths import Layout, checkout_root
 from pipeline.config import check, compose, write_params
-from pipeline.config.input_files import check_portable
+from pipeline.inputs.glove_sources import FILE_KEYS
+from pipeline.inputs.input_files import OTHER_FILE_KEYS, check_portable
 from pipeline.config.schema import GROUPS, LENGTH, LENGTH_GROUPS
 
+PORTABLE_KEYS = (*OTHER_FILE_KEYS, *FILE_KEYS)  # every config key that names a file: none may be absolute
 LENGTH_FLAG = "--length"
 
 
@@ -59,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
 def _compose(argv: list[str], root: Path) -> int:
     try:
         params = compose(argv, root)
-        check_portable(params, root)  # params.yaml and dvc.yaml are committed: no machine's folders in them
+        check_portable(params, root, PORTABLE_KEYS)  # params.yaml and dvc.yaml are committed: no machine's folders
         check(params, root)
         path = write_params(params, root, argv)
         from pipeline.dvcyaml import write_if_changed
@@ -78,7 +80,7 @@ def _compose_length(argv: list[str], root: Path) -> int:
     from pipeline.config.limits import check_length
     from pipeline.config.schema import validate
     from pipeline.dvcyaml import write_if_changed
-    from pipeline.registry import LENGTH_PIPELINE
+    from pipeline.stages.registry import LENGTH_PIPELINE
 
     try:
         params = compose(argv, root, LENGTH)

@@ -4,7 +4,7 @@
     python -m pipeline.docs --check    # exit 1 naming each page whose blocks differ; writes nothing
 
 A generated block lies between `<!-- generated: NAME (python -m pipeline.docs) -->` and `<!-- end generated -->`
-in a docs page. Its text comes from the one declaration of its fact: `stages` from STAGES in pipeline/registry.py,
+in a docs page. Its text comes from the one declaration of its fact: `stages` from STAGES in pipeline/stages/registry.py,
 `metrics` from METRIC_DOCS in pipeline/core/metrics.py. tests/test_docs.py fails when a committed page differs.
 """
 
@@ -21,7 +21,7 @@ BLOCK = re.compile(r"(<!-- generated: (\w+) \(python -m pipeline\.docs\) -->\n)(
 
 def stage_table() -> str:
     """The stage table: one row per stage of the registry, in DAG order."""
-    from pipeline.registry import STAGES
+    from pipeline.stages.registry import STAGES
 
     rows = [f"| `{stage.name}` | {stage.summary} |" for stage in STAGES]
     return "\n".join(["| stage | what it does |", "|---|---|", *rows]) + "\n"

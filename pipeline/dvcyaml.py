@@ -1,5 +1,5 @@
 """`python -m pipeline.dvcyaml [--check]`: write dvc.yaml (and the length experiment's experiments/length/dvc.yaml) from
-the stage registry (pipeline/registry.py).
+the stage registry (pipeline/stages/registry.py).
 
 dvc.yaml is generated, never edited: each stage's command, params, data deps and outputs come from
 the registry, paths from `Layout`, and its code deps from the stage module's transitive imports inside pipeline/
@@ -27,10 +27,10 @@ from pathlib import Path
 import yaml
 
 from pipeline.base.paths import Layout, checkout_root
-from pipeline.registry import PIPELINE, PIPELINES, STAGES, Pipeline, Stage
+from pipeline.stages.registry import PIPELINE, PIPELINES, STAGES, Pipeline, Stage
 
 HEADER = (
-    "# GENERATED from the stage registry (pipeline/registry.py) by `python -m pipeline.dvcyaml`: do not edit.\n"
+    "# GENERATED from the stage registry (pipeline/stages/registry.py) by `python -m pipeline.dvcyaml`: do not edit.\n"
     "# Parameters come from params.yaml, composed from conf/ (never edit it either):\n"
     "#   python -m pipeline.repro [overrides]    compose + dvc repro\n"
     "#   dvc exp run -S group=option -S key=value\n"
@@ -144,7 +144,7 @@ def _rel(layout: Layout, attribute: str) -> str:
 def stage_entry(stage: Stage, root: Path, params: dict | None = None, pipeline: Pipeline = PIPELINE) -> dict:
     """One stage of dvc.yaml; params: the config (params.yaml), whose input files (stage.input_files) become deps.
     Paths are relative to the checkout root, where a stage of another pipeline's dvc.yaml runs too (its wdir)."""
-    from pipeline.config.input_files import input_file_deps
+    from pipeline.inputs.input_files import input_file_deps
 
     layout = Layout(Path("."))
     entry: dict = {"cmd": f"python -m {stage.module}"}
@@ -181,7 +181,7 @@ def top_level_plots(stages: tuple[Stage, ...] = STAGES) -> list:
 
 
 LENGTH_HEADER = (
-    "# GENERATED from the stage registry (pipeline/registry.py, LENGTH_STAGES) by `python -m pipeline.dvcyaml`: do not\n"
+    "# GENERATED from the stage registry (pipeline/stages/registry.py, LENGTH_STAGES) by `python -m pipeline.dvcyaml`: do not\n"
     "# edit. The length experiment's own DVC project (docs/length-experiment.md); its stages run in the checkout\n"
     "# root (wdir), so paths are relative to it. Parameters come from params.yaml here, composed from conf/:\n"
     "#   python -m pipeline.compose --length [overrides] && dvc repro      (in this folder)\n"
@@ -192,7 +192,7 @@ LENGTH_HEADER = (
 def render(root: Path, pipeline: Pipeline = PIPELINE) -> str:
     """The dvc.yaml of `pipeline` (default: the pipeline's) for the registry and the config in its params file (the
     input files it names outside data/texts/ are deps)."""
-    from pipeline.base.params_file import read_params_file
+    from pipeline.config.params_file import read_params_file
 
     params_path = getattr(Layout(root), pipeline.params)
     params = read_params_file(params_path) if params_path.exists() else {}

@@ -50,7 +50,7 @@ def guarded_paths(root: Path) -> list[Path]:
     is corrupted"), or leave in the rwlock the pid of a dead run that another process has since taken ("is busy");
     the rollback of a stopped run puts both back as they were, with no knowledge of their format."""
     from pipeline.base.paths import Layout
-    from pipeline.registry import STAGES
+    from pipeline.stages.registry import STAGES
 
     layout = Layout(root)
     outputs = [

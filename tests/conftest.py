@@ -192,7 +192,7 @@ def typed(params):
 def run_stages(params: dict, tmp_path: Path, store: Path, upto: str = "sweep") -> Layout:
     """The registry's in-process stages, in order, up to and including `upto`, into tmp_path."""
     from pipeline.base.paths import Layout
-    from pipeline.registry import stages_upto
+    from pipeline.stages.registry import stages_upto
 
     layout = Layout(tmp_path, glove=store)
     cfg = typed(params)

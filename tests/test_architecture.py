@@ -13,26 +13,28 @@ import yaml
 from conftest import REPO, params_for, typed
 
 # Layers, lowest first: a module may import its own package and packages of a lower rank only. The stage registry
-# is declarative (it imports the library's tables only, never a stage): the stages read their facts from it (what figures logs,
-# which keys name input files), and the commands above them read it too.
+# (pipeline/stages/registry.py) is declarative, a layer of its own below the stage modules beside it (it imports the
+# library's tables only, never a stage): the stages read their facts from it (what figures logs, which keys name
+# input files), and the commands above them read it too.
 RANKS = {
     "base": 0,
     "core": 1,
     "inputs": 1,
     "config": 2,
-    "outputs": 2,
-    "tutorials": 3,
-    "length": 3,
-    "registry": 3.5,
-    "stages": 4,
-    "": 5,
+    "tutorials": 2,
+    "figures": 3,
+    "outputs": 4,
+    "length": 5,
+    "registry": 5.5,
+    "stages": 6,
+    "": 7,
 }
 
 
 def package_of(module: str) -> str:
-    """pipeline.core.encoding -> 'core'; pipeline.registry -> 'registry'; other top-level modules (pipeline.repro,
-    pipeline.__main__) -> ''."""
-    if module == "pipeline.registry":
+    """pipeline.core.encoding -> 'core'; pipeline.stages.registry -> 'registry'; the top-level modules, which are the
+    commands (pipeline.repro, pipeline.__main__) -> ''."""
+    if module == "pipeline.stages.registry":
         return "registry"
     parts = module.split(".")
     return parts[1] if len(parts) > 2 or (REPO / "pipeline" / parts[-1]).is_dir() and len(parts) == 2 else ""
@@ -65,7 +67,7 @@ def test_dvc_yaml_is_generated_from_the_registry():
     """dvc.yaml and the length experiment's experiments/length/dvc.yaml."""
     from pipeline.base.paths import Layout
     from pipeline.dvcyaml import render
-    from pipeline.registry import PIPELINES
+    from pipeline.stages.registry import PIPELINES
 
     for pipeline in PIPELINES:
         path = getattr(Layout(REPO), pipeline.dvc_yaml)
@@ -128,7 +130,7 @@ def test_every_data_file_in_the_package_is_declared_by_a_module():
 
 def test_stages_are_in_dag_order_and_each_input_has_a_producer():
     from pipeline.base.paths import Layout
-    from pipeline.registry import EXTERNAL_INPUTS, STAGES
+    from pipeline.stages.registry import EXTERNAL_INPUTS, STAGES
 
     layout = Layout(Path("."))
     produced: dict[Path, str] = {}
@@ -176,13 +178,23 @@ def test_imports_only_go_down_the_layers_and_have_no_cycle():
             visit(node, [node])
 
 
+def test_the_top_level_of_the_package_holds_only_the_commands():
+    """pipeline/*.py are the commands (`python -m pipeline.<name>`, and the Hydra app `python -m pipeline`); library
+    code lives in the packages below them."""
+    modules = sorted(p for p in (REPO / "pipeline").glob("*.py") if p.name != "__init__.py")
+    assert len(modules) >= 8, modules
+    not_commands = [p.name for p in modules if 'if __name__ == "__main__":' not in p.read_text(encoding="utf-8")]
+    assert not not_commands, f"library modules among the commands (move them into a package): {not_commands}"
+
+
 def test_layer_test_catches_an_upward_import():
     """The layer rule is not vacuous: a library module importing a stage would be reported."""
     assert RANKS[package_of("pipeline.stages.sweep")] > RANKS[package_of("pipeline.core.metrics")]
     assert package_of("pipeline.repro") == "" and package_of("pipeline.config") == "config"
     assert package_of("pipeline.base.paths") == "base"
-    assert RANKS[package_of("pipeline.registry")] < RANKS[package_of("pipeline.stages.figures")]
-    assert RANKS[package_of("pipeline.outputs.tracking")] < RANKS[package_of("pipeline.registry")]
+    assert RANKS[package_of("pipeline.stages.registry")] < RANKS[package_of("pipeline.stages.figures")]
+    assert RANKS[package_of("pipeline.outputs.tracking")] < RANKS[package_of("pipeline.stages.registry")]
+    assert RANKS[package_of("pipeline.figures.drawing")] < RANKS[package_of("pipeline.outputs.report")]
 
 
 # ---------------------------------------------------------------- each stage reads only what it declares
@@ -228,7 +240,7 @@ def recording_layout(log: ReadLog, base: Path, glove: Path | None):
 
     class RecordingLayout(Layout):
         def __getattribute__(self, name):
-            # the roots, and a multirun's shared folder (None here: DVC stages have none; pipeline.stage_cache)
+            # the roots, and a multirun's shared folder (None here: DVC stages have none; pipeline.stages.stage_cache)
             if name.startswith("_") or name in ("base", "glove", "shared", "figure_cache"):
                 return object.__getattribute__(self, name)
             if depth[0] == 0:
@@ -277,7 +289,7 @@ def check_reads(stage, log: ReadLog) -> None:
 
 @pytest.mark.parametrize("encoding", ["sinusoidal", "learned"])
 def test_every_in_process_stage_reads_only_declared_params_and_files(tmp_path, small_store, encoding):
-    from pipeline.registry import job_stages
+    from pipeline.stages.registry import job_stages
 
     params = params_for(f"encoding={encoding}")
     for stage in job_stages():
@@ -289,7 +301,7 @@ def test_glove_stage_and_the_logged_run_read_only_declared_params_and_files(tmp_
     run (`run_and_log`)."""
     import numpy as np
 
-    from pipeline.registry import BY_NAME, job_stages
+    from pipeline.stages.registry import BY_NAME, job_stages
 
     words = ["king", "queen", "man", "woman", "dog", "wolf", "football", "basketball", "red", "green", "yellow"]
     text = tmp_path / "tiny.txt"
@@ -321,14 +333,14 @@ def test_read_recorder_sees_reads():
 
 def test_docs_stage_table_is_the_registry():
     """docs/pipeline.md's stage table (written by `python -m pipeline.docs`) lists the registry's stages in order."""
-    from pipeline.registry import STAGES
+    from pipeline.stages.registry import STAGES
 
     page = (REPO / "docs" / "pipeline.md").read_text(encoding="utf-8")
     rows = [line for line in page.splitlines() if line.startswith("| `") and line.count("|") == 3]
     table = [f"| `{stage.name}` | {stage.summary} |" for stage in STAGES]
     start = rows.index(table[0]) if table[0] in rows else -1
     assert rows[start : start + len(table)] == table, (
-        "docs/pipeline.md's stage table differs from pipeline/registry.py: run `python -m pipeline.docs`"
+        "docs/pipeline.md's stage table differs from pipeline/stages/registry.py: run `python -m pipeline.docs`"
     )
 
 
@@ -337,7 +349,7 @@ def test_untracked_stage_files_are_ignored_by_git():
     import subprocess
 
     from pipeline.base.paths import Layout
-    from pipeline.registry import STAGES
+    from pipeline.stages.registry import STAGES
 
     rel = Layout(Path("."))
     paths = [getattr(rel, name).as_posix() for stage in STAGES for name in stage.untracked]
@@ -447,7 +459,7 @@ def test_every_project_path_a_config_comment_names_exists():
 
 def test_no_machine_path_in_a_committed_file_the_pipeline_writes_or_reads():
     """params.yaml, dvc.yaml, dvc.lock, conf/, DVC's config and .dvc files, and the tracked reports and data name
-    files relative to the project (pipeline.config.input_files.check_portable refuses an absolute input path): a
+    files relative to the project (pipeline.inputs.input_files.check_portable refuses an absolute input path): a
     colleague's clone has none of this machine's folders."""
     import re
     import subprocess
@@ -477,7 +489,7 @@ def stages_reached(key: str) -> set[str]:
     """The stages dvc.yaml re-runs when the config key (or group) `key` changes: those that declare it, or a group or
     key it belongs to or holds, and every stage downstream of their outputs."""
     from pipeline.base.paths import Layout
-    from pipeline.registry import STAGES
+    from pipeline.stages.registry import STAGES
 
     def reads(stage) -> bool:
         return any(p == key or key.startswith(p + ".") or p.startswith(key + ".") for p in stage.params)

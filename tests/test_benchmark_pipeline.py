@@ -11,7 +11,7 @@ import pytest
 
 from benchmarks.notebook_script import FIGURE_COUNT, TEXTS
 from benchmarks.pipeline import TARGETS
-from pipeline.registry import STAGES
+from pipeline.stages.registry import STAGES
 from conftest import REPO, run
 
 pytestmark = pytest.mark.slow  # four pipeline runs, the notebook script and a 2-point multirun: minutes

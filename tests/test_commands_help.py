@@ -57,7 +57,7 @@ def top_level_commands() -> list[str]:
 
 
 def stage_commands() -> list[str]:
-    from pipeline.registry import PIPELINES
+    from pipeline.stages.registry import PIPELINES
 
     return [stage.module for pipeline in PIPELINES for stage in pipeline.stages]
 

@@ -16,7 +16,7 @@ import yaml
 from pipeline import config
 from pipeline.base.trees import flatten
 from pipeline.base.errors import PipelineError
-from pipeline.base.params_file import read_stamp
+from pipeline.config.params_file import read_stamp
 from pipeline.config import schema
 from pipeline.inputs.texts import load_texts
 

@@ -494,7 +494,7 @@ def test_block_means_profile_and_generic_equal_numpy(d, n, f):
     gdot, gdist = E.block_means(sinusoidal_encoding(n, d, layout="concatenated", dtype=torch.float64), f)
     assert np.abs(gdot.numpy() - want_dot).max() < 1e-10
     assert np.abs(gdist.numpy() - want_dist).max() < 1e-10
-    from pipeline.outputs.figures import block_average
+    from pipeline.figures.drawing import block_average
 
     assert (E.block_factor(n, n // f),) * 2 == block_average(ref_dist, n // f)[1]
 

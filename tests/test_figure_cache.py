@@ -1,4 +1,4 @@
-"""A sweep draws a figure once for the same data (pipeline.outputs.figure_cache): the jobs after the first link its
+"""A sweep draws a figure once for the same data (pipeline.figures.cache): the jobs after the first link its
 PNG, byte-identical to drawing it; anything the figure is drawn from gives it a new key."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ def draw_stub(values, path: Path, *, title: str) -> list[str]:
 
 
 def test_the_key_follows_the_data_and_the_output_name_not_the_folder(tmp_path):
-    from pipeline.outputs.figure_cache import job_key
+    from pipeline.figures.cache import job_key
 
     def key(values, name="a.png", out=tmp_path / "one", title="t", draw=draw_stub):
         return job_key((draw, (values, out / name), {"title": title}), out)
@@ -38,7 +38,7 @@ def test_the_key_follows_the_data_and_the_output_name_not_the_folder(tmp_path):
 
 
 def test_a_job_is_drawn_once_and_linked_after(tmp_path):
-    from pipeline.outputs.figures import Batch
+    from pipeline.figures.batch import Batch
 
     cache, drawn = tmp_path / "cache", []
 
@@ -61,7 +61,7 @@ def test_a_job_is_drawn_once_and_linked_after(tmp_path):
 
 
 def test_an_incomplete_entry_is_drawn_again(tmp_path):
-    from pipeline.outputs.figure_cache import job_key, restore
+    from pipeline.figures.cache import job_key, restore
 
     out = tmp_path / "out"
     key, outputs = job_key((draw_stub, ([1], out / "a.png"), {"title": "t"}), out)
@@ -85,20 +85,20 @@ def summary_points(tmp_path_factory, small_store):
 def test_a_sweep_over_the_weights_draws_the_metrics_against_r_once(summary_points, monkeypatch):
     """figures=summary: the metrics against r do not change with the weights (only the pairs marked in
     figures=all would): the second point links them; its panels are its own. Same bytes as drawn alone."""
-    from pipeline.outputs import figures as fig
-    from pipeline.stages.figures import render
+    from pipeline.figures import projections, ratio_sweep
+    from pipeline.figures.folders import render
 
     base, points = summary_points
     drawn = []
-    for name in ("ratio_curves", "projection_panels"):
-        real = getattr(fig, name)
+    for module, name in ((ratio_sweep, "ratio_curves"), (projections, "projection_panels")):
+        real = getattr(module, name)
 
         def counted(*args, _real=real, **kwargs):
             drawn.append(_real.__name__)
             return _real(*args, **kwargs)
 
         counted.__module__, counted.__qualname__ = real.__module__, real.__qualname__  # keyed as the real one
-        monkeypatch.setattr(fig, name, counted)
+        monkeypatch.setattr(module, name, counted)
     written = {}
     for w2, (params, layout) in points.items():
         shared = dataclasses.replace(layout, shared=base / "shared")

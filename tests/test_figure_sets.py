@@ -62,7 +62,7 @@ def test_none_draws_nothing_and_the_report_keeps_its_sentences(tmp_path, small_s
 
 
 def test_worker_processes_draw_the_same_bytes_as_this_process(summary_run, tmp_path):
-    from pipeline.stages.figures import render
+    from pipeline.figures.folders import render
 
     params = typed(params_for("figures=summary", "figures.workers=1"))
     names = render(params, summary_run, tmp_path)
@@ -80,7 +80,7 @@ def test_save_writes_capped_deterministic_pngs_and_shows_the_hooks_the_written_f
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from pipeline.outputs import figures as fig
+    from pipeline.figures import drawing as fig
 
     def draw(inches=(6, 4)):
         figure, ax = plt.subplots(figsize=inches, layout=layout)
@@ -119,7 +119,7 @@ def test_a_kept_pool_serves_every_batch_and_draws_the_same_bytes(summary_run, tm
     """A multirun's jobs share one pool (pipeline.base.worker_pool.keep()): the same workers draw every batch, the
     same bytes as new workers, and end with the pool."""
     from pipeline.base.processes import running
-    from pipeline.stages.figures import render
+    from pipeline.figures.folders import render
 
     params = typed(params_for("figures=summary"))
     assert params.figures.workers == 2
@@ -140,7 +140,7 @@ def test_a_kept_pool_serves_every_batch_and_draws_the_same_bytes(summary_run, tm
 def test_a_failed_batch_ends_the_kept_pool_and_the_next_starts_afresh(kept_pools):
     import os
 
-    from pipeline.outputs.figures import Batch
+    from pipeline.figures.batch import Batch
 
     batch = Batch()
     batch.add(os.getpid)
@@ -164,7 +164,7 @@ def test_the_kept_pool_ends_when_its_process_exits(tmp_path):
     script = (
         "import os\n"
         "from pipeline.base import worker_pool\n"
-        "from pipeline.outputs.figures import Batch\n"
+        "from pipeline.figures.batch import Batch\n"
         "worker_pool.keep()\n"
         "batch = Batch()\n"
         "[batch.add(os.getpid) for _ in range(4)]\n"
@@ -187,7 +187,7 @@ def test_the_workers_of_a_killed_process_exit():
     script = (
         "import os, signal\n"
         "from pipeline.base import worker_pool\n"
-        "from pipeline.outputs.figures import Batch\n"
+        "from pipeline.figures.batch import Batch\n"
         "worker_pool.keep()\n"
         "batch = Batch()\n"
         "[batch.add(os.getpid) for _ in range(4)]\n"

@@ -2,7 +2,7 @@
 diverging colours only on data centred at 0, integer ticks on integer axes, short titles, and bounded sizes for any
 number and length of sentences.
 
-Every figure is checked as it is saved (pipeline.outputs.figures.SAVED), laid out as written, in this
+Every figure is checked as it is saved (pipeline.figures.drawing.SAVED), laid out as written, in this
 process (figures.workers=1).
 """
 
@@ -71,7 +71,7 @@ def inspect(figure) -> dict[str, list[str]]:
     import matplotlib.image
     import matplotlib.text
 
-    from pipeline.outputs.figures import DIVERGING, centred_at_zero
+    from pipeline.figures.drawing import DIVERGING, centred_at_zero
 
     renderer = figure.canvas.get_renderer()
     found = {
@@ -123,7 +123,7 @@ def inspect(figure) -> dict[str, list[str]]:
 
 def render(params: dict, base: Path, store: Path, monkeypatch, upto: str = "figures") -> dict[str, dict]:
     """Run the stages up to `upto`; returns {figure stem: inspect(figure)} of every figure drawn."""
-    from pipeline.outputs import figures as fig
+    from pipeline.figures import drawing as fig
 
     seen: dict[str, dict] = {}
     monkeypatch.setattr(fig, "SAVED", [lambda figure, path: seen.setdefault(Path(path).stem, inspect(figure))])
@@ -178,8 +178,8 @@ def test_tutorial002_colours_follow_the_data(tmp_path, monkeypatch):
     """Uniform [0, 1) draws and their sum with the PE are not centred at 0: sequential; the PE alone: diverging."""
     import matplotlib.image
 
-    from pipeline.outputs import figures as fig
-    from pipeline.tutorials.figures import render_tutorial_figures
+    from pipeline.figures import drawing as fig
+    from pipeline.figures.tutorials import render_tutorial_figures
 
     captured = {}
     monkeypatch.setattr(
@@ -205,7 +205,7 @@ def test_tutorial002_colours_follow_the_data(tmp_path, monkeypatch):
 
 
 def test_colour_scale_is_diverging_only_around_zero():
-    from pipeline.outputs.figures import colour_scale
+    from pipeline.figures.drawing import colour_scale
 
     rng = np.random.default_rng(0)
     assert colour_scale(rng.uniform(0, 1, 100), "RdBu", "viridis")["cmap"] == "viridis"
@@ -216,7 +216,7 @@ def test_colour_scale_is_diverging_only_around_zero():
 
 
 def test_short_text_is_one_line_of_at_most_80_characters():
-    from pipeline.outputs.figures import short_text
+    from pipeline.figures.drawing import short_text
 
     assert short_text(["king", "queen"]) == '"king queen"'
     long = short_text(["word"] * 5000)
@@ -226,7 +226,7 @@ def test_short_text_is_one_line_of_at_most_80_characters():
 # ---------------------------------------------------------------- any number and length of sentences
 
 DPI = 110
-MAX_PIXELS = (20 * DPI, 16 * DPI)  # pipeline.outputs.figures.MAX_INCHES at figures.dpi
+MAX_PIXELS = (20 * DPI, 16 * DPI)  # pipeline.figures.drawing.MAX_INCHES at figures.dpi
 
 
 def png_size(path: Path) -> tuple[int, int]:

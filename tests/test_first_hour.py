@@ -156,7 +156,7 @@ def test_three_thousand_sentences_stay_small_in_git_logs_and_mlflow(tmp_path, sm
     from conftest import SEED_WORDS
     from pipeline.base.files import read_columns
     from pipeline.outputs.tracking import log_result
-    from pipeline.registry import STAGES, logged_outputs
+    from pipeline.stages.registry import STAGES, logged_outputs
 
     count, rng = 3000, random.Random(23)
     lines = [" ".join(rng.sample(SEED_WORDS, rng.randint(3, 5))) for _ in range(count)]
@@ -211,7 +211,8 @@ def test_panels_of_a_users_sentence_show_no_legend_of_groups_it_lacks(tmp_path, 
     default groups (king/queen, ...); a sentence with some group words names those groups only."""
     import numpy as np
 
-    from pipeline.outputs import figures as fig
+    from pipeline.figures import drawing as fig
+    from pipeline.figures.projections import projection_panels
 
     seen = []
     monkeypatch.setattr(
@@ -220,13 +221,13 @@ def test_panels_of_a_users_sentence_show_no_legend_of_groups_it_lacks(tmp_path, 
     groups = [["king", "queen"], ["man", "woman"], ["red", "green", "yellow"]]
     coords = [np.array([[0.0, 0.0], [1.0, 0.5], [0.5, 1.0]])]
     for words in (["the", "teacher", "walked"], ["the", "red", "king"]):
-        fig.projection_panels(
+        projection_panels(
             coords, ["W1=1"], words, [0, 1, 2], groups, tmp_path / "p.png", title="t", arrows=False, dpi=30
         )
     assert seen == [
         ["no word of the sentence is in a semantic group (metrics.groups)"],
         ["king/queen", "red/green/yellow"],
     ]
-    from pipeline.outputs.figure_plan import GROUP_COLOURS, group_colours
+    from pipeline.figures.labels import GROUP_COLOURS, group_colours
 
     assert group_colours(["red"], groups)[1] == {"red/green/yellow": GROUP_COLOURS[2]}  # its colour kept

@@ -208,6 +208,19 @@ def test_text_file_parses_exact_vectors_and_words(dirs):
     assert leftovers(target.parent) == ["glove"]
 
 
+def test_the_store_records_the_configured_path_so_two_clones_build_the_same_bytes(tmp_path):
+    """The manifest names the source file as the config does (relative to the project), never the clone's folder:
+    the same file in two clones at different places gives byte-identical stores, whose DVC hash is then the same."""
+    stores = []
+    for clone in (tmp_path / "one", tmp_path / "elsewhere" / "two"):
+        (clone / "data").mkdir(parents=True)
+        (clone / "data" / "vectors.txt").write_text(glove_text(), encoding="utf-8")
+        manifest = from_text_file(path_cfg("data/vectors.txt"), clone / "out" / "glove", root=clone)
+        assert manifest["origin"]["path"] == "data/vectors.txt"
+        stores.append({p.name: p.read_bytes() for p in sorted((clone / "out" / "glove").iterdir())})
+    assert stores[0] == stores[1]
+
+
 def test_text_file_relative_path_crlf_and_no_final_newline(dirs):
     """A path relative to root is found; CRLF line ends and a missing final newline are accepted."""
     src, target = dirs
@@ -983,7 +996,7 @@ def test_a_source_of_an_existing_kind_is_one_small_option_file(tmp_path):
     which its defaults list names), passes the checks, and the glove stage builds the store from it."""
     from pipeline import config
     from pipeline.base.paths import Layout
-    from pipeline.registry import BY_NAME
+    from pipeline.stages.registry import BY_NAME
 
     shutil.copytree(ROOT / "conf", tmp_path / "conf")
     (tmp_path / "g.txt").write_text(glove_text())
@@ -1006,7 +1019,7 @@ def test_every_kind_of_source_has_its_key_in_the_schema():
     from pipeline import config
     from pipeline.config.schema import GLOVE_SOURCES
     from pipeline.inputs.glove_sources import FILE_KEYS, SOURCES
-    from pipeline.registry import BY_NAME
+    from pipeline.stages.registry import BY_NAME
 
     hints = typing.get_type_hints(GloveConfig)
     shared = config.compose([], ROOT)["glove"]  # conf/glove/shared/every_source.yaml, under every option's own keys

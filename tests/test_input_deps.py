@@ -1,10 +1,11 @@
 """Every input is a dependency: a texts file or GloVe file the config names is a DVC dep of the stage that reads it,
-wherever it lies, so editing it re-runs what depends on it (pipeline.config.input_files, pipeline.dvcyaml)."""
+wherever it lies, so editing it re-runs what depends on it (pipeline.inputs.input_files, pipeline.dvcyaml)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -15,8 +16,8 @@ import yaml
 from conftest import REPO, SEED_WORDS, copy_checkout, run
 from pipeline import config
 from pipeline.base.errors import PipelineError
-from pipeline.config.input_files import check_tracked, input_file_deps
-from pipeline.registry import BY_NAME
+from pipeline.inputs.input_files import check_tracked, input_file_deps
+from pipeline.stages.registry import BY_NAME
 
 
 def test_input_file_deps_inside_and_outside_the_workspace(tmp_path):
@@ -41,6 +42,26 @@ def test_compose_refuses_an_absolute_input_path_and_names_the_relative_one(tmp_p
     [line] = out.stderr.strip().splitlines()
     assert "texts.file=../sentences.txt" in line and "data/texts/" in line and "dvc import-url" in line
     assert (project / "params.yaml").read_bytes() == before
+
+
+def test_every_key_that_names_a_file_is_refused_as_an_absolute_path(tmp_path):
+    """Each source kind that reads a file (glove_sources.FILE_KEYS, so a new kind too) and the texts' keys: an absolute
+    path is refused, naming the key and its path relative to the project; a GloVe file's copy goes to data/, a texts
+    file's to data/texts/."""
+    from pipeline.compose import PORTABLE_KEYS
+    from pipeline.inputs.glove_sources import FILE_KEYS, SOURCES
+    from pipeline.inputs.input_files import check_portable
+
+    assert len(FILE_KEYS) == sum(1 for source in SOURCES.values() if source.file) >= 2
+    root = tmp_path / "project"
+    for key in PORTABLE_KEYS:
+        group, name = key.split(".")
+        check_portable({group: {name: "data/x.txt"}}, root, PORTABLE_KEYS)  # relative: accepted
+        with pytest.raises(PipelineError, match=rf"^{re.escape(key)} = .* is an absolute path") as refused:
+            check_portable({group: {name: str(tmp_path / "x.txt")}}, root, PORTABLE_KEYS)
+        assert f"{key}=../x.txt" in str(refused.value)
+        assert f"cp {tmp_path / 'x.txt'} {'data/texts' if group != 'glove' else 'data'}/`" in str(refused.value)
+    assert set(FILE_KEYS) | {"texts.file", "study.texts_file"} == set(PORTABLE_KEYS)
 
 
 def test_generated_dvc_yaml_lists_the_configured_input_files(tmp_path):

@@ -30,7 +30,7 @@ import pytest
 import yaml
 
 from conftest import run
-from pipeline.registry import STAGES as REGISTRY
+from pipeline.stages.registry import STAGES as REGISTRY
 
 pytestmark = pytest.mark.slow
 # The draws of the suite, so that a run does not depend on luck: every seed that found a bug, each its own test.

@@ -100,7 +100,7 @@ import json, resource, sys
 from pathlib import Path
 from pipeline import config
 from pipeline.base.paths import Layout
-from pipeline.registry import stages_upto
+from pipeline.stages.registry import stages_upto
 
 params, out, store, stages = json.loads(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4].split(",")
 layout = Layout(out, glove=store)
@@ -297,7 +297,7 @@ def _labels_one_at_a_time(ax, xy, texts, marker_pt, fontsize, rings=6):
     place_labels annotates it), or None for a label left out."""
     from matplotlib.transforms import Bbox
 
-    from pipeline.outputs.figures import DIRECTIONS
+    from pipeline.figures.drawing import DIRECTIONS
 
     fig = ax.figure
     ax.apply_aspect()
@@ -343,7 +343,7 @@ def test_labels_are_placed_in_seconds_where_the_one_at_a_time_test_put_them():
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from pipeline.outputs import figures
+    from pipeline.figures import drawing as figures
 
     def axes():
         fig = plt.figure(figsize=(9, 6.5))
@@ -378,7 +378,7 @@ def test_long_loops_report_progress(monkeypatch, pipeline_log):
 
     from pipeline.base.progress import Progress
     from pipeline.core import encoding
-    from pipeline.outputs import figures
+    from pipeline.figures import drawing as figures
 
     class Eager(Progress):
         def __init__(self, what, total, every=0.0, log=None):

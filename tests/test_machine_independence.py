@@ -39,7 +39,7 @@ from pathlib import Path
 root = Path(sys.argv[1])
 from pipeline import config
 from pipeline.base.paths import Layout
-from pipeline.registry import STAGES
+from pipeline.stages.registry import STAGES
 params = config.validate(config.compose(["tracking=disabled"], root))
 for stage in STAGES:
     stage.run(params, Layout(root), root)

@@ -58,12 +58,13 @@ class Server:
                 start_new_session=True,
             )
         # a deadline against a server that never comes up: a quiet start takes seconds, a loaded 2-core machine has
-        # taken more than 90 s; waiting longer costs nothing while it does come up
+        # taken more than 90 s; waiting longer costs nothing while it does come up. Up means /health answers and the
+        # command has printed its links, which it does after its own look at /health, a moment after this one's
         deadline = time.monotonic() + 300
         while True:
             try:
                 with urllib.request.urlopen(self.url + "/health", timeout=2) as response:
-                    if response.read().strip() == b"OK":
+                    if response.read().strip() == b"OK" and "use it: export MLFLOW_TRACKING_URI=" in self.output():
                         return
             except OSError:
                 pass
@@ -71,6 +72,9 @@ class Server:
                 self.stop()
                 raise AssertionError(f"mlflow server did not come up:\n{self.log.read_text()[-3000:]}")
             time.sleep(0.3)
+
+    def output(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace")
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -108,7 +112,7 @@ def test_server_run_has_the_same_contents_as_a_local_store_run(served_run, priva
     from pipeline.__main__ import shared_glove_store
     from pipeline.base.paths import Layout
     from pipeline.outputs.tracking import log_result
-    from pipeline.registry import logged_outputs
+    from pipeline.stages.registry import logged_outputs
 
     server, checkout, job, served_id = served_run
     params = yaml.safe_load((job / "params.yaml").read_text())
@@ -228,7 +232,7 @@ from pipeline.base.errors import PipelineError
 from pipeline.base.paths import Layout
 from pipeline.config import compose
 from pipeline.outputs.tracking import log_result
-from pipeline.registry import logged_outputs
+from pipeline.stages.registry import logged_outputs
 params = compose(["sweep.w2=3"])
 started = time.monotonic()
 try:

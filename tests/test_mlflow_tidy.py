@@ -184,7 +184,7 @@ def test_run_stores_each_artifact_once_with_datasets(result, private_mlflow_stor
 
     from pipeline.base.files import read_json, sha256_file
     from pipeline.outputs.tracking import log_result
-    from pipeline.registry import BY_NAME, logged_outputs
+    from pipeline.stages.registry import BY_NAME, logged_outputs
 
     params, layout = result
     monkeypatch.setenv("DVC_EXP_NAME", "rapt-mews")
@@ -246,7 +246,7 @@ def test_mlflow_ui_opens_on_the_runs_table(result, tmp_path):
     from test_mlflow_server import Server
 
     from pipeline.outputs.tracking import log_result
-    from pipeline.registry import logged_outputs
+    from pipeline.stages.registry import logged_outputs
 
     params, layout = result
     server = Server(tmp_path / "server")
@@ -302,7 +302,7 @@ def test_unchanged_inputs_are_not_uploaded_again(result, private_mlflow_store, t
 
     from pipeline.base.paths import Layout
     from pipeline.outputs.tracking import log_result
-    from pipeline.registry import logged_outputs
+    from pipeline.stages.registry import logged_outputs
 
     from pipeline.config import dump_params
 

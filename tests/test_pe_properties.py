@@ -217,7 +217,7 @@ def test_heatmap_numbers_are_dark_on_light_cells_and_light_on_dark_ones(cmap):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from pipeline.outputs.family_figures import readable_on
+    from pipeline.figures.families import readable_on
 
     figure, ax = plt.subplots()
     image = ax.imshow(np.array([[0.0, 1.0]]), cmap=cmap, vmin=0.0, vmax=1.0)

@@ -99,7 +99,7 @@ def test_dvc_repro_end_to_end(ran_project, tmp_path, private_mlflow_store):
     # a module of a library package: dvc status names exactly the stages whose code deps reach that package (a
     # directory dep, pipeline/dvcyaml.py), and Python's rewritten bytecode (__pycache__, .dvcignore) changes nothing
     from pipeline.dvcyaml import code_deps
-    from pipeline.registry import STAGES
+    from pipeline.stages.registry import STAGES
 
     module = Path("pipeline/outputs/report.py")
     importers = sorted(s.name for s in STAGES if "pipeline/outputs" in code_deps(s.module, checkout))

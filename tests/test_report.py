@@ -73,16 +73,14 @@ def test_report_and_figures_describe_a_learned_table_truthfully(tmp_path, small_
     them, and the text says what holds instead (the figures' titles and legends are read as they are drawn)."""
     import matplotlib.text
 
-    from pipeline.outputs import figures as fig
+    from pipeline.figures import drawing as fig
 
     drawn: dict[str, str] = {}
-    real_save = fig.save
 
-    def recording_save(figure, path, dpi):
+    def record(figure, path):
         drawn[Path(path).stem] = " ".join(" ".join(t.get_text().split()) for t in figure.findobj(matplotlib.text.Text))
-        real_save(figure, path, dpi)
 
-    monkeypatch.setattr(fig, "save", recording_save)
+    monkeypatch.setattr(fig, "SAVED", [record])
     params = params_for("encoding=learned", "encoding.scale=1.2247", "figures.workers=1")  # drawn in this process
     layout = run_stages(params, tmp_path, small_store, upto="figures")
     page = words_of(layout.report_html.read_text(encoding="utf-8"))

@@ -81,7 +81,7 @@ def test_hostile_words_survive_as_text_in_mlflow(hostile_report, private_mlflow_
     from conftest import REPO
     from pipeline.base.paths import Layout
     from pipeline.outputs.tracking import log_result
-    from pipeline.registry import logged_outputs
+    from pipeline.stages.registry import logged_outputs
 
     layout = Layout(hostile_report.parent.parent)
     params = hostile_params()

@@ -1,4 +1,4 @@
-"""A sweep's jobs reuse the stage outputs they share (pipeline.stage_cache): computed once, linked into each job,
+"""A sweep's jobs reuse the stage outputs they share (pipeline.stages.stage_cache): computed once, linked into each job,
 byte-identical to a job that computed them itself; a change of anything a stage reads gives it a new key."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ def files(base: Path) -> dict[str, bytes]:
 
 def test_sweep_points_share_tokens_and_encoding(tmp_path, small_store):
     from pipeline.base.paths import Layout
-    from pipeline.registry import stages_upto
-    from pipeline.stage_cache import run_stages
+    from pipeline.stages.registry import stages_upto
+    from pipeline.stages.stage_cache import run_stages
 
     stages = stages_upto("sweep")
     cache = tmp_path / "sweep" / ".stage_cache"
@@ -47,8 +47,8 @@ def test_sweep_points_share_tokens_and_encoding(tmp_path, small_store):
 
 def test_a_stage_key_follows_what_the_stage_reads(tmp_path, small_store):
     from pipeline.base.paths import Layout
-    from pipeline.registry import BY_NAME
-    from pipeline.stage_cache import stage_key
+    from pipeline.stages.registry import BY_NAME
+    from pipeline.stages.stage_cache import stage_key
 
     layout = Layout(tmp_path, glove=small_store)
     texts = tmp_path / "texts.txt"

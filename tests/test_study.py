@@ -97,7 +97,7 @@ def test_sentence_crossover_is_the_sweeps(tmp_path, small_store, monkeypatch):
     from test_architecture import check_reads, run_recorded
 
     from pipeline.inputs.glove_store import GloveStore, write_store
-    from pipeline.registry import BY_NAME
+    from pipeline.stages.registry import BY_NAME
 
     monkeypatch.setenv("PE_PROJECT_ROOT", str(tmp_path))  # the project whose data/cache/stores/ is searched
     small = GloveStore.open(small_store)
@@ -134,7 +134,7 @@ def test_study_always_covers_the_configured_store_and_skips_lengths_it_cannot_fi
     whatever study.dims says; lengths longer than the store's vocabulary are skipped and recorded, the others run."""
     from pipeline.base.paths import Layout
     from pipeline.inputs.glove_store import GloveStore
-    from pipeline.registry import BY_NAME
+    from pipeline.stages.registry import BY_NAME
 
     words = len([w for w in GloveStore.open(small_store).words if w.isalpha()])
     too_long = words + 1
@@ -157,7 +157,7 @@ def test_the_study_writes_the_same_bytes_whatever_the_number_of_workers(tmp_path
     from pipeline.base import worker_pool
     from pipeline.base.paths import Layout
     from pipeline.inputs.glove_store import GloveStore, write_store
-    from pipeline.registry import BY_NAME
+    from pipeline.stages.registry import BY_NAME
 
     monkeypatch.setenv("PE_PROJECT_ROOT", str(tmp_path))
     small = GloveStore.open(small_store)

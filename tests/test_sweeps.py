@@ -214,11 +214,11 @@ def summary_of(rows: list[tuple[dict, dict]]) -> dict:
 
 
 def drawn_figure(summary: dict, tmp_path: Path, monkeypatch) -> tuple[Path | None, dict, list]:
-    """sweep_figure.draw on `summary`: (its path or None, what test_figures_bounds.inspect finds, its axes)."""
+    """sweep_summary.draw on `summary`: (its path or None, what test_figures_bounds.inspect finds, its axes)."""
     from test_figures_bounds import inspect
 
-    from pipeline.outputs import figures as fig
-    from pipeline.outputs.sweep_figure import draw
+    from pipeline.figures import drawing as fig
+    from pipeline.figures.sweep_summary import draw
 
     seen = {}
 
@@ -411,7 +411,7 @@ from pathlib import Path
 from pipeline.config import compose
 from pipeline.base.paths import Layout
 from pipeline.outputs.tracking import log_result
-from pipeline.registry import logged_outputs
+from pipeline.stages.registry import logged_outputs
 base, start = Layout(Path(sys.argv[1])), Path(sys.argv[2])
 params = compose(["sweep.w2=" + sys.argv[3]])
 while not start.exists():

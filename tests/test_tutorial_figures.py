@@ -15,7 +15,7 @@ from pipeline.inputs.tokens import tokenize
 from pipeline.inputs.texts import load_texts
 
 from conftest import typed
-from pipeline.tutorials.figures import render_tutorial_figures, signature_embeddings
+from pipeline.figures.tutorials import render_tutorial_figures, signature_embeddings
 
 REPO = Path(__file__).resolve().parents[1]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -70,7 +70,9 @@ class Layout:
 
     base: Path
     glove: Path | None = None  # the GloVe store, when shared between results (Hydra jobs)
-    shared: Path | None = None  # a sweep's folder of what its jobs share (pipeline.stage_cache), in a Hydra multirun
+    shared: Path | None = (
+        None  # a sweep's folder of what its jobs share (pipeline.stages.stage_cache), in a Hydra multirun
+    )
 
     @property
     def figure_cache(self) -> Path | None:
@@ -84,7 +86,7 @@ class Layout:
 
     @property
     def dvc_yaml(self) -> Path:
-        """The pipeline, generated from pipeline/registry.py."""
+        """The pipeline, generated from pipeline/stages/registry.py."""
         return self.base / "dvc.yaml"
 
     @property
@@ -164,7 +166,7 @@ class Layout:
 
     @property
     def relative_dir(self) -> Path:
-        """RoPE's and ALiBi's diagnostics (stage encode)."""
+        """RoPE's and ALiBi's diagnostics (stage relative)."""
         return self.base / "data" / "relative"
 
     @property
@@ -179,7 +181,7 @@ class Layout:
 
     @property
     def families_dir(self) -> Path:
-        """Every position-encoding family side by side (stage encode): RoPE's scalings', MiniLM's arrays."""
+        """Every position-encoding family side by side (stage relative): RoPE's scalings', MiniLM's arrays."""
         return self.base / "data" / "families"
 
     @property
@@ -229,12 +231,12 @@ class Layout:
 
     @property
     def relative_metrics(self) -> Path:
-        """RoPE's and ALiBi's numbers (stage encode); kept out of headline.json."""
+        """RoPE's and ALiBi's numbers (stage relative); kept out of headline.json."""
         return self.reports / "relative.json"
 
     @property
     def properties_metrics(self) -> Path:
-        """The families x properties table and the RoPE scalings' summary (stage encode), gated."""
+        """The families x properties table and the RoPE scalings' summary (stage relative), gated."""
         return self.reports / "properties.json"
 
     @property

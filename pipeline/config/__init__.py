@@ -4,8 +4,8 @@ The schema (pipeline/config/schema.py) declares every key, type and rule once; i
 registers it with Hydra.
 """
 
-from pipeline.config.input_files import check_inputs
 from pipeline.config.params import (
+    check_inputs,
     CONFIG_NAME,
     check,
     check_fresh,

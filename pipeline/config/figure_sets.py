@@ -24,7 +24,7 @@ FIGURE_SETS: dict[str, tuple[str, ...]] = {
 
 # The sets whose ratio_sweep figures mark the configured weight pairs. figures=summary marks only the Transformer's
 # scaling: its figure is then the same at every point of a sweep over the weights (each point's pairs are in its
-# panels and metrics), so that a sweep draws it once (pipeline.outputs.figure_cache), not at every point.
+# panels and metrics), so that a sweep draws it once (pipeline.figures.cache), not at every point.
 PAIRS_MARKED: tuple[str, ...] = ("all",)
 
 

@@ -17,7 +17,7 @@ Memory estimates are peak RSS, each a stage process's baseline (its imports) plu
                                                            sweep.w1 / sweep.w2, sweep.ratios.points,
                                                            tokenizer.maxlen
     figures  min(S, max_sentences) x (per-sentence kinds   the per-sentence kinds of the figure set
-             the set draws: P + 1 projections, a panels,   (pipeline.outputs.figure_plan); figures=none: 0
+             the set draws: P + 1 projections, a panels,   (pipeline.figures.labels); figures=none: 0
              a ratio_sweep)
     multirun jobs = the product of the overrides' sweep    counted from the command line before Hydra composes
              lengths; memory 345 MB + jobs x JOB_HELD;     anything (a range is not materialized); Hydra's

@@ -6,7 +6,7 @@
 (see `check_fresh`; pipeline.stages._cli) and refuses a stale one with a message that says how to
 regenerate it; the tokenize stage depends on conf/, so that an edit of conf/ alone reaches that check.
 Both checks are by content: params.yaml records the SHA-256 of its YAML, of the sources it was composed from
-(`sources_sha256`) and the overrides (pipeline.base.params_file), never by modification times.
+(`sources_sha256`) and the overrides (pipeline.config.params_file), never by modification times.
 """
 
 from __future__ import annotations
@@ -20,10 +20,11 @@ from typing import Iterable
 import yaml
 
 from pipeline.base.errors import PipelineError
-from pipeline.base.params_file import read_params_file, read_stamp, split, stamp_line
+from pipeline.config.params_file import read_params_file, read_stamp, split, stamp_line
 from pipeline.base.paths import Layout, checkout_root
 from pipeline.base.secrets import redact
-from pipeline.config.input_files import check_inputs
+from pipeline.inputs.glove_sources import check_local_file
+from pipeline.inputs.texts import read_sentences
 from pipeline.config.limits import check_conf_lists, check_limits, check_list_overrides
 from pipeline.base.trees import flatten
 from pipeline.config.schema import MAIN, Composition, Config, unknown_key_message, validate
@@ -101,7 +102,7 @@ def _header(composition: Composition) -> str:
 def dump_params(
     params: dict, overrides: Iterable[str] | None = (), root: Path | None = None, composition: Composition = MAIN
 ) -> str:
-    """params.yaml's text (or `composition`'s params file's): the header, the stamp (pipeline.base.params_file: the
+    """params.yaml's text (or `composition`'s params file's): the header, the stamp (pipeline.config.params_file: the
     overrides, None when unknown, and the SHA-256s of the sources and of the YAML) and the YAML."""
     body = yaml.safe_dump(params, sort_keys=False, allow_unicode=True, width=100)
     overrides = None if overrides is None else list(overrides)
@@ -153,6 +154,22 @@ def check_runnable(cfg: Config, root: Path) -> None:
     """What a validated config needs beyond the schema: the input files it names, then the limits (memory and figure
     count estimates, pipeline.config.limits)."""
     check_limits(cfg, check_inputs(cfg, root))
+
+
+def check_inputs(params: Config, root: Path) -> list[str]:
+    """texts.file (a file of sentences) and the local file of the GloVe source (glove.<kind>, for the kinds of
+    pipeline.inputs.glove_sources.SOURCES that read one), relative to `root`: project data
+    (pipeline.inputs.input_files; the study stage checks study.texts_file the same way before it reads it). Returns
+    the sentences (of texts.file or texts.sentences).
+
+    Raises PipelineError naming the key, the file and the fix.
+    """
+    if params.texts.file is not None:
+        sentences = read_sentences(params.texts.file, root)  # the tokenize stage's own parser
+    else:
+        sentences = list(params.texts.sentences)
+    check_local_file(params.glove, root)
+    return sentences
 
 
 def check_fresh(params: dict, root: Path | None = None, composition: Composition = MAIN) -> None:

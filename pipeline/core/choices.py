@@ -1,5 +1,5 @@
 """The choice lists of the encoding core, declared once: plain tuples, no imports, so that the config schema reads
-them at compose time without importing torch (pipeline.core.encoding, rope and device use them)."""
+them at compose time without importing torch (pipeline.core.encoding and rope use them)."""
 
 from __future__ import annotations
 

@@ -323,7 +323,7 @@ def profile_matrices(
 
 
 def block_factor(n: int, max_size: int) -> int:
-    """Block side f so that n // f <= max_size (as pipeline.outputs.figures.block_average chooses it)."""
+    """Block side f so that n // f <= max_size (as pipeline.figures.drawing.block_average chooses it)."""
     return max(1, -(-n // max_size))
 
 

@@ -10,7 +10,8 @@ glove.source from `SOURCES`, and the glove stage's DVC deps the local files (`FI
 config as the schema's typed object (pipeline.config.schema.GloveConfig: this layer may not import it).
 
 Every source ends in `glove_store.write_store`; later stages never parse text again. The manifest's
-`origin` records the source, the URL or path, and the sizes and SHA-256 of what was read.
+`origin` records the source, the URL or the path as configured (relative to the project: the same in every clone),
+and the sizes and SHA-256 of what was read; never a machine's folder or whether a download came from the local cache.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import numpy as np
 from pipeline.base.errors import PipelineError
 from pipeline.base.files import sha256_file, temp_prefix
 from pipeline.inputs.glove_store import write_store
-from pipeline.inputs.local_files import glove_file
+from pipeline.inputs.input_files import glove_file
 
 log = logging.getLogger("pipeline")
 
@@ -117,16 +118,16 @@ def from_text_file(cfg: Any, target: Path, root: Path, cache_dir: Path | None = 
     """A local GloVe text file at glove.path (relative to `root`); a .zip there is read as a zip."""
     path = local_file(cfg, root)
     if path.suffix == ".zip":
-        return _from_zip_file(path, cfg, target, cache_dir or path.parent, {"source": "zip", "path": str(path)})
+        return _from_zip_file(path, cfg, target, cache_dir or path.parent, {"source": "zip", "path": cfg.path})
     text = _ingest(path, cfg, str(path))
-    origin = {"source": "path", "name": cfg.name, "path": str(path), "sha256": text.sha256, "bytes": text.bytes}
+    origin = {"source": "path", "name": cfg.name, "path": cfg.path, "sha256": text.sha256, "bytes": text.bytes}
     return _write(target, text.vectors, text.words, origin, cfg)
 
 
 def from_zip(cfg: Any, target: Path, root: Path, cache_dir: Path) -> dict:
     """A local zip at glove.zip: only glove.member is extracted (or its single .txt when member is null)."""
     path = local_file(cfg, root)
-    return _from_zip_file(path, cfg, target, cache_dir, {"source": "zip", "path": str(path)})
+    return _from_zip_file(path, cfg, target, cache_dir, {"source": "zip", "path": cfg.zip})
 
 
 def from_url(cfg: Any, target: Path, root: Path, cache_dir: Path) -> dict:
@@ -144,7 +145,6 @@ def from_url(cfg: Any, target: Path, root: Path, cache_dir: Path) -> dict:
     origin = {
         "source": "url",
         "url": fetched["url"] or cfg.url,
-        "cached": fetched["cached"],
         "download_bytes": fetched["bytes"],
         "download_sha256": fetched["sha256"],
     }

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.base.errors import PipelineError
-from pipeline.inputs.local_files import user_file
+from pipeline.inputs.input_files import user_file
 
 
 def _fix(key: str) -> str:
@@ -41,7 +41,7 @@ def read_sentences(file: str, root: Path, key: str = "texts.file") -> list[str]:
     separators, vertical tab, form feed and a lone "\r" inside a line are spaces between words (see `split_lines`).
 
     A UTF-8 byte-order mark at the start is dropped, with a warning. Raises PipelineError (naming `key`, the
-    file and the fix; never quoting the file) for a file outside the project's data (pipeline.inputs.local_files),
+    file and the fix; never quoting the file) for a file outside the project's data (pipeline.inputs.input_files),
     a missing file, a directory or other non-regular file, bytes that are not UTF-8, or a file without a sentence.
     """
     path = user_file(file, root, key, _fix(key))

@@ -1,4 +1,4 @@
-"""Layer 3, the length-generalisation experiment: one tiny causal transformer per position-encoding family, trained
+"""Layer 5, the length-generalisation experiment: one tiny causal transformer per position-encoding family, trained
 on short sequences of a synthetic task and evaluated on every length up to k times longer
 (docs/length-experiment.md). The model uses the core's own encodings (pipeline.core: sinusoid, learned table, RoPE and its scalings,
 ALiBi); the experiment runs as a DVC subproject (experiments/length/) or a Hydra app (`python -m pipeline.length`).

@@ -1,4 +1,4 @@
-"""The experiment's figures (matplotlib, Agg; pipeline.outputs.figures.save writes reproducible PNG bytes).
+"""The experiment's figures (matplotlib, Agg; pipeline.figures.drawing.save writes reproducible PNG bytes).
 
 length_generalisation.png    accuracy against test length, one panel per metric (rows) and task (columns):
                              one line per family (the mean over seeds) in a band from the seeds' min to max,
@@ -19,7 +19,7 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from pipeline.core.choices import LENGTH_FAMILIES  # noqa: E402
 from pipeline.length.summary import METRICS, accuracies, grouped  # noqa: E402
-from pipeline.outputs.figures import save  # noqa: E402
+from pipeline.figures.drawing import save  # noqa: E402
 
 FIGURE = "length_generalisation.png"
 # one colour per family, whatever families a config compares (matplotlib's tab10, colour-blind distinguishable)

@@ -1,1 +1,1 @@
-"""Layer 2, results out: figures, the HTML report, MLflow tracking and multirun bookkeeping."""
+"""Layer 4, results out: the HTML report, MLflow tracking and multirun bookkeeping."""

@@ -12,7 +12,7 @@ Files in the sweep dir (hydra.sweep.dir), whatever the launcher (basic, joblib, 
                             metrics that vary between the finished jobs; the metrics equal in every job listed
                             once ("same")
     sweep_summary.csv       the same table as a CSV
-    sweep_summary.png       the headline against each swept key (pipeline.outputs.sweep_figure)
+    sweep_summary.png       the headline against each swept key (pipeline.figures.sweep_summary)
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ class MultirunParentRun(Callback):
     (tagged with the sweep's overrides) and writes <sweep dir>/sweep.json; jobs log as its children
     (pipeline/__main__.py) and write <job dir>/job_result.json. End: summarizes the job records
     (pipeline.outputs.multirun) into sweep_summary.json, sweep_summary.csv (a per-job table of the headline) and
-    sweep_summary.png (the headline against the swept keys, pipeline.outputs.sweep_figure), the log, and the parent
+    sweep_summary.png (the headline against the swept keys, pipeline.figures.sweep_summary), the log, and the parent
     run (metrics jobs, jobs_finished, jobs_failed and each varying metric of the table at step = job number; the
     three files; the table as its description; a tag naming the failed jobs and why),
     closes the parent FAILED if any job failed, and then exits 1 so the sweep's status says so.
@@ -174,7 +174,7 @@ def _summary_figure(summary: dict, sweep_dir: Path, config) -> list[Path]:
     from pipeline.outputs.multirun import FIGURE_FILE
 
     try:
-        from pipeline.outputs.sweep_figure import draw
+        from pipeline.figures.sweep_summary import draw
 
         drawn = draw(summary, sweep_dir / FIGURE_FILE, dpi=OmegaConf.select(config, "figures.dpi", default=110))
     except Exception:  # noqa: BLE001 - the summary's files and parent run matter more than its figure

@@ -64,8 +64,8 @@ def aligned_frames(frames: np.ndarray) -> np.ndarray:
     return out
 
 
-# RoPE's and ALiBi's figures (pipeline.outputs.relative_figures.FIGURES; restated: that module imports matplotlib),
-# the families' (pipeline.outputs.family_figures) and the crossover study's (pipeline.outputs.study_figures)
+# RoPE's and ALiBi's figures (pipeline.figures.relative.FIGURES; restated: that module imports matplotlib),
+# the families' (pipeline.figures.families) and the crossover study's (pipeline.figures.study)
 RELATIVE_FIGURES = ("rope_relative_scores.png", "rope_decay.png", "alibi_bias.png", "alibi_penalty.png")
 FAMILY_FIGURES = ("pe_properties.png", "rope_scalings.png", "minilm_probing.png")
 STUDY_FIGURE = "crossover_study.png"
@@ -157,7 +157,7 @@ def explorer_data(
     """What the slider needs: per shown sentence the aligned frames, words, positions, group colours and metrics.
 
     columns: per shown sentence its ratio-sweep table (reports/plots/ratio_sweep.csv's rows of it, as {column: (m,)})."""
-    from pipeline.outputs.figure_plan import group_colours, short_text
+    from pipeline.figures.labels import group_colours, short_text
 
     sentences = []
     for s, (sentence, column) in enumerate(zip(meta["sentences"], columns)):
@@ -296,7 +296,7 @@ def build_report(
     """
     from markupsafe import Markup
 
-    from pipeline.outputs.figure_plan import short_text
+    from pipeline.figures.labels import short_text
 
     embedded = embedded_figures(layout, len(columns), [pair["label"] for pair in meta["pairs"]])
     figure_set = params.figures.name

@@ -98,7 +98,7 @@ def check_params(
     run`, which composes params.yaml without recording how, its composition is recorded first. For another
     composition (the length experiment's params file): its schema, not stale; its stage checks the rest."""
     from pipeline.config import check_fresh, check_runnable
-    from pipeline.config.input_files import check_tracked
+    from pipeline.inputs.input_files import check_tracked
     from pipeline.config.params import record_composition
     from pipeline.config.schema import MAIN, validate
 
@@ -117,7 +117,7 @@ def _stage_config(layout: Layout, root: Path, composition, composed: bool, input
     """The stage's params file validated as its schema's Config: as is when pipeline.repro composed and checked it
     (`composed`), else checked first (check_params with the stage's input files; a failure is a _ParamsError), then
     `check(cfg, root)`."""
-    from pipeline.base.params_file import read_params_file
+    from pipeline.config.params_file import read_params_file
     from pipeline.config.schema import validate
 
     raw = read_params_file(getattr(layout, composition.params))

@@ -12,7 +12,7 @@ Writes data/encode/:
       unpaired sine column u(p) (dot[a, b] = dot(|a-b|) + u(a) u(b); empty for even d);
 and the property plots reports/plots/pe_norms.csv and reports/plots/offset_distance.csv.
 The numbers are computed by pipeline.core.encode. The figures, reports/figures/encode/, are drawn by
-pipeline.stages._stage_figures' forked workers.
+pipeline.figures.folders' forked workers.
 
 Reads params: encoding, glove.dim, the figure settings (registry FIGURE_KEYS); files: the GloVe store (its dimension).
 """
@@ -34,7 +34,7 @@ log = logging.getLogger("pipeline")
 def run(params: Config, layout: Layout, root: Path) -> dict:
     """The positional encoding and its diagnostics; returns the encoding's summary. The figure workers are forked
     first (before torch is imported here)."""
-    from pipeline.stages._stage_figures import draw_stage_figures, torch_threads
+    from pipeline.figures.folders import draw_stage_figures, torch_threads
 
     def compute(figures) -> dict:
         from pipeline.core.device import resolve_device

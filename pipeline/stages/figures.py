@@ -1,5 +1,5 @@
 """Stage figures: the sweep's figures, labelled: the notebook's projections, the panels and the ratio sweeps per
-sentence and the crossover summary (reports/figures/sweep/), drawn by pipeline.outputs.figures; figures.name selects
+sentence and the crossover summary (reports/figures/sweep/), drawn by pipeline.figures.folders; figures.name selects
 the set (all, summary, none). The encode, relative and tutorials stages draw their own (reports/figures/encode/,
 relative/, tutorials/), so a change of the weights re-draws only these. Then reports/report.html, one self-contained page with the narrative, every figure,
 the numbers and the explorer (pipeline.outputs.report): the page shows the figures, so it is rebuilt whenever they are.
@@ -11,7 +11,7 @@ the registry declares with `log` (figures, plot data, report) and the inputs (pi
 Reads params: figures, metrics.groups, encoding (for the report's text), and to log the run, the whole config;
 files: tokens.json, data/encode/, data/sweep/, metrics.json, reports/sentences.csv, reports/plots/ratio_sweep.csv,
 the other stages' figures, reports/relative.json, reports/properties.json, and what the run logs
-(pipeline/registry.py).
+(pipeline/stages/registry.py).
 
 The run record: reports/mlflow_last_run.json (run id, store URI without password, where each input file is stored:
 the next run references the unchanged ones instead of uploading them again; not versioned: it differs per machine)
@@ -38,6 +38,8 @@ log = logging.getLogger("pipeline")
 def run(params: Config, layout: Layout, root: Path, while_drawing: Callable[[], None] | None = None) -> list[str]:
     """The figures, then the report page that shows them; returns the PNG names written. while_drawing: work for
     this process while forked workers draw (see `render`)."""
+    from pipeline.figures.folders import draw_figures
+
     names = draw_figures(params, layout, while_drawing)
     write_report(params, layout)
     return names
@@ -69,10 +71,10 @@ def run_and_log(params: Config, layout: Layout, root: Path) -> dict:
 
 
 def start_inputs() -> tuple[list[str], list[str]]:
-    """This stage's inputs that stages write (pipeline/registry.py), as (DVC-cached, kept in git): a fresh clone has
+    """This stage's inputs that stages write (pipeline/stages/registry.py), as (DVC-cached, kept in git): a fresh clone has
     none of the cached ones, so their files were written (or checked out) by this repro; the others (metrics, plot
     data) carry the clone's time."""
-    from pipeline.registry import BY_NAME, STAGES
+    from pipeline.stages.registry import BY_NAME, STAGES
 
     cache = {out.layout: out.cache for stage in STAGES for out in stage.outputs}
     inputs = [name for name in BY_NAME["figures"].inputs if name in cache]
@@ -120,7 +122,7 @@ def log_run(params: Config, layout: Layout, root: Path, started: float) -> dict:
     from dataclasses import asdict
 
     from pipeline.base.files import read_json, write_json
-    from pipeline.registry import logged_outputs
+    from pipeline.stages.registry import logged_outputs
 
     if not params.tracking.enabled:
         record = {"enabled": False}
@@ -160,16 +162,6 @@ def log_run(params: Config, layout: Layout, root: Path, started: float) -> dict:
     return record
 
 
-def draw_figures(params: Config, layout: Layout, while_drawing: Callable[[], None] | None = None) -> list[str]:
-    """Render into a fresh folder swapped in at the end, so that no figure of an older config lingers."""
-    from pipeline.base.files import replace_dir
-
-    names: list[str] = []
-    replace_dir(layout.sweep_figures_dir, lambda tmp: names.extend(render(params, layout, tmp, while_drawing)))
-    log.info("figures: %d PNG files in %s", len(names), layout.sweep_figures_dir)
-    return names
-
-
 def write_report(params: Config, layout: Layout) -> Path:
     """reports/report.html from the sweep's projections and metrics, the ratio sweeps, the figures and the RoPE and
     ALiBi numbers."""
@@ -177,6 +169,7 @@ def write_report(params: Config, layout: Layout) -> Path:
 
     from pipeline.base.files import read_columns, read_json, write_text
     from pipeline.config.figure_sets import shown_sentences
+    from pipeline.figures.folders import sentence_columns
     from pipeline.outputs.report import build_report
 
     meta = read_json(layout.projections_meta)
@@ -198,145 +191,6 @@ def write_report(params: Config, layout: Layout) -> Path:
     write_text(layout.report_html, page)
     log.info("report: %s (%d kB)", layout.report_html, len(page) // 1024)
     return layout.report_html
-
-
-def sentence_columns(table: dict, count: int) -> list[dict]:
-    """reports/plots/ratio_sweep.csv (long format, read_columns) -> per sentence 0..count-1 its columns."""
-    return [{name: values[table["sentence"] == s] for name, values in table.items()} for s in range(count)]
-
-
-def render(params: Config, layout: Layout, out: Path, while_drawing: Callable[[], None] | None = None) -> list[str]:
-    """Queue a job per figure of the configured set (figures.name; kinds: pipeline.config.figure_sets.FIGURE_SETS),
-    the longest first, then draw them (figures.workers processes). while_drawing: run in this process once the
-    workers are forked, while they draw (`Batch.drawing`); not run when there is nothing to draw. Returns the PNG
-    names written."""
-    from pipeline.base.files import read_json
-    from pipeline.config.figure_sets import drawn_kinds, shown_sentences
-
-    cfg = params.figures
-    kinds = drawn_kinds(cfg.name)
-    if not kinds:  # figures=none
-        return []
-    from pipeline.outputs import figures as fig
-
-    written: list[str] = []
-    batch = fig.Batch(out, cache=layout.figure_cache)
-
-    def path(name: str) -> Path:
-        written.append(name)
-        return out / name
-
-    meta = read_json(layout.projections_meta)
-    shown = shown_sentences(len(meta["sentences"]), cfg.max_sentences)
-    if kinds & {"panels", "ratio_sweep"}:
-        render_comparisons(params, layout, meta, shown, kinds, path, batch)
-    if "projection" in kinds:
-        render_projections(params, meta, shown, layout, path, batch)
-    if "crossover" in kinds and shown < len(meta["sentences"]):
-        render_summary(layout, meta, shown, path, batch, cfg.dpi)
-    if while_drawing is None:  # a Hydra job: figures a sweep's earlier job drew are linked (batch.cache)
-        results = batch.run(cfg.workers)
-    else:  # DVC's run (no figure cache): forked workers draw while this process does `while_drawing`
-        with batch.drawing(cfg.workers) as results:
-            while_drawing()
-    for names in results:
-        written += names or []
-    return written
-
-
-def render_projections(params: Config, meta: dict, shown: int, layout: Layout, path, batch) -> None:
-    """The notebook's figures: one PCA projection per weight pair for each of the first `shown` sentences."""
-    import numpy as np
-
-    from pipeline.outputs import figures as fig
-
-    d = meta["d_model"]
-    with np.load(layout.projections) as arrays:
-        for s, sentence in enumerate(meta["sentences"][:shown]):
-            coords, ratio = arrays[f"s{s}_coords"], arrays[f"s{s}_explained_variance_ratio"]
-            for j, pair in enumerate(meta["pairs"]):
-                what = (
-                    "Word embeddings only (W1=1, W2=0)"
-                    if pair["baseline"]
-                    else f"{pair['title']}: W1 * embedding + W2 * PE"
-                )
-                title = f"{what}, sentence {s + 1}, d={d}, PCA to 2-D\n" + fig.short_text(sentence["words"])
-                batch.add(
-                    fig.projection,
-                    coords[j],
-                    sentence["words"],
-                    sentence["positions"],
-                    path(f"projection_s{s}_{pair['label']}.png"),
-                    title=title,
-                    explained=ratio[j],
-                    dpi=params.figures.dpi,
-                    cmap=params.figures.sequential_cmap,
-                )
-
-
-def render_comparisons(params: Config, layout: Layout, meta: dict, shown: int, kinds: set[str], path, batch) -> None:
-    """For each of the first `shown` sentences: every weight pair side by side on a shared PCA basis (kind panels),
-    and the metrics against r (kind ratio_sweep)."""
-    import numpy as np
-    from threadpoolctl import threadpool_limits
-
-    from pipeline.base.files import read_columns, read_json
-    from pipeline.outputs import figures as fig
-    from pipeline.config.figure_sets import PAIRS_MARKED
-
-    cfg, d = params.figures, meta["d_model"]
-    embeddings = np.load(layout.embedding_matrix).astype(np.float64)
-    pe = np.load(layout.pe_matrix, mmap_mode="r")
-    tokens = read_json(layout.tokens)
-    metrics = read_json(layout.metrics)
-    ratio_sweeps = sentence_columns(read_columns(layout.ratio_sweep_csv), shown)
-    marks = fig.ratio_marks(meta["pairs"] if cfg.name in PAIRS_MARKED else [], d)
-    for s, sentence in enumerate(meta["sentences"][:shown]):
-        quoted = fig.short_text(sentence["words"])
-        if "panels" in kinds:
-            e = embeddings[tokens["ids"][s]]
-            p = np.asarray(pe[sentence["positions"]], dtype=np.float64)
-            # a (pairs x words, d) SVD: waking BLAS threads costs more than it takes
-            # (docs/benchmarks-measurements.md#process-start-and-exit)
-            with threadpool_limits(1, user_api="blas"):
-                panels = fig.shared_projection([pair["w1"] * e + pair["w2"] * p for pair in meta["pairs"]])
-            titles = ["embeddings only" if pair["baseline"] else pair["title"] for pair in meta["pairs"]]
-            batch.add(
-                fig.projection_panels,
-                panels,
-                titles,
-                sentence["words"],
-                sentence["positions"],
-                params.metrics.groups,
-                path(f"panels_s{s}.png"),
-                arrows=cfg.arrows,
-                dpi=cfg.dpi,
-                title=f"Sentence {s + 1}, d={d}: W1 * embedding + W2 * PE on one shared PCA basis\n{quoted}",
-            )
-        if "ratio_sweep" in kinds:
-            column = ratio_sweeps[s]
-            curves = {label: column[name] for label, name in fig.RATIO_CURVES.items()}
-            batch.add(
-                fig.ratio_curves,
-                column["r"],
-                curves,
-                path(f"ratio_sweep_s{s}.png"),
-                r_star=metrics["crossover"][f"s{s}"]["r_star"],
-                marks=marks,
-                dpi=cfg.dpi,
-                title=f"Sentence {s + 1}, d={d}: when does position overtake meaning?\n{quoted}",
-            )
-
-
-def render_summary(layout: Layout, meta: dict, shown: int, path, batch, dpi: int) -> None:
-    """More sentences than figures.max_sentences: the crossover r* of every sentence in one histogram."""
-    import math
-
-    from pipeline.base.files import read_columns
-    from pipeline.outputs import figures as fig
-
-    r_star = [None if math.isnan(r) else float(r) for r in read_columns(layout.sentence_metrics, ["r_star"])["r_star"]]
-    batch.add(fig.crossover_summary, r_star, path("crossover_all_sentences.png"), shown=shown, dpi=dpi)
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ def run(params: Config, layout: Layout, root: Path) -> dict:
 
 
 if __name__ == "__main__":
-    from pipeline.registry import BY_NAME
+    from pipeline.stages.registry import BY_NAME
     from pipeline.stages._cli import stage_main
 
     stage_main("glove", run, input_files=BY_NAME["glove"].input_files)

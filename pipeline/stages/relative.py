@@ -9,7 +9,7 @@ pipeline.core.relative: data/relative/rope.npz, data/relative/alibi.npz (the fig
 (the numbers; kept out of headline.json). The families' properties (pipeline.core.families): reports/properties.json,
 data/families/scalings.npz and, with the optional extra `.[models]`, data/families/minilm.npz.
 
-Their figures, reports/figures/relative/, are drawn by pipeline.stages._stage_figures' forked workers while this
+Their figures, reports/figures/relative/, are drawn by pipeline.figures.folders' forked workers while this
 process computes.
 
 Reads params: relative, encoding.device, the figure settings (registry FIGURE_KEYS); files: none.
@@ -32,7 +32,7 @@ log = logging.getLogger("pipeline")
 def run(params: Config, layout: Layout, root: Path) -> dict:
     """RoPE's and ALiBi's diagnostics, then the families' properties; returns reports/relative.json's numbers. Each
     kind's figures are queued as soon as its data is written: the workers draw while this process computes."""
-    from pipeline.stages._stage_figures import draw_stage_figures, torch_threads
+    from pipeline.figures.folders import draw_stage_figures, torch_threads
 
     def compute(figures) -> dict:
         from pipeline.core.device import resolve_device

@@ -12,7 +12,7 @@ core (a sentence's r* has the same bits whichever part it is measured in), while
 the figure, for speed (docs/benchmarks-measurements.md#process-start-and-exit).
 
 Writes reports/study/ (replaced whole): crossover.json (the distribution), r_star.csv (every sentence),
-crossover_study.png (the figure, pipeline.outputs.study_figures).
+crossover_study.png (the figure, pipeline.figures.study).
 
 Reads params: study, tokenizer, encoding.base/layout/dtype, sweep.ratios, metrics.neighbours, figures.dpi;
 files: the GloVe store, study.texts_file (under data/texts/).
@@ -158,7 +158,7 @@ def _measure(params: Config, stores: dict, cases: dict, encodings: dict, cores: 
     results = {d: [None] * len(group) for d, group in cases.items()}
     with worker_pool.imap(study_lib.crossovers_of, tasks(), cores if cores > 1 else 0) as answers:
         # imported while the workers compute: matplotlib's import overlaps their work
-        from pipeline.outputs.study_figures import crossover_study
+        from pipeline.figures.study import crossover_study
 
         progress = Progress("study: sentences", sum(len(group) for group in cases.values()))
         done = 0

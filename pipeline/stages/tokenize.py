@@ -1,6 +1,6 @@
 """Stage tokenize: texts -> word index, sequences, padded ids and padding mask (data/tokens/tokens.json).
 
-Under a plain `dvc repro` it is also the pipeline's gate (pipeline/registry.py): conf/ is one of its deps, so that an
+Under a plain `dvc repro` it is also the pipeline's gate (pipeline/stages/registry.py): conf/ is one of its deps, so that an
 edit of conf/ that params.yaml does not have yet stops the run here (every stage checks that params.yaml is fresh,
 pipeline.stages._cli), and it checks that the MLflow store answers before anything is computed (`check_tracking`).
 Under `python -m pipeline.repro` both were checked before `dvc repro` started.
@@ -47,7 +47,7 @@ def check_tracking(params: Config, root: Path) -> None:
 
 
 if __name__ == "__main__":
-    from pipeline.registry import BY_NAME
+    from pipeline.stages.registry import BY_NAME
     from pipeline.stages._cli import stage_main
 
     stage_main("tokenize", run, input_files=BY_NAME["tokenize"].input_files, check=check_tracking)

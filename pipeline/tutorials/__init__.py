@@ -1,1 +1,2 @@
-"""Layer 3, the tutorials' side features: TextVectorization, position-embedding modules, masks, their figures."""
+"""Layer 2, the tutorials' side features: TextVectorization, position-embedding modules, masks (their figures:
+pipeline.figures.tutorials)."""

@@ -108,7 +108,7 @@ def _signature_figure(
 ) -> None:
     import matplotlib.pyplot as plt
 
-    from pipeline.outputs.figures import clip_label, colour_scale, integer_ticks, save
+    from pipeline.figures.drawing import clip_label, colour_scale, integer_ticks, save
 
     n, length, dim = emb.shape
     fig, axes = plt.subplots(1, n, figsize=(7.5 * n, 6.2), squeeze=False, layout="constrained")
@@ -127,7 +127,8 @@ def _padding_figure(mask: np.ndarray, words: list[list[str]], full: int, total: 
     each cell naming its word (words: n lists of length)."""
     import matplotlib.pyplot as plt
 
-    from pipeline.outputs.figures import clip_label, save, wrap
+    from pipeline.figures.drawing import clip_label, save
+    from pipeline.figures.labels import wrap
 
     n, length = mask.shape
     fig, ax = plt.subplots(figsize=(min(20.0, max(8.0, 0.7 * length + 2)), 2.4 + 0.75 * n), layout="constrained")
@@ -154,7 +155,7 @@ def _look_ahead_figure(ahead: np.ndarray, both: np.ndarray, words: list[str], pa
     """ahead, both (L, L): the look-ahead mask and look-ahead OR padding of the first sentence (words: its L)."""
     import matplotlib.pyplot as plt
 
-    from pipeline.outputs.figures import clip_label, save
+    from pipeline.figures.drawing import clip_label, save
 
     length = len(words)
     labels = [f"{p}: {clip_label(w)}" for p, w in enumerate(words)]
@@ -176,7 +177,7 @@ def _pe_columns_figure(pe: np.ndarray, columns: list[int], path: Path, dpi: int)
     """pe (steps, dim): the sinusoidal table whose `columns` are drawn over the positions."""
     import matplotlib.pyplot as plt
 
-    from pipeline.outputs.figures import integer_ticks, save
+    from pipeline.figures.drawing import integer_ticks, save
 
     steps, dim = pe.shape
     fig, ax = plt.subplots(figsize=(10, 4), layout="constrained")
@@ -200,7 +201,7 @@ def _random_embedding_figure(example: dict, path: Path, dpi: int, cmaps: dict) -
     the sequential map, the PE alone (centred at 0) the diverging one."""
     import matplotlib.pyplot as plt
 
-    from pipeline.outputs.figures import clip_label, colour_scale, integer_ticks, save, short_text
+    from pipeline.figures.drawing import clip_label, colour_scale, integer_ticks, save, short_text
 
     tokens = example["tokens"]
     n, dim = example["output"].shape
@@ -227,7 +228,7 @@ def queue_tutorial_figures(
     params: Any, path: Callable[[str], Path], batch: Any, *, root: Path | None = None, tokens: dict | None = None
 ) -> None:
     """Compute the tutorials' data here (torch) and queue their seven figures on `batch`
-    (pipeline.outputs.figures.Batch), the longest to draw first; path(name): where a figure goes (and records its
+    (pipeline.figures.batch.Batch), the longest to draw first; path(name): where a figure goes (and records its
     name). `tokens`: the tokenize stage's output for the mask figures (None: tokenize the configured texts).
 
     Longer than 60 lines because it queues the seven tutorial figures in one place, a short block each, in drawing
@@ -235,7 +236,7 @@ def queue_tutorial_figures(
     import torch
 
     from pipeline.core.encoding import sinusoidal_encoding
-    from pipeline.outputs import figures as fig
+    from pipeline.figures.drawing import heatmap
     from pipeline.tutorials.masks import combined_mask, look_ahead_mask
     from pipeline.tutorials.position_modules import random_embedding_with_pe
 
@@ -288,7 +289,7 @@ def queue_tutorial_figures(
         dpi,
     )
     batch.add(
-        fig.heatmap,
+        heatmap,
         sinusoidal_encoding(heat.positions, heat.dim).numpy(),
         path("tutorial004_pe_heatmap.png"),
         title=f"{heat.positions} positional encodings of dimension {heat.dim} (base 10000)\n"
@@ -317,7 +318,7 @@ def render_tutorial_figures(
 
     `tokens`: the tokenize stage's output for the mask figures (None: tokenize the configured texts).
     """
-    from pipeline.outputs.figures import Batch
+    from pipeline.figures.batch import Batch
 
     out_dir = Path(out_dir)
     written: list[str] = []

@@ -16,7 +16,7 @@ The key of a stage is a SHA-256 of what determines its outputs, as the stage reg
 - the files the config names (`texts.file`) by their bytes, when the stage reads that part of the config.
 Outputs are written atomically by the stages and never modified in place, so linked files stay intact.
 A sweep dir's cache lives as long as the sweep dir (code does not change during a sweep). Its `figures/` folder holds
-the figures the jobs share, keyed by what each is drawn from (pipeline.outputs.figure_cache).
+the figures the jobs share, keyed by what each is drawn from (pipeline.figures.cache).
 
 Kept for speed: without it (and so without the figure cache) every point computes the encoding again, torch's import
 included (docs/benchmarks-measurements.md#sweep-caches).
@@ -69,7 +69,7 @@ def _sha256(path: Path) -> str:
 def stage_key(stage, params: Config, layout: Layout, root: Path, produced: dict[str, str]) -> str:
     """The content key of `stage` (a registry Stage) in this job; `produced`: Layout attribute -> key of the
     earlier stage that wrote it."""
-    from pipeline.registry import EXTERNAL_INPUTS
+    from pipeline.stages.registry import EXTERNAL_INPUTS
 
     selected = {key: _select(params, key) for key in stage.params}
     inputs = {}

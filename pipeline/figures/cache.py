@@ -1,10 +1,10 @@
 """Figures shared by the jobs of a sweep: a figure drawn from the same data is drawn once per sweep.
 
-A figure job (pipeline.outputs.figures.Batch) is a drawing function and its arguments, which are its whole input:
+A figure job (pipeline.figures.batch.Batch) is a drawing function and its arguments, which are its whole input:
 data (arrays, words, titles, settings), never a file to read, plus the paths it writes, inside the batch's output
 folder. Its key is a SHA-256 of the function's name and the pickled arguments, with each output path as its name in
 the folder; its entry, `<sweep dir>/.stage_cache/figures/<key>/`, holds the PNGs it wrote and what it returned.
-A job whose entry is there links the PNGs into its folder (hard links, as pipeline.stage_cache does) instead of
+A job whose entry is there links the PNGs into its folder (hard links, as pipeline.stages.stage_cache does) instead of
 drawing them. In a sweep over the weights, the figures of `figures=summary` that the weights do not change (the
 metrics against r of each sentence) are drawn by the first job only. Kept for speed: without it each point draws its
 ratio sweeps again (docs/benchmarks-measurements.md#sweep-caches).

@@ -1,11 +1,11 @@
-"""The figures of RoPE's and ALiBi's diagnostics (reports/figures/), drawn from data/relative/ and
-reports/relative.json (stage relative) with the project's honest-figure primitives (pipeline.outputs.figures).
+"""The figures of RoPE's and ALiBi's diagnostics (reports/figures/relative/), drawn from data/relative/ and
+reports/relative.json (stage relative) with the project's honest-figure primitives (pipeline.figures.drawing).
 
     rope_relative_scores.png  the scores (R_m q) . (R_n k) over (m, n), and against m - n with the closed form
     rope_decay.png            RoFormer's long-term decay bound against the relative distance, per base scaling
     alibi_bias.png            the (L, L) bias of each head (of the first head count)
     alibi_penalty.png         the penalty -m_h k against the distance k, one panel per head count
-(the families' figures: pipeline.outputs.family_figures).
+(the families' figures: pipeline.figures.families).
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from pipeline.outputs import figures as fig
+from pipeline.figures.drawing import colour_scale, integer_ticks, log10_values, log_axis, save
+from pipeline.figures.labels import wrap
 
 
 FIGURES = ("rope_relative_scores.png", "rope_decay.png", "alibi_bias.png", "alibi_penalty.png")
@@ -39,7 +40,7 @@ def variant_names(decay: dict, scale: float) -> dict[str, str]:
 
 
 def queue_relative_figures(layout, cfg: Any, path, batch) -> None:
-    """Queue the four figures on `batch` (pipeline.outputs.figures.Batch), the longest to draw first; cfg: the
+    """Queue the four figures on `batch` (pipeline.figures.batch.Batch), the longest to draw first; cfg: the
     `figures` config; path(name): where a figure goes (and records its name)."""
     from pipeline.base.files import read_json
 
@@ -121,17 +122,15 @@ def rope_scores(
         origin="lower",
         extent=(0, n, 0, n),
         interpolation="nearest",
-        **fig.colour_scale(scores, cmap, sequential),
+        **colour_scale(scores, cmap, sequential),
     )
     figure.colorbar(image, ax=left, label="score (R_m q) . (R_n k)")
     left.set(
         xlabel="key position n",
         ylabel="query position m",
-        title=fig.wrap(
-            "Scores of one random q and k rotated to every position: constant along each diagonal m - n", 60
-        ),
+        title=wrap("Scores of one random q and k rotated to every position: constant along each diagonal m - n", 60),
     )
-    fig.integer_ticks(left.xaxis, left.yaxis)
+    integer_ticks(left.xaxis, left.yaxis)
 
     index = offsets + (n - 1)  # offset -> diagonal
     m = np.arange(n)
@@ -155,17 +154,17 @@ def rope_scores(
     right.set(
         xlabel="offset k = m - n (query position minus key position)",
         ylabel="score",
-        title=fig.wrap(
+        title=wrap(
             f"Largest spread over m: {float(spread64.max()):.2g} rotating in float64 (at 12 "
             f"significant digits), {float32_spread:.2g} in float32",
             70,
         ),
     )
-    fig.integer_ticks(right.xaxis)
+    integer_ticks(right.xaxis)
     right.grid(True, alpha=0.3)
     right.legend(loc="lower left", fontsize=9)
     figure.suptitle(f"RoPE ({tag}): q . R(m - n) k depends only on m - n")
-    fig.save(figure, path, dpi)
+    save(figure, path, dpi)
 
 
 def rope_decay(
@@ -180,7 +179,7 @@ def rope_decay(
     styles = ["-", "--", "-.", ":"]
     short = distance <= min(256, int(distance[-1]))
     positive = distance >= 1
-    log_distance = fig.log10_values(distance[positive])
+    log_distance = log10_values(distance[positive])
     for i, (label, bound) in enumerate(curves.items()):
         near.plot(distance[short], bound[short], linestyle=styles[i % 4], linewidth=1.2, label=label)
         envelope = np.maximum.accumulate(bound[::-1])[::-1]
@@ -191,8 +190,8 @@ def rope_decay(
         ylabel=ylabel,
         title=f"Distances 0..{int(distance[short][-1])} (RoFormer's figure 2); at 0 the bound is {at_rest:g}",
     )
-    fig.integer_ticks(near.xaxis)
-    fig.log_axis(far.xaxis)
+    integer_ticks(near.xaxis)
+    log_axis(far.xaxis)
     far.set(
         xlabel="offset k = m - n (relative distance, log scale)",
         ylabel="largest bound at distance >= k (envelope)",
@@ -204,7 +203,7 @@ def rope_decay(
     figure.suptitle(
         f"RoPE long-term decay (RoFormer 3.4.3), d = {d_head}: S_j = sum over k < j of exp(i (m - n) theta_k)"
     )
-    fig.save(figure, path, dpi)
+    save(figure, path, dpi)
 
 
 def _exponent_text(exponent: str) -> str:
@@ -226,7 +225,7 @@ def alibi_bias(
         rows, columns, figsize=(3.6 * columns + 1.2, 3.4 * rows + 1.0), layout="constrained", squeeze=False
     )
     values = np.where(np.isfinite(bias[shown]), bias[shown], np.nan)
-    scale = fig.colour_scale(values, sequential, sequential, centred=False)
+    scale = colour_scale(values, sequential, sequential, centred=False)
     cmap = plt.get_cmap(scale.pop("cmap")).with_extremes(bad="white")
     for ax, h in zip(axes.flat, shown):
         image = ax.imshow(
@@ -239,13 +238,13 @@ def alibi_bias(
         )
         ax.set_title(f"head {h + 1}: m = {_exponent_text(exponents[h])}", fontsize=10)
         ax.set(xlabel="key position j", ylabel="query position i")
-        fig.integer_ticks(ax.xaxis, ax.yaxis)
+        integer_ticks(ax.xaxis, ax.yaxis)
     for ax in axes.flat[len(shown) :]:
         ax.set_visible(False)
     figure.colorbar(image, ax=axes, label="bias added to the score q_i . k_j", shrink=0.8)
     what = "-m (i - j) for j <= i, future keys masked (blank)" if causal else "-m |i - j|"
-    figure.suptitle(fig.wrap(f"ALiBi bias of {heads} heads ({len(shown)} shown), L = {L}: {what}", 90))
-    fig.save(figure, path, dpi)
+    figure.suptitle(wrap(f"ALiBi bias of {heads} heads ({len(shown)} shown), L = {L}: {what}", 90))
+    save(figure, path, dpi)
 
 
 def alibi_penalty(
@@ -268,15 +267,15 @@ def alibi_penalty(
         ax.set(
             xlabel="offset k = i - j (distance from query to key)",
             ylabel="bias -m_h k added to the score",
-            title=fig.wrap(
+            title=wrap(
                 f"{heads} heads: slopes m_h from {-penalty[:, 1].min():.4g} down to "
                 f"{-penalty[:, 1].max():.4g} per position",
                 60,
             ),
         )
-        fig.integer_ticks(ax.xaxis)
+        integer_ticks(ax.xaxis)
         ax.grid(True, alpha=0.3)
         bar = figure.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=ax, label="head h")
-        fig.integer_ticks(bar.ax.yaxis)
+        integer_ticks(bar.ax.yaxis)
     figure.suptitle("ALiBi: a penalty linear in the distance, one slope per head (geometric slopes)")
-    fig.save(figure, path, dpi)
+    save(figure, path, dpi)

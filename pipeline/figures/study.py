@@ -9,7 +9,7 @@ import numpy as np
 
 from matplotlib.cbook import boxplot_stats
 
-from pipeline.outputs.figures import log10_values, log_axis, plt, save
+from pipeline.figures.drawing import log10_values, log_axis, plt, save
 
 COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
 

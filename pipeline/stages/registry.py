@@ -6,7 +6,7 @@ schema's dataclasses, pipeline.config.schema.Config) and a
 
 - `dvc.yaml` (`python -m pipeline.dvcyaml`, and `pipeline.compose` after writing params.yaml): cmd, params, deps,
   outs, metrics and plots of every stage; the code deps are the stage module's transitive imports inside
-  `pipeline/`; the files the config names (`input_files`: texts.file, glove.path, glove.zip) are deps of the stage
+  `pipeline/`; the files the config names (`input_files`: texts.file, the GloVe source's glove.<kind>) are deps of the stage
   that reads them, wherever they lie, so that editing one re-runs it;
 - the Hydra in-process job (`python -m pipeline`) runs the stages with `in_jobs=True`, in this order;
 - what a run logs to MLflow as artifacts (`logged_outputs`: every output declared with `log`, by the figures stage
@@ -128,7 +128,7 @@ _COMPUTE: tuple[Stage, ...] = (
         inputs=(),
         outputs=(Output("glove_dir"),),
         in_jobs=False,
-        input_files=GLOVE_FILE_KEYS,  # glove.path, glove.zip
+        input_files=GLOVE_FILE_KEYS,  # glove.<kind> of each source kind that reads a file
     ),
     # Each figure depends on the config and files its data depends on: the encoding's on `encoding` and the GloVe
     # dimension (encode), RoPE's, ALiBi's and the families' on `relative` (relative), the tutorials' on `tutorials` and

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.outputs.figure_plan import GROUP_COLOURS, OTHER_COLOUR
-from pipeline.outputs.figures import clip_label, integer_ticks, literal, log10_values, log_axis, plt, save
+from pipeline.figures.labels import GROUP_COLOURS, OTHER_COLOUR
+from pipeline.figures.drawing import clip_label, integer_ticks, literal, log10_values, log_axis, plt, save
 
 MAX_METRICS = 4  # rows of panels
 MAX_KEYS = 3  # numeric keys, one column of panels each

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.outputs import figures as fig
+from pipeline.figures.drawing import colour_scale, integer_ticks, log10_values, log_axis, save
+from pipeline.figures.labels import wrap
 
 PROPERTY_NAMES = {  # column titles
     "wang_monotonicity": "Wang\nmonotonicity",
@@ -28,9 +29,9 @@ PROPERTY_NAMES = {  # column titles
 
 def queue_property_figures(layout, cfg, path, batch) -> None:
     """Queue rope_scalings.png, pe_properties.png and (when its data is there) minilm_probing.png on `batch`
-    (pipeline.outputs.figures.Batch); cfg: the `figures` config; path(name): where a figure goes."""
+    (pipeline.figures.batch.Batch); cfg: the `figures` config; path(name): where a figure goes."""
     from pipeline.base.files import read_json
-    from pipeline.outputs.relative_figures import load_arrays
+    from pipeline.figures.relative import load_arrays
 
     summary = read_json(layout.properties_metrics)
     batch.add(
@@ -117,7 +118,7 @@ def properties_heatmap(families: dict, path: Path, *, positions: int, d: int, se
     ax.set_yticks(range(len(rows)), [row_label(r, d) for r in rows])
     figure.colorbar(image, ax=ax, label="measured score (1: the property holds exactly)", shrink=0.8)
     ax.set_title(
-        fig.wrap(
+        wrap(
             f"Every family over N = {positions} positions at d = {d}: Wang et al. (2021) on the proximity P, Chen et "
             f"al. (2023) on the prior A = softmax(P / sqrt(d)) (ALiBi, MiniLM layer 0: softmax of their logits). "
             "Hatched: 1 by the family's definition; undefined: blank; \u00b1: standard error over seeded pairs",
@@ -125,7 +126,7 @@ def properties_heatmap(families: dict, path: Path, *, positions: int, d: int, se
         ),
         fontsize=10,
     )
-    fig.save(figure, path, dpi)
+    save(figure, path, dpi)
 
 
 def rope_scalings(arrays: dict, summary: dict, path: Path, *, dpi: int) -> None:
@@ -141,7 +142,7 @@ def rope_scalings(arrays: dict, summary: dict, path: Path, *, dpi: int) -> None:
     distance = arrays["distance"].astype(np.float64)
     figure, (bound, score, wave) = plt.subplots(1, 3, figsize=(20, 6.2), layout="constrained")
     positive = distance >= 1
-    log_distance = fig.log10_values(distance[positive])
+    log_distance = log10_values(distance[positive])
     spreads: dict[float, list[str]] = {}  # independent q, k: +- a^2 sqrt(d), shared by every scaling of one a
     for i, key in enumerate(keys):
         colour = f"C{i}"
@@ -149,7 +150,7 @@ def rope_scalings(arrays: dict, summary: dict, path: Path, *, dpi: int) -> None:
         score.plot(log_distance, arrays[f"{key}_self"][positive], color=colour, label=f"{key}: k = q")
         spreads.setdefault(float(summary[key]["independent_std"]), []).append(key)
         wavelength = arrays[f"{key}_wavelength"]
-        wave.plot(np.arange(len(wavelength)), fig.log10_values(wavelength), color=colour, label=key)
+        wave.plot(np.arange(len(wavelength)), log10_values(wavelength), color=colour, label=key)
     for j, (std, names) in enumerate(sorted(spreads.items())):  # one band per distinct spread, not one per scaling
         shade = str(0.55 - 0.2 * (j % 2))
         score.axhspan(-std, std, color=shade, alpha=0.12, linewidth=0, zorder=0)
@@ -158,11 +159,11 @@ def rope_scalings(arrays: dict, summary: dict, path: Path, *, dpi: int) -> None:
         shared = "every scaling" if len(names) == len(keys) else ", ".join(names)
         score.plot([], [], color=shade, linestyle=":", label=f"independent q, k: +-{std:.3g} ({shared})")
     for value, label in ((summary["original_context"], "original context"), (summary["extended_context"], "extended")):
-        wave.axhline(fig.log10_values(value), color="black", linestyle="--", linewidth=0.8)
-        wave.text(0, fig.log10_values(value), f" {label} {value:g}", va="bottom", fontsize=9)
+        wave.axhline(log10_values(value), color="black", linestyle="--", linewidth=0.8)
+        wave.text(0, log10_values(value), f" {label} {value:g}", va="bottom", fontsize=9)
     for ax in (bound, score):
-        fig.log_axis(ax.xaxis)
-    fig.log_axis(wave.yaxis)
+        log_axis(ax.xaxis)
+    log_axis(wave.yaxis)
     bound.set(
         xlabel="distance m - n (log)",
         ylabel="relative upper bound (1/(d/2)) sum_j |S_j|",
@@ -171,7 +172,7 @@ def rope_scalings(arrays: dict, summary: dict, path: Path, *, dpi: int) -> None:
     score.set(
         xlabel="distance m - n (log)",
         ylabel="score a^2 q . R(m - n) k",
-        title=fig.wrap(
+        title=wrap(
             "k = q: exact expectation 2 a^2 sum_i cos(delta theta_i) (solid); independent q, k: mean 0 +- a^2 sqrt(d) "
             "(the shaded band, one per attention factor a), no decay (Barbero et al.)",
             75,
@@ -181,7 +182,7 @@ def rope_scalings(arrays: dict, summary: dict, path: Path, *, dpi: int) -> None:
     wave.set(
         xlabel="pair i",
         ylabel="wavelength 2 pi / theta_i (positions, log)",
-        title=fig.wrap(
+        title=wrap(
             "Pairs below a line complete a rotation within that context"
             + (
                 f" (longrope: its model's {long['original_context']:,} -> {long['extended_context']:,})" if long else ""
@@ -193,7 +194,7 @@ def rope_scalings(arrays: dict, summary: dict, path: Path, *, dpi: int) -> None:
         ax.grid(True, which="both", alpha=0.25)
         ax.legend(fontsize=8)
     figure.suptitle(f"RoPE scalings, d = {d}: bound, exact expectation and wavelengths")
-    fig.save(figure, path, dpi)
+    save(figure, path, dpi)
 
 
 def minilm_probing(
@@ -215,13 +216,13 @@ def minilm_probing(
     # position 0 ([CLS]'s slot in training) has a norm several times the others': the colour scale spans the other
     # positions' products, and position 0's own, above it, is written in the title
     rest = table[1:, 1:]
-    scale = fig.colour_scale(rest, cmap, sequential)
+    scale = colour_scale(rest, cmap, sequential)
     shown = left.imshow(np.clip(table, scale["vmin"], scale["vmax"]), origin="upper", interpolation="nearest", **scale)
     figure.colorbar(shown, ax=left, label="T(i) . T(j) (clipped to positions >= 1)", shrink=0.8)
     left.set(
         xlabel="key position j",
         ylabel="query position i",
-        title=fig.wrap(f"Trained position table T T^T, N = {n}; |T(0)|^2 = {table[0, 0]:.3g}, off the scale", 55),
+        title=wrap(f"Trained position table T T^T, N = {n}; |T(0)|^2 = {table[0, 0]:.3g}, off the scale", 55),
     )
     mean = attention.mean(axis=0)
     shown = middle.imshow(mean, origin="upper", interpolation="nearest", cmap=sequential)
@@ -229,10 +230,10 @@ def minilm_probing(
     middle.set(
         xlabel="key position j",
         ylabel="query position i",
-        title=fig.wrap(f"Layer 0, one word at every position: attention, mean of {len(attention)} heads", 50),
+        title=wrap(f"Layer 0, one word at every position: attention, mean of {len(attention)} heads", 50),
     )
     for ax in (left, middle):
-        fig.integer_ticks(ax.xaxis, ax.yaxis)
+        integer_ticks(ax.xaxis, ax.yaxis)
     names = list(PROPERTY_NAMES)
     heads = summary["per_head"]
     labels = [*heads, "head mean", "table"]
@@ -250,12 +251,12 @@ def minilm_probing(
     right.set_yticks(range(len(labels)), labels)
     right.axhline(len(heads) - 0.5, color="black", linewidth=1)
     figure.colorbar(grid, ax=right, label="score", shrink=0.8)
-    right.set_title(fig.wrap(f"Per head: {len(summary['probe']['words'])} words probed", 50))
+    right.set_title(wrap(f"Per head: {len(summary['probe']['words'])} words probed", 50))
     figure.suptitle(
-        fig.wrap(
+        wrap(
             f"{summary['model']} ({summary['package']}): trained positions and identical word probing (Wang et "
             "al. 2021)",
             120,
         )
     )
-    fig.save(figure, path, dpi)
+    save(figure, path, dpi)

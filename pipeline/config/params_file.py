@@ -1,4 +1,5 @@
-"""params.yaml, the composed config the DVC stages read (generated from conf/: see pipeline.config).
+"""params.yaml, the composed config the DVC stages read (generated from conf/: see pipeline.config): its one reader
+(`read_params_file`, which every command and stage reaches) and its stamp.
 
 What composed it is recorded in it, on one comment line above the YAML:
 

@@ -7,11 +7,8 @@ import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")  # imported before the workers fork, so that each starts with matplotlib loaded
-
-from pipeline.base.progress import Progress  # noqa: E402
+from pipeline.base.progress import Progress
+from pipeline.figures import drawing  # noqa: F401 (imported before the workers fork: each starts with pyplot loaded)
 
 
 class Batch:

@@ -51,8 +51,8 @@ EXPERIMENT_KIND = "custom_model_development"
 RUNS_VIEW = "pe-headline"
 RUNS_VIEW_TAG = f"mlflow.sharedViewState.{RUNS_VIEW}"
 VIEW_SENTENCES = 8  # r* columns for the first sentences (the UI leaves out those a run does not have)
-# A logged file larger than this goes up gzip-compressed as <name>.gz: per-sentence tables and the tokens of thousands
-# of sentences shrink 4-10x (docs/mlflow.md: the budget of a 10,000-sentence run); the seed's files stay as they are
+# A logged file larger than this goes up gzip-compressed as <name>.gz, to keep a run of thousands of sentences within
+# the store's budget (sizes: docs/benchmarks.md#mlflow-artifacts); the seed's files stay as they are
 COMPRESS_ABOVE = 1 << 20  # bytes
 
 

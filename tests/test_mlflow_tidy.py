@@ -133,7 +133,8 @@ def test_dvc_run_starts_when_the_pipeline_did(tmp_path):
     inputs only (git's files carry the clone's time)."""
     from pipeline.base.files import write_json
     from pipeline.base.paths import Layout
-    from pipeline.stages.figures import pipeline_start
+    from pipeline.outputs.run_record import pipeline_start
+    from pipeline.stages.figures import start_inputs
 
     layout = Layout(tmp_path)
     now = time.time()
@@ -150,13 +151,14 @@ def test_dvc_run_starts_when_the_pipeline_did(tmp_path):
         os.utime(path, (mtime, mtime))
     # file times come back to the microsecond; approx's default (1e-6 relative: half an hour of a Unix time) could
     # not tell one file from another
-    assert pipeline_start(layout, now) == pytest.approx(now - 50, abs=0.01)  # first run: the clone time ignored
+    inputs = start_inputs()  # the figures stage's: glove, tokens and the figures cached, metrics in git
+    assert pipeline_start(layout, now, inputs) == pytest.approx(now - 50, abs=0.01)  # first run: the clone time ignored
     write_json(layout.mlflow_last_run, {"enabled": True, "end_time": int((now - 45) * 1000)})
-    assert pipeline_start(layout, now) == pytest.approx(now - 40, abs=0.01)  # glove is from the previous repro
+    assert pipeline_start(layout, now, inputs) == pytest.approx(now - 40, abs=0.01)  # glove is from the previous repro
     write_json(layout.mlflow_last_run, {"enabled": True, "end_time": int((now - 5) * 1000)})
-    assert pipeline_start(layout, now) == now  # nothing newer: only this stage ran
+    assert pipeline_start(layout, now, inputs) == now  # nothing newer: only this stage ran
     layout.mlflow_last_run.unlink()  # a queued experiment's copy: no previous run, inputs from the cache
-    assert pipeline_start(layout, now, not_before=now - 15) == pytest.approx(now - 10)  # not before dvc started
+    assert pipeline_start(layout, now, inputs, not_before=now - 15) == pytest.approx(now - 10)  # not before dvc started
 
 
 def test_a_stage_under_dvc_knows_when_dvc_started(tmp_path):
@@ -167,7 +169,7 @@ def test_a_stage_under_dvc_knows_when_dvc_started(tmp_path):
 
     script = (
         "import time, subprocess, sys; time.sleep(0.3); "
-        "print(subprocess.run([sys.executable, '-c', 'from pipeline.stages.figures import dvc_started; "
+        "print(subprocess.run([sys.executable, '-c', 'from pipeline.outputs.run_record import dvc_started; "
         "print(dvc_started())'], capture_output=True, text=True, cwd=sys.argv[1]).stdout)"
     )
     before = time.time()

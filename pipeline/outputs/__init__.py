@@ -1,1 +1,2 @@
-"""Layer 4, results out: the HTML report, MLflow tracking and multirun bookkeeping."""
+"""Layer 4, results out: the HTML report, MLflow tracking, a DVC run's MLflow record (run_record) and multirun
+bookkeeping."""

@@ -1,10 +1,10 @@
 """Stage figures: the sweep's figures, labelled: the notebook's projections, the panels and the ratio sweeps per
 sentence and the crossover summary (reports/figures/sweep/), drawn by pipeline.figures.folders; figures.name selects
 the set (all, summary, none). The encode, relative and tutorials stages draw their own (reports/figures/encode/,
-relative/, tutorials/), so a change of the weights re-draws only these. Then reports/report.html, one self-contained page with the narrative, every figure,
-the numbers and the explorer (pipeline.outputs.report): the page shows the figures, so it is rebuilt whenever they are.
-Then, as DVC runs it (`run_and_log`), one MLflow run of the result: the config as params, the metrics, every output
-the registry declares with `log` (figures, plot data, report) and the inputs (pipeline.outputs.tracking.log_result).
+relative/, tutorials/), so a change of the weights re-draws only these. Then reports/report.html, one self-contained
+page with the narrative, every figure, the numbers and the explorer (pipeline.outputs.report): the page shows the
+figures, so it is rebuilt whenever they are. Then, as DVC runs it (`run_and_log`), one MLflow run of the result and
+its records (pipeline.outputs.run_record).
 
 `run` draws and writes the report only: a Hydra job (pipeline.__main__) runs it and logs its own child run.
 
@@ -12,19 +12,12 @@ Reads params: figures, metrics.groups, encoding (for the report's text), and to 
 files: tokens.json, data/encode/, data/sweep/, metrics.json, reports/sentences.csv, reports/plots/ratio_sweep.csv,
 the other stages' figures, reports/relative.json, reports/properties.json, and what the run logs
 (pipeline/stages/registry.py).
-
-The run record: reports/mlflow_last_run.json (run id, store URI without password, where each input file is stored:
-the next run references the unchanged ones instead of uploading them again; not versioned: it differs per machine)
-and the DVC output reports/mlflow_run.json, which holds only what is the same everywhere (whether and where to the
-result was logged by experiment name), so that logging a run does not change dvc.lock. The run's start is the
-pipeline's, not this stage's (`pipeline_start`), so its duration covers the repro.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
 import logging
-import os
 from pathlib import Path
 
 from pipeline.base.paths import Layout
@@ -70,96 +63,24 @@ def run_and_log(params: Config, layout: Layout, root: Path) -> dict:
     return log_run(params, layout, root, started)
 
 
+def log_run(params: Config, layout: Layout, root: Path, started: float) -> dict:
+    """The MLflow run of the result and its records (pipeline.outputs.run_record), given what the registry declares:
+    the outputs logged as artifacts, and this stage's inputs that stages write (they date the run's start)."""
+    from pipeline.outputs import run_record
+    from pipeline.stages.registry import logged_outputs
+
+    return run_record.log_run(params, layout, root, started, artifacts=logged_outputs(), inputs=start_inputs())
+
+
 def start_inputs() -> tuple[list[str], list[str]]:
-    """This stage's inputs that stages write (pipeline/stages/registry.py), as (DVC-cached, kept in git): a fresh clone has
-    none of the cached ones, so their files were written (or checked out) by this repro; the others (metrics, plot
-    data) carry the clone's time."""
+    """This stage's inputs that stages write (pipeline/stages/registry.py), as (DVC-cached, kept in git): a fresh
+    clone has none of the cached ones, so their files were written (or checked out) by this repro; the others
+    (metrics, plot data) carry the clone's time."""
     from pipeline.stages.registry import BY_NAME, STAGES
 
     cache = {out.layout: out.cache for stage in STAGES for out in stage.outputs}
     inputs = [name for name in BY_NAME["figures"].inputs if name in cache]
     return [name for name in inputs if cache[name]], [name for name in inputs if not cache[name]]
-
-
-def pipeline_start(layout: Layout, now: float, not_before: float = 0.0) -> float:
-    """When this repro's stages wrote their first output (seconds): the earliest modification time among the
-    input files of this stage written after the previous DVC-path run ended (mlflow_last_run.json) and not before
-    `not_before` (when the dvc command running this stage started: `dvc_started`). Without a previous run, only the
-    DVC-cached inputs count (git's files carry the clone's time), and `not_before` keeps out those a queued
-    experiment's copy got from the cache, which carry the times of the run that made them. An output's time is its
-    stage's end, so the first stage that ran is counted from its end; `now` (this stage's start) if none is newer."""
-    from pipeline.base.files import read_json
-
-    previous = read_json(layout.mlflow_last_run).get("end_time") if layout.mlflow_last_run.exists() else None
-    cached, in_git = start_inputs()
-    names = cached + (in_git if previous else [])
-    since = max(previous / 1000 if previous else 0.0, not_before)
-    times = []
-    for name in names:
-        path = getattr(layout, name)
-        for file in path.rglob("*") if path.is_dir() else [path]:
-            if file.is_file() and since < file.stat().st_mtime <= now:
-                times.append(file.stat().st_mtime)
-    return min(times, default=now)
-
-
-def dvc_started() -> float:
-    """When the nearest `dvc` process above this one started (`dvc repro`, `dvc exp run`, a queued experiment's
-    `dvc exp exec-run`), in seconds; 0 when the stage does not run under DVC."""
-    import psutil
-
-    for parent in psutil.Process().parents():
-        try:
-            if any(part == "dvc" or part.endswith("/dvc") or "dvc.cli" in part for part in parent.cmdline()):
-                return parent.create_time()  # `dvc ...`, `python -m dvc ...`, pipeline.repro's dvc child
-        except psutil.Error:
-            continue
-    return 0.0
-
-
-def log_run(params: Config, layout: Layout, root: Path, started: float) -> dict:
-    """Log the result as one MLflow run (unless tracking is disabled), then write its records."""
-    from dataclasses import asdict
-
-    from pipeline.base.files import read_json, write_json
-    from pipeline.stages.registry import logged_outputs
-
-    if not params.tracking.enabled:
-        record = {"enabled": False}
-    else:
-        from pipeline.config.params import differences
-        from pipeline.outputs.tracking import default_run_name, log_result, runs_page, without_credentials
-
-        # the previous run's record: its unchanged input files are referenced, not uploaded again
-        previous = read_json(layout.mlflow_last_run) if layout.mlflow_last_run.exists() else None
-        record = {
-            "enabled": True,
-            **log_result(
-                asdict(params),
-                layout,
-                root,
-                artifacts=logged_outputs(),
-                # named by what differs from conf/'s defaults (MLflow's runs table shows ~40 characters of it)
-                run_name=default_run_name(
-                    asdict(params), os.environ.get("DVC_EXP_NAME"), differences(asdict(params), root)
-                ),
-                extra_tags={"runner": "dvc"},
-                start_time=int(pipeline_start(layout, started, dvc_started()) * 1000),
-                previous=previous,
-            ),
-        }
-        uri = record["tracking_uri"]
-        # the URI as logged is redacted (no password); the link has no user info; a local store has no server
-        # (and so no port) yet: the server command prints the link with its port
-        browse = (
-            runs_page(without_credentials(uri), record["experiment_id"])
-            if uri.startswith(("http://", "https://"))
-            else "python -m pipeline.server (it prints the link to the runs)"
-        )
-        log.info("mlflow: run %s in %s; browse: %s", record["run_id"], uri, browse)
-    write_json(layout.mlflow_last_run, record)
-    write_json(layout.mlflow_run, {"logged": params.tracking.enabled, "experiment": params.tracking.experiment})
-    return record
 
 
 def write_report(params: Config, layout: Layout) -> Path:

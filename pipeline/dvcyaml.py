@@ -162,7 +162,7 @@ def stage_entry(stage: Stage, root: Path, params: dict | None = None, pipeline: 
         keys = list(stage.params)
         entry["params"] = keys if pipeline.params == "params" else [{_rel(layout, pipeline.params): keys}]
     for out in stage.outputs:
-        props = {} if out.cache else {"cache": False}
+        props = ({} if out.cache else {"cache": False}) | ({"persist": True} if out.persist else {})
         kind = "metrics" if out.metric else "plots" if out.plot else "outs"
         props.update(out.plot or {})
         entry.setdefault(kind, []).append({_rel(layout, out.layout): props} if props else _rel(layout, out.layout))
@@ -193,9 +193,11 @@ def render(root: Path, pipeline: Pipeline = PIPELINE) -> str:
     """The dvc.yaml of `pipeline` (default: the pipeline's) for the registry and the config in its params file (the
     input files it names outside data/texts/ are deps)."""
     from pipeline.config.params_file import read_params_file
+    from pipeline.config.schema import COMPOSITIONS
 
     params_path = getattr(Layout(root), pipeline.params)
-    params = read_params_file(params_path) if params_path.exists() else {}
+    [composition] = [c for c in COMPOSITIONS if c.params == pipeline.params]
+    params = read_params_file(params_path, composition) if params_path.exists() else {}
     document = {"stages": {stage.name: stage_entry(stage, root, params, pipeline) for stage in pipeline.stages}}
     plots = top_level_plots(pipeline.stages)
     if plots:

@@ -1034,10 +1034,11 @@ def test_offline_the_error_of_a_dvc_exp_run_is_one_line_under_300_characters(tmp
     """The default 100-d source's three URLs offline (host names that do not resolve): the stage's whole message, with
     what `dvc exp run` adds (params.yaml keeps the run's values), is one line under 300 characters naming
     `python -m pipeline.compose`."""
-    from pipeline.stages._cli import RESTORE_PARAMS
+    from pipeline.config.schema import MAIN
+    from pipeline.stages._cli import restore_hint
 
     urls = ["http://a.invalid/glove.6B.zip", "http://b.invalid/glove.6B.zip", "http://c.invalid/glove.6B.zip"]
     with pytest.raises(PipelineError) as info:
         from_url(url_cfg(urls[0], None, mirrors=urls[1:]), tmp_path / "glove", ROOT, tmp_path / "cache")
-    message = f"error in stage glove: {info.value}{RESTORE_PARAMS}"
+    message = f"error in stage glove: {info.value}{restore_hint(MAIN)}"
     assert len(message) < 300 and "\n" not in message and "`python -m pipeline.compose`" in message, message

@@ -69,6 +69,16 @@ def test_dvc_repro_in_its_own_project(checkout, private_mlflow_store):
     assert "5 run(s), 5 in the store" in again.stderr and "0 to train" in again.stderr
     assert json.loads((sub / "results" / "summary.json").read_text()) == summary
 
+    # a stage that refuses its params under a plain `dvc repro` keeps the results: DVC leaves the folder in place
+    # (persist) and the stage replaces it whole only when it succeeds
+    before = {path.name: path.read_bytes() for path in (sub / "results").iterdir()}
+    params = sub / "params.yaml"
+    params.write_text(params.read_text().replace("d_model: 16", "d_model: 20"))
+    refused = run(["dvc", "repro"], sub, check=False)
+    assert refused.returncode != 0 and "is not what composing wrote" in refused.stderr, refused.stderr
+    assert "`python -m pipeline.compose --length length=quick " in refused.stderr  # its own command, overrides kept
+    assert {path.name: path.read_bytes() for path in (sub / "results").iterdir()} == before
+
 
 @pytest.mark.slow
 def test_a_parallel_multirun_gathers_its_jobs_runs(checkout, private_mlflow_store, tmp_path):

@@ -139,7 +139,7 @@ def record_composition(root: Path, composition: Composition = MAIN) -> bool:
 
 
 def read_params(root: Path | None = None, composition: Composition = MAIN) -> dict:
-    return read_params_file(params_path(root, composition))
+    return read_params_file(params_path(root, composition), composition)
 
 
 def check(params: dict, root: Path) -> Config:
@@ -202,7 +202,7 @@ def check_fresh(params: dict, root: Path | None = None, composition: Composition
     )
     more = f" (and {len(changed) - 5} more)" if len(changed) > 5 else ""
     recorded = record.get("overrides")
-    command = "python -m pipeline.compose" if composition is MAIN else "python -m pipeline.compose --length"
+    command = composition.compose
     fix = (
         f"`{(command + ' ' + shlex.join(recorded)).strip()}`"
         if isinstance(recorded, list)

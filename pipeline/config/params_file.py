@@ -17,10 +17,14 @@ import hashlib
 import json
 import shlex
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
 from pipeline.base.errors import PipelineError
+
+if TYPE_CHECKING:
+    from pipeline.config.schema import Composition
 
 STAMP = "# composed: "
 
@@ -54,25 +58,27 @@ def read_stamp(path: Path) -> dict | None:
     return split(path.read_text(encoding="utf-8"))[1]
 
 
-def read_params_file(path: Path) -> dict:
-    """The mapping in params.yaml; a missing, malformed, cut or edited file is a user error that names the fix."""
+def read_params_file(path: Path, composition: Composition | None = None) -> dict:
+    """The mapping in params.yaml at `path`, the params file of `composition` (default: the pipeline's); a missing,
+    malformed, cut or edited file is a user error that names the fix (the composition's command)."""
+    if composition is None:
+        from pipeline.config.schema import MAIN as composition
+    compose = composition.compose
     if not path.exists():
-        raise PipelineError(f"{path} does not exist: run `python -m pipeline.compose` to generate it from conf/.")
+        raise PipelineError(f"{path} does not exist: run `{compose}` to generate it from conf/.")
     try:
         text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise PipelineError(
-            f"{path} is not UTF-8 ({exc.reason}): regenerate it with `python -m pipeline.compose`."
-        ) from None
+        raise PipelineError(f"{path} is not UTF-8 ({exc.reason}): regenerate it with `{compose}`.") from None
     _, record, body = split(text)
     if record is not None and record.get("sha256") != body_sha256(body):
         overrides = record.get("overrides")
-        again = f"python -m pipeline.compose {shlex.join(overrides)}".strip() if isinstance(overrides, list) else None
-        fix = f"`{again}`" if again else "`python -m pipeline.compose` plus the overrides you had"
+        again = f"{compose} {shlex.join(overrides)}".strip() if isinstance(overrides, list) else None
+        fix = f"`{again}`" if again else f"`{compose}` plus the overrides you had"
         raise PipelineError(
             f"{path} is not what composing wrote: its YAML does not match the SHA-256 recorded on its "
             f"`{STAMP.strip()}` line (cut short or edited by hand; never edit it). Fix: write it again with {fix} (or "
-            "`git checkout params.yaml`)."
+            "`git checkout params.yaml` in its folder)."
         )
     try:
         # libyaml's loader when PyYAML has it, for the long lists of a large sweep
@@ -80,8 +86,8 @@ def read_params_file(path: Path) -> dict:
         params = yaml.load(body, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
         raise PipelineError(
-            f"{path} is not valid YAML ({' '.join(str(exc).split())}): regenerate it with `python -m pipeline.compose`."
+            f"{path} is not valid YAML ({' '.join(str(exc).split())}): regenerate it with `{compose}`."
         ) from None
     if not isinstance(params, dict):
-        raise PipelineError(f"{path} is not a mapping: regenerate it with `python -m pipeline.compose`.")
+        raise PipelineError(f"{path} is not a mapping: regenerate it with `{compose}`.")
     return params

@@ -815,12 +815,18 @@ class Composition(NamedTuple):
     groups: tuple[str, ...]
     params: str  # the Layout attribute of its params file
     label: str  # how its files are named in messages
+    compose: str  # the command that writes its params file
 
 
 GROUPS = tuple(item.name for item in fields(Config))
-MAIN = Composition("config", Config, GROUPS, "params", "params.yaml")
+MAIN = Composition("config", Config, GROUPS, "params", "params.yaml", "python -m pipeline.compose")
 LENGTH = Composition(
-    "length_experiment", LengthExperimentConfig, LENGTH_GROUPS, "length_params", "experiments/length/params.yaml"
+    "length_experiment",
+    LengthExperimentConfig,
+    LENGTH_GROUPS,
+    "length_params",
+    "experiments/length/params.yaml",
+    "python -m pipeline.compose --length",
 )
 COMPOSITIONS = (MAIN, LENGTH)
 

@@ -33,14 +33,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("pipeline")
 ERROR_FILE_ENV = "PE_ERROR_FILE"
-# `dvc exp run -S` writes params.yaml before any stage runs and leaves it so when a stage fails; every later plain
-# `dvc repro` then fails on the same params.yaml. Outside `pipeline.repro` (which puts params.yaml back itself) the
-# message of such a failure says how to get params.yaml back.
-RESTORE_PARAMS = " params.yaml keeps these values: `python -m pipeline.compose` resets it to conf/."
-RESTORE_LENGTH_PARAMS = (
-    " experiments/length/params.yaml keeps these values: `python -m pipeline.compose --length` resets it to conf/."
-)
 WATCH_INTERVAL_S = 0.2
+
+
+def restore_hint(composition: Composition) -> str:
+    """What a stage's error adds outside `pipeline.repro` (which puts params.yaml back itself): `dvc exp run -S` writes
+    params.yaml before any stage runs and leaves it so when a stage fails, and every later plain `dvc repro` then
+    fails on the same values."""
+    return f" {composition.label} keeps these values: `{composition.compose}` resets it to conf/."
 
 
 def setup_logging() -> None:
@@ -120,7 +120,7 @@ def _stage_config(layout: Layout, root: Path, composition, composed: bool, input
     from pipeline.config.params_file import read_params_file
     from pipeline.config.schema import validate
 
-    raw = read_params_file(getattr(layout, composition.params))
+    raw = read_params_file(getattr(layout, composition.params), composition)
     if composed:
         return validate(raw)
     try:
@@ -177,8 +177,7 @@ def stage_main(
     except PipelineError as exc:
         hint = workspace_holder() is None and (isinstance(exc, _ParamsError) or os.environ.get("DVC_EXP_NAME"))
         hint = hint and "python -m pipeline.compose" not in str(exc)  # a stale params.yaml's message says it
-        restore = RESTORE_PARAMS if composition is MAIN else RESTORE_LENGTH_PARAMS
-        _report(f"error in stage {name}: {exc}{restore if hint else ''}")
+        _report(f"error in stage {name}: {exc}{restore_hint(composition) if hint else ''}")
         raise SystemExit(2) from None
     except OSError as exc:
         message = environment_error(exc)

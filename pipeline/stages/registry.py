@@ -48,6 +48,8 @@ class Output:
 
     cache=True: DVC caches it (data/, the figures, the report page), so that `dvc checkout` / `dvc exp apply`
     restore it exactly. cache=False: small files kept in git (metrics, plot data).
+    persist=True: DVC leaves it in place while the stage runs instead of deleting it first, so that a stage that
+    fails under a plain `dvc repro` keeps the previous one; only for an output the stage replaces whole.
     log: the MLflow artifact folder a run logs it under ("" for the run's root; a folder's files keep their
     names); None: not logged. An HTML page is logged with the PNGs logged beside it referenced, not embedded.
     """
@@ -57,6 +59,7 @@ class Output:
     metric: bool = False
     plot: dict[str, Any] | None = None  # DVC plot properties (x, y, title) for a data-series file
     log: str | None = None
+    persist: bool = False
 
 
 @dataclass(frozen=True)
@@ -293,7 +296,7 @@ LENGTH_STAGES: tuple[Stage, ...] = (
         "length up to k times longer (experiments/length/results/), one MLflow run per family",
         params=("length", "tracking"),
         inputs=(),
-        outputs=(Output("length_results", cache=False),),
+        outputs=(Output("length_results", cache=False, persist=True),),  # replaced whole (replace_dir)
         in_jobs=False,
     ),
 )

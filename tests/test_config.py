@@ -715,6 +715,24 @@ def test_a_cut_or_edited_params_yaml_is_refused_by_content(tmp_path, cut):
         config.load(root)
 
 
+def test_the_length_experiments_params_errors_name_its_own_command(tmp_path):
+    """experiments/length/params.yaml cut, edited or missing a key: the fix is `python -m pipeline.compose --length`
+    with its overrides (the pipeline's command would write the pipeline's params.yaml instead)."""
+    from pipeline.config.schema import LENGTH, LengthExperimentConfig
+
+    root = _project(tmp_path)
+    (root / "experiments" / "length").mkdir(parents=True)
+    config.write_params(config.compose(["length=quick"], root, LENGTH), root, ["length=quick"], LENGTH)
+    path = root / "experiments" / "length" / "params.yaml"
+    path.write_text(path.read_text().replace("d_model: 64", "d_model: 20"))
+    with pytest.raises(PipelineError, match=r"`python -m pipeline\.compose --length length=quick`"):
+        config.read_params(root, LENGTH)
+    params = config.compose([], root, LENGTH)
+    del params["length"]["model"]["heads"]
+    with pytest.raises(PipelineError, match=r"length\.model\.heads is missing.*`python -m pipeline\.compose --length`"):
+        schema.validate(params, LengthExperimentConfig)
+
+
 def test_a_params_yaml_dvc_composed_is_stamped_by_the_first_stage(tmp_path, monkeypatch):
     """`dvc exp run` writes params.yaml without a `# composed:` line; the first stage it runs records one (overrides
     unknown), so that a later cut is refused and a later conf/ edit is compared by content."""

@@ -27,7 +27,7 @@ from pipeline.inputs.glove_sources import check_local_file
 from pipeline.inputs.texts import read_sentences
 from pipeline.config.limits import check_conf_lists, check_limits, check_list_overrides
 from pipeline.base.trees import flatten
-from pipeline.config.schema import MAIN, Composition, Config, unknown_key_message, validate
+from pipeline.config.schema import MAIN, Composition, Config, compose_command, unknown_key_message, validate
 
 CONFIG_NAME = MAIN.config_name
 PARAMS_HEADER = (
@@ -77,7 +77,7 @@ def _explain(exc: Exception, schema: type = Config) -> str:
     unknown = re.match(r"Could not override '([^']+)'\. To append to your config use \+", message)
     if unknown:
         return unknown_key_message(unknown.group(1), schema)
-    return f"{message}. Fix: check the key and option names against conf/ (options: python -m pipeline.compose --help)."
+    return f"{message}. Fix: check the key and option names against conf/ (options: {compose_command(schema)} --help)."
 
 
 def sources_sha256(root: Path) -> str:

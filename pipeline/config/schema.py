@@ -831,6 +831,11 @@ LENGTH = Composition(
 COMPOSITIONS = (MAIN, LENGTH)
 
 
+def compose_command(schema: type | None = None) -> str:
+    """The command that writes the params file of the composition whose root is `schema` (default: the pipeline's)."""
+    return next((c.compose for c in COMPOSITIONS if c.schema is schema), MAIN.compose)
+
+
 # ---------------------------------------------------------------- keys
 
 
@@ -875,7 +880,7 @@ def _check_keys(params: dict, schema: type) -> None:
             raise PipelineError(unknown_key_message(key, schema))
         raise PipelineError(
             f"config key {key} is missing: every key of the schema needs a value. Fix: regenerate "
-            "params.yaml with `python -m pipeline.compose` (never edit it), or add the key to conf/."
+            f"params.yaml with `{compose_command(schema)}` (never edit it), or add the key to conf/."
         )
 
 
@@ -901,7 +906,7 @@ def validate(params: dict, schema: type | None = None) -> Any:
         raise PipelineError(
             f"config key{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
             f"{'have' if len(missing) > 1 else 'has'} no value (???): set "
-            f"{'them' if len(missing) > 1 else 'it'}, e.g. `python -m pipeline.compose {example}`."
+            f"{'them' if len(missing) > 1 else 'it'}, e.g. `{compose_command(schema)} {example}`."
             + (EXTEND_HINT if len(missing) > 2 else "")
         )
     return _build(schema, params, "")  # building the dataclasses runs every rule (__post_init__)

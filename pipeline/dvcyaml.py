@@ -193,11 +193,9 @@ def render(root: Path, pipeline: Pipeline = PIPELINE) -> str:
     """The dvc.yaml of `pipeline` (default: the pipeline's) for the registry and the config in its params file (the
     input files it names outside data/texts/ are deps)."""
     from pipeline.config.params_file import read_params_file
-    from pipeline.config.schema import COMPOSITIONS
 
     params_path = getattr(Layout(root), pipeline.params)
-    [composition] = [c for c in COMPOSITIONS if c.params == pipeline.params]
-    params = read_params_file(params_path, composition) if params_path.exists() else {}
+    params = read_params_file(params_path, pipeline.composition) if params_path.exists() else {}
     document = {"stages": {stage.name: stage_entry(stage, root, params, pipeline) for stage in pipeline.stages}}
     plots = top_level_plots(pipeline.stages)
     if plots:

@@ -42,8 +42,8 @@ def pipeline_start(layout: Layout, now: float, inputs: tuple[list[str], list[str
     for name in names:
         path = getattr(layout, name)
         for file in path.rglob("*") if path.is_dir() else [path]:
-            if file.is_file() and since < file.stat().st_mtime <= now:
-                times.append(file.stat().st_mtime)
+            if file.is_file() and since < (mtime := file.stat().st_mtime) <= now:
+                times.append(mtime)
     return min(times, default=now)
 
 
@@ -84,17 +84,16 @@ def log_run(
 
         # the previous run's record: its unchanged input files are referenced, not uploaded again
         previous = read_json(layout.mlflow_last_run) if layout.mlflow_last_run.exists() else None
+        config = asdict(params)
         record = {
             "enabled": True,
             **log_result(
-                asdict(params),
+                config,
                 layout,
                 root,
                 artifacts=artifacts,
                 # named by what differs from conf/'s defaults (MLflow's runs table shows ~40 characters of it)
-                run_name=default_run_name(
-                    asdict(params), os.environ.get("DVC_EXP_NAME"), differences(asdict(params), root)
-                ),
+                run_name=default_run_name(config, os.environ.get("DVC_EXP_NAME"), differences(config, root)),
                 extra_tags={"runner": "dvc"},
                 start_time=int(pipeline_start(layout, started, inputs, dvc_started()) * 1000),
                 previous=previous,

@@ -29,6 +29,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from pipeline.config.schema import LENGTH, MAIN, Composition
 from pipeline.inputs.glove_sources import FILE_KEYS as GLOVE_FILE_KEYS
 
 # Inputs that no stage produces (Layout attributes): the config and the user's sentence files.
@@ -304,17 +305,22 @@ LENGTH_STAGES: tuple[Stage, ...] = (
 
 @dataclass(frozen=True)
 class Pipeline:
-    """One dvc.yaml: its stages, the Layout attributes of the file and of the params file its stages read, and where
-    their commands run relative to it (None: beside it)."""
+    """One dvc.yaml: its stages, the Layout attribute of the file, the composition whose params file its stages read,
+    and where their commands run relative to it (None: beside it)."""
 
     stages: tuple[Stage, ...]
     dvc_yaml: str
-    params: str
+    composition: Composition
     wdir: str | None = None
 
+    @property
+    def params(self) -> str:
+        """The Layout attribute of its params file."""
+        return self.composition.params
 
-PIPELINE = Pipeline(STAGES, "dvc_yaml", "params")
-LENGTH_PIPELINE = Pipeline(LENGTH_STAGES, "length_dvc_yaml", "length_params", wdir="../..")
+
+PIPELINE = Pipeline(STAGES, "dvc_yaml", MAIN)
+LENGTH_PIPELINE = Pipeline(LENGTH_STAGES, "length_dvc_yaml", LENGTH, wdir="../..")
 PIPELINES = (PIPELINE, LENGTH_PIPELINE)
 
 

@@ -79,15 +79,38 @@ def point_reached(result: subprocess.CompletedProcess) -> str:
 
 
 def test_a_full_disk_at_each_point_of_a_run(project, tmp_path):
-    """More room each time, 1 MB at a time, until the run finishes: the disk fills while the journal copies the small
-    outputs (the 4 MB report among them) before anything changes, then while the figures stage writes 21 projections,
-    then while DVC copies the new outputs into its cache (its copy names no file: the message names the project DVC
-    writes in), in that order, each one message and the workspace as it was (run_on_full_disk). The margins follow
-    the outputs' sizes instead of fixed numbers, which every new output would move."""
-    points = []
-    for margin in range(1, 60):
-        points.append(point_reached(run_on_full_disk(project, tmp_path / f"disk{margin}", margin, PAIRS, "sweep.w1=1")))
-        if points[-1] == "finished":
-            break
+    """With more room, the disk fills later: while the journal copies the small outputs (the 4 MB report among them)
+    before anything changes, then while a stage writes (the figures stage's 21 projections), then while DVC copies the
+    new outputs into its cache (its copy names no file: the message names the project DVC writes in), then the run
+    finishes; in that order, each one message and the workspace as it was (run_on_full_disk). The margins follow the
+    outputs' sizes instead of fixed numbers, which every new output would move.
+
+    Which margins: doubling from 1 MB until the run finishes, then halving any gap between two margins whose points
+    are not next to each other in that order, until every point is reached. The margins in between are not run: at
+    each point one handler sees every full disk it meets, whichever file fills it (an OSError caught in
+    `pipeline.repro` while it saves the journal, in `pipeline.stages._cli.stage_main` for every write of a stage, in
+    `pipeline.repro.MachineErrors` for DVC's), and the workspace is put back on a disk that is full at every one of
+    them; a margin only chooses the file that fills it."""
     order = ["journal", "stage", "dvc", "finished"]
-    assert sorted(points, key=order.index) == points and set(points) == set(order), points
+    reached: dict[int, str] = {}
+
+    def point_at(margin: int) -> str:
+        if margin not in reached:
+            result = run_on_full_disk(project, tmp_path / f"disk{margin}", margin, PAIRS, "sweep.w1=1")
+            reached[margin] = point_reached(result)
+        return reached[margin]
+
+    margin = 1
+    while point_at(margin) != "finished":
+        assert margin < 256, reached  # the outputs are tens of MB
+        margin *= 2
+    gaps = [(a, b) for a, b in zip(sorted(reached), sorted(reached)[1:])]
+    while gaps:
+        low, high = gaps.pop()
+        if order.index(point_at(high)) - order.index(point_at(low)) > 1 and high - low > 1:
+            middle = (low + high) // 2
+            point_at(middle)
+            gaps += [(low, middle), (middle, high)]
+    points = [reached[m] for m in sorted(reached)]
+    print("margin (MB) -> point:", reached)
+    assert sorted(points, key=order.index) == points and set(points) == set(order), reached

@@ -121,31 +121,43 @@ def copy_project(src: Path, dest: Path, link: tuple[str, ...] = ()) -> Path:
     return dest
 
 
-@pytest.fixture(scope="session")
-def ran_project(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess, str]:
-    """A fresh copy of the project after the README's first command (`python -m pipeline.repro`, the default config,
-    logging into its own store outside the project), that command's result and the store's URI: made once per
-    pytest run, the first xdist worker that asks making it under a file lock (filelock, as pytest-xdist's docs
-    show), so that the tests that start from a project that has run (`ran_checkout`) do not each pay a full run
-    (about 20 s of CPU). Tests only copy it (`copy_project`), never run anything in it."""
-    import json
-
+def built_once(tmp_path_factory, name: str, build) -> Path:
+    """The folder `name` of this pytest run, filled by `build(folder)` once: by the first xdist worker that asks,
+    under a file lock (filelock, as pytest-xdist's docs show); the others wait for it. Tests only read or copy it."""
     from filelock import FileLock
 
     temp = tmp_path_factory.getbasetemp()
     shared = temp.parent if os.environ.get("PYTEST_XDIST_WORKER") else temp  # parent: this run's, shared by workers
-    base, done = shared / "ran", shared / "ran" / "result.json"
-    store = f"sqlite:///{base / 'ran.db'}"
-    with FileLock(str(shared / "ran.lock")):
+    folder, done = shared / name, shared / f"{name}.done"
+    with FileLock(str(shared / f"{name}.lock")):
         if not done.exists():
-            base.mkdir(exist_ok=True)
-            result = run(
-                [sys.executable, "-m", "pipeline.repro"], copy_checkout(base / "project"), MLFLOW_TRACKING_URI=store
-            )
-            done.write_text(
-                json.dumps([result.args, result.returncode, result.stdout, result.stderr]), encoding="utf-8"
-            )
-    return base / "project", subprocess.CompletedProcess(*json.loads(done.read_text(encoding="utf-8"))), store
+            shutil.rmtree(folder, ignore_errors=True)  # what a failed build left
+            folder.mkdir()
+            build(folder)
+            done.touch()
+    return folder
+
+
+@pytest.fixture(scope="session")
+def ran_project(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess, str]:
+    """A fresh copy of the project after the README's first command (`python -m pipeline.repro`, the default config,
+    logging into its own store outside the project), that command's result and the store's URI: made once per
+    pytest run (built_once), so that the tests that start from a project that has run (`ran_checkout`) do not each
+    pay a full run (about 20 s of CPU). Tests only copy it (`copy_project`), never run anything in it."""
+    import json
+
+    def build(base: Path) -> None:
+        store = f"sqlite:///{base / 'ran.db'}"
+        result = run(
+            [sys.executable, "-m", "pipeline.repro"], copy_checkout(base / "project"), MLFLOW_TRACKING_URI=store
+        )
+        (base / "result.json").write_text(
+            json.dumps([result.args, result.returncode, result.stdout, result.stderr]), encoding="utf-8"
+        )
+
+    base = built_once(tmp_path_factory, "ran", build)
+    result = subprocess.CompletedProcess(*json.loads((base / "result.json").read_text(encoding="utf-8")))
+    return base / "project", result, f"sqlite:///{base / 'ran.db'}"
 
 
 @pytest.fixture
@@ -160,10 +172,8 @@ SEED_WORDS = "king queen man woman dog wolf football basketball red green yellow
 DIM = 8
 
 
-@pytest.fixture(scope="module")
-def small_store(tmp_path_factory) -> Path:
-    """A GloVe store of the seed's eleven words plus a few, 8-d, fixed random vectors."""
-    path = tmp_path_factory.mktemp("store") / "glove"
+def write_small_store(path: Path) -> Path:
+    """A GloVe store of the seed's eleven words plus a few, 8-d, fixed random vectors, at `path`."""
     import numpy as np
 
     from pipeline.inputs.glove_store import write_store
@@ -172,6 +182,27 @@ def small_store(tmp_path_factory) -> Path:
     vectors = np.random.default_rng(0).normal(size=(len(words), DIM)).astype(np.float32)
     write_store(path, vectors, words, {"source": "test"})
     return path
+
+
+@pytest.fixture(scope="module")
+def small_store(tmp_path_factory) -> Path:
+    """write_small_store's store, for this module."""
+    return write_small_store(tmp_path_factory.mktemp("store") / "glove")
+
+
+@pytest.fixture(scope="session")
+def seed_figures(tmp_path_factory) -> Layout:
+    """The in-process stages up to the report with params_for() (the seed's sentences, every figure) on a small
+    store (`.glove`), run once per pytest run (built_once): what tests that look at a default run's figures and
+    report read, never write."""
+    from pipeline.base.paths import Layout
+
+    folder = built_once(
+        tmp_path_factory,
+        "seed-figures",
+        lambda f: run_stages(params_for(), f / "run", write_small_store(f / "glove"), "figures"),
+    )
+    return Layout(folder / "run", glove=folder / "glove")
 
 
 def params_for(*overrides: str) -> dict:
@@ -189,14 +220,30 @@ def typed(params):
     return params if not isinstance(params, dict) else config.validate(params)
 
 
-def run_stages(params: dict, tmp_path: Path, store: Path, upto: str = "sweep") -> Layout:
-    """The registry's in-process stages, in order, up to and including `upto`, into tmp_path."""
+def stages_needed(upto: str):
+    """The registry's in-process stages that `upto` reads from (its inputs' producers, and theirs), and `upto`, in
+    order: a stage's outputs depend only on its declared inputs (tests/test_architecture.py checks every read), so
+    the stages it does not read from are left out, for speed (docs/benchmarks.md#the-test-suite)."""
     from pipeline.base.paths import Layout
-    from pipeline.stages.registry import stages_upto
+    from pipeline.stages.registry import job_stages
+
+    at, stages = Layout(Path(".")), job_stages()
+    writes = {getattr(at, out.layout): stage.name for stage in stages for out in stage.outputs}
+    needed = {upto}
+    for stage in reversed(stages[: [s.name for s in stages].index(upto) + 1]):
+        if stage.name in needed:
+            reads = [getattr(at, name) for name in stage.inputs]
+            needed |= {name for path, name in writes.items() for read in reads if read == path or path in read.parents}
+    return tuple(stage for stage in stages if stage.name in needed)
+
+
+def run_stages(params: dict, tmp_path: Path, store: Path, upto: str = "sweep") -> Layout:
+    """The in-process stages `upto` needs (stages_needed), in order, into tmp_path."""
+    from pipeline.base.paths import Layout
 
     layout = Layout(tmp_path, glove=store)
     cfg = typed(params)
-    for stage in stages_upto(upto):
+    for stage in stages_needed(upto):
         stage.run(cfg, layout, tmp_path)
     return layout
 

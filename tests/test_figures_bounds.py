@@ -249,6 +249,7 @@ def check_bounded(layout, seen: dict[str, dict], sentence_words: list[str]) -> d
     return sizes
 
 
+@pytest.mark.slow
 def test_a_5000_word_sentence_gives_bounded_figures_and_report(tmp_path, small_store, monkeypatch):
     """texts=file with one 5,000-word line: the tokenizer keeps 100 tokens, titles quote at most 80 characters of
     them, and figures and report stay small. Labels may be left out here (100 words in one plot), never overlap."""
@@ -292,15 +293,3 @@ def test_10000_sentences_give_a_bounded_number_of_figures_and_report(tmp_path, s
     assert "The texts hold 10000 sentences" in page and f"show the first {shown}" in page
     assert page.count("<h3>Sentence ") == shown
     print("10,000 sentences:", len(sizes), "figures, largest", max(sizes.values()), layout.report_html.stat().st_size)
-
-
-def test_max_sentences_caps_the_figures_and_the_report(tmp_path, small_store):
-    """figures.max_sentences=1 with two sentences: figures of the first only, r* of both summarized, and the
-    report shows the first sentence and says that there are two."""
-    params = params_for("figures.max_sentences=1")
-    layout = run_stages(params, tmp_path, small_store, upto="figures")
-    names = {p.stem for p in layout.figures_dir.glob("*/*.png")}
-    assert names == expected_figures(1) | {"crossover_all_sentences"}
-    page = layout.report_html.read_text(encoding="utf-8")
-    assert "The texts hold 2 sentences" in page and page.count("<h3>Sentence ") == 1
-    assert 'alt="crossover r* of every sentence"' in page

@@ -12,10 +12,8 @@ from conftest import params_for, run_stages
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory, small_store) -> Path:
-    out = tmp_path_factory.mktemp("report")
-    layout = run_stages(params_for(), out, small_store, upto="figures")
-    return layout.reports / "report.html"
+def report(seed_figures) -> Path:
+    return seed_figures.report_html
 
 
 def test_report_is_self_contained(report):
@@ -49,7 +47,7 @@ def test_report_states_the_sinusoids_properties(report):
     assert "learned position table" not in text
 
 
-def test_tracked_outputs_hold_no_absolute_path_or_timestamp(report, small_store):
+def test_tracked_outputs_hold_no_absolute_path_or_timestamp(report, seed_figures):
     """What git tracks (metrics, plot data, the report) and what dvc.lock hashes must be the same on every machine."""
     from conftest import REPO
 
@@ -63,11 +61,12 @@ def test_tracked_outputs_hold_no_absolute_path_or_timestamp(report, small_store)
     assert len(tracked) >= 8
     for path in tracked:
         text = words_of(path.read_text(encoding="utf-8"))
-        for absolute in (str(base), str(small_store), str(REPO), "/tmp/", "/home/"):
+        for absolute in (str(base), str(seed_figures.glove), str(REPO), "/tmp/", "/home/"):
             assert absolute not in text, f"{path.relative_to(base)} holds the absolute path {absolute}"
         assert not re.search(r"\b(19|20)\d\d-[01]\d-[0-3]\d[T ][0-2]\d:[0-5]\d", text), f"{path} holds a timestamp"
 
 
+@pytest.mark.slow
 def test_report_and_figures_describe_a_learned_table_truthfully(tmp_path, small_store, monkeypatch):
     """encoding=learned: a random table has neither constant norms nor offset-only distances; no text may claim
     them, and the text says what holds instead (the figures' titles and legends are read as they are drawn)."""

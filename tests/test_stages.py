@@ -61,8 +61,8 @@ def test_sweep_matches_sklearn_pca(tmp_path, small_store):
     np.testing.assert_allclose(coords[2], expected, atol=1e-8)
 
 
-def test_figures_stage_writes_every_figure(tmp_path, small_store):
-    layout = run_stages(params_for(), tmp_path, small_store, upto="figures")
+def test_figures_stage_writes_every_figure(seed_figures):
+    layout = seed_figures
     names = sorted(p.name for p in layout.figures_dir.glob("*/*.png"))
     # PE figures, RoPE and ALiBi, the families' 2 (and MiniLM's probe with .[models]), 5 pairs x 2 sentences, panels
     # + ratio curves, tutorials
@@ -168,11 +168,14 @@ def test_learned_encoding_runs_the_whole_sweep(tmp_path, small_store):
     assert learned["encoding"]["norm_max_abs_dev"] > 0.1  # a random table has no constant norm
 
 
+@pytest.mark.slow
 def test_more_sentences_than_figures_one_long_table_and_a_summary(tmp_path, small_store):
     """Three sentences, figures for two: the plot file and metrics.json hold the two (long format: a sentence
     column) and summarise the three; every sentence's metrics and curves are in the DVC-cached tables; the
-    crossover figure shows all three. The seed's two sentences in the same place: no summary is left."""
+    figures are those of the first two and the crossover figure shows all three; the report shows the first two and
+    says that there are three. The seed's two sentences in the same place: no summary is left."""
     from pipeline.base.files import read_columns, read_json
+    from test_figures_bounds import expected_figures
 
     three = params_for(
         "texts.sentences=[king queen man,dog wolf red,green yellow football basketball]", "figures.max_sentences=2"
@@ -198,6 +201,10 @@ def test_more_sentences_than_figures_one_long_table_and_a_summary(tmp_path, smal
     np.testing.assert_array_equal(table["r_star"][:2], [np.nan if r is None else r for r in r_star])
     figures = {p.name for p in layout.sweep_figures_dir.iterdir()}
     assert {"ratio_sweep_s1.png", "crossover_all_sentences.png"} <= figures and "panels_s2.png" not in figures
+    assert {p.stem for p in layout.figures_dir.glob("*/*.png")} == expected_figures(2) | {"crossover_all_sentences"}
+    page = layout.report_html.read_text(encoding="utf-8")
+    assert "The texts hold 3 sentences" in page and page.count("<h3>Sentence ") == 2
+    assert 'alt="crossover r* of every sentence"' in page
 
     run_stages(params_for(), tmp_path, small_store)
     assert "sentences" not in read_json(layout.metrics) and "sentences" not in read_json(layout.headline_metrics)

@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import REPO, params_for, run_stages, typed
+from conftest import REPO, params_for, run_stages, stages_needed, typed
 from pipeline.config import dump_params
 from pipeline.core import sweep
 from pipeline.core.study import sinusoid
@@ -46,6 +46,7 @@ def same(a: sweep.SentenceSweep, b: sweep.SentenceSweep) -> None:
     assert a.crossover == b.crossover
 
 
+@pytest.mark.slow
 def test_sentences_swept_together_have_each_sentences_own_bits(monkeypatch):
     """run_sweep measures the sentences of one length together: every sentence's projections, metrics, curves,
     crossover and scaling have the bits it gets alone (sweep_sentence), also when the batches and the metrics'
@@ -130,7 +131,8 @@ def test_sweep_and_study_stages_import_no_torch(tmp_path, small_store):
 
     overrides = ("study.sentences=3", "study.lengths=[4]", "study.vocabulary=15", "study.dims=[8]")
     params = params_for(*overrides, "study.texts_file=null", "figures=none")
-    run_stages(params, tmp_path, small_store, upto="encode")  # the sweep's inputs (the encode stage uses torch)
+    for stage in stages_needed("sweep")[:-1]:  # the sweep's inputs (the encode stage uses torch)
+        run_stages(params, tmp_path, small_store, upto=stage.name)
     shutil.copytree(small_store, tmp_path / "data" / "glove")
     shutil.copytree(REPO / "conf", tmp_path / "conf")  # params.yaml is checked against what composed it
     (tmp_path / "params.yaml").write_text(dump_params(params, None, tmp_path), encoding="utf-8")

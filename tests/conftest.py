@@ -54,6 +54,15 @@ def pytest_xdist_auto_num_workers(config) -> int:
     return cores + 1
 
 
+def pytest_collection_modifyitems(config, items) -> None:
+    """The files that hold a slow test first, each file's tests in their own order: xdist hands a free worker the
+    next file (--dist loadfile, --no-loadscope-reorder), so the long files start early and the short ones fill the
+    workers' ends (xdist's own order, the files with the most tests first, starts the long files of one or two tests
+    last: docs/benchmarks.md#the-test-suite)."""
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_files)  # a stable sort: the order within each part stays
+
+
 @pytest.fixture(autouse=True)
 def private_mlflow_store(tmp_path, monkeypatch):
     """MLFLOW_TRACKING_URI -> a fresh SQLite store in this test's tmp dir."""

@@ -287,6 +287,7 @@ def check_reads(stage, log: ReadLog) -> None:
             )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("encoding", ["sinusoidal", "learned"])
 def test_every_in_process_stage_reads_only_declared_params_and_files(tmp_path, small_store, encoding):
     from pipeline.stages.registry import job_stages
@@ -296,6 +297,7 @@ def test_every_in_process_stage_reads_only_declared_params_and_files(tmp_path, s
         check_reads(stage, run_recorded(stage, params, tmp_path, small_store))
 
 
+@pytest.mark.slow
 def test_glove_stage_and_the_logged_run_read_only_declared_params_and_files(tmp_path, small_store):
     """The stages Hydra jobs do not run (glove), and the figures stage as DVC runs it: figures, report and the MLflow
     run (`run_and_log`)."""

@@ -226,6 +226,7 @@ def dvc_compose(tmp_path: Path, plugins_path: Path, cases: list[list[str]]) -> d
     return json.loads(out.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_dvc_composition_finds_the_schema_through_the_hydra_plugin(tmp_path):
     cases = [["+sweep.w3=1"], ["sweep.w3=1"], ["++sweep.w3=1"], ["encoding.max_len=abc"], ["sweep.w2=5"]]  # 5 last
     results = dvc_compose(tmp_path, REPO, cases)
@@ -249,6 +250,7 @@ def test_dvc_composition_without_the_plugin_cannot_load_the_schema(tmp_path):
     assert "config_schema" in results[""]
 
 
+@pytest.mark.slow
 def test_dvc_exp_run_refuses_an_unknown_key(checkout):
     """DVC writes params.yaml with the key (Hydra's force_add), then the first stage it runs (sweep) refuses
     it in one line naming the key, the fix and how to get params.yaml back; nothing else is written."""

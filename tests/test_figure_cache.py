@@ -82,6 +82,7 @@ def summary_points(tmp_path_factory, small_store):
     return base, points
 
 
+@pytest.mark.slow
 def test_a_sweep_over_the_weights_draws_the_metrics_against_r_once(summary_points, monkeypatch):
     """figures=summary: the metrics against r do not change with the weights (only the pairs marked in
     figures=all would): the second point links them; its panels are its own. Same bytes as drawn alone."""

@@ -43,6 +43,7 @@ def summary_run(tmp_path_factory, small_store):
     return run_stages(params_for("figures=summary"), out, small_store, upto="figures")
 
 
+@pytest.mark.slow
 def test_summary_draws_the_panels_and_ratio_sweeps_and_the_report_names_the_rest(summary_run):
     names = sorted(p.name for p in summary_run.figures_dir.glob("*/*"))
     assert names == ["panels_s0.png", "panels_s1.png", "ratio_sweep_s0.png", "ratio_sweep_s1.png"]
@@ -52,6 +53,7 @@ def test_summary_draws_the_panels_and_ratio_sweeps_and_the_report_names_the_rest
         assert f"{missing} not drawn (figures=summary)" in page
 
 
+@pytest.mark.slow
 def test_none_draws_nothing_and_the_report_keeps_its_sentences(tmp_path, small_store):
     layout = run_stages(params_for("figures=none"), tmp_path, small_store, upto="figures")
     assert layout.sweep_figures_dir.is_dir() and not any(layout.figures_dir.glob("*/*"))
@@ -61,6 +63,7 @@ def test_none_draws_nothing_and_the_report_keeps_its_sentences(tmp_path, small_s
     assert '"king queen' in page  # the explorer still has the sentences
 
 
+@pytest.mark.slow
 def test_worker_processes_draw_the_same_bytes_as_this_process(summary_run, tmp_path):
     from pipeline.figures.folders import render
 
@@ -115,6 +118,7 @@ def kept_pools(monkeypatch):
     worker_pool._end_kept()
 
 
+@pytest.mark.slow
 def test_a_kept_pool_serves_every_batch_and_draws_the_same_bytes(summary_run, tmp_path, kept_pools):
     """A multirun's jobs share one pool (pipeline.base.worker_pool.keep()): the same workers draw every batch, the
     same bytes as new workers, and end with the pool."""

@@ -36,6 +36,7 @@ def test_hydra_folders_resolve_under_the_project_root(project, cwd):
     assert run(["git", "status", "--porcelain", "--ignored"], project).stdout == ""
 
 
+@pytest.mark.slow
 def test_a_sweep_from_conf_writes_nothing_under_conf(project):
     """The issue's command, one job: its folder is <root>/outputs/multirun/..., conf/ (a DVC dep) is untouched."""
     args = ["-m", "pipeline", "-m", "sweep.w2=1", "figures=none", "tracking=disabled"]
@@ -190,6 +191,7 @@ def test_three_thousand_sentences_stay_small_in_git_logs_and_mlflow(tmp_path, sm
     assert {"sentences.csv", "sentences.csv.gz"} & set(logged) and len(logged) < 10  # .gz: above 1 MB
 
 
+@pytest.mark.slow
 def test_one_sentence_is_counted_in_the_singular(tmp_path, small_store, pipeline_log):
     """`texts=queen_king` (one sentence): the tokenize and sweep stages' lines say "1 sentence", not "1 sentences"."""
     from pipeline.base.words import counted

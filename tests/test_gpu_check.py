@@ -106,6 +106,7 @@ def why_it_failed(done: subprocess.CompletedProcess, results: dict) -> str:
     return "\n".join(lines)
 
 
+@pytest.mark.slow
 def test_check_imports_nothing_of_hydra_dvc_mlflow(cpu_run):
     """Every process of the run (the check and the pytest it starts) had the blocker, and none of them tried to import
     a module that the GPU machines lack."""
@@ -117,6 +118,7 @@ def test_check_imports_nothing_of_hydra_dvc_mlflow(cpu_run):
     assert results["tests"]["command"].startswith("PE_TEST_DEVICE=cpu PYTEST_DISABLE_PLUGIN_AUTOLOAD=1")
 
 
+@pytest.mark.slow
 def test_check_runs_every_cuda_test_and_records_their_figures(cpu_run):
     _, results, _ = cpu_run
     tests = results["tests"]
@@ -134,6 +136,7 @@ def test_check_runs_every_cuda_test_and_records_their_figures(cpu_run):
     assert {"differing_values", "coords_rel", "flipped_signs", "dot", "rope.scores"} <= figures
 
 
+@pytest.mark.slow
 def test_check_measures_every_row_and_the_largest_n(cpu_run):
     done, results, _ = cpu_run
     ran = {(r.get("n"), r.get("pairs"), r["method"], r["path"]) for r in results["rows"] if "seconds" in r}
@@ -242,6 +245,7 @@ def test_device_cuda_without_cuda_is_one_clear_error():
         check.main(["--device", "cuda"])
 
 
+@pytest.mark.slow
 def test_a_failing_step_is_recorded_and_the_others_still_run(tmp_path, monkeypatch, capsys):
     """An exception in one step (injected into the tests' step) is printed and kept in the JSON with its traceback;
     the later steps run, and the exit status is 1."""

@@ -123,6 +123,7 @@ def peak_rss(params: dict, out, store, stages: str) -> int:
     return int(result.stdout.split()[-1])
 
 
+@pytest.mark.slow
 def test_encode_estimate_is_within_20_percent_of_the_peak_rss(small_store, tmp_path):
     """encoding.max_len = 2,000,000 at d = 8 (about 1.8 GB, a few seconds): the formula against the peak RSS (VmHWM)."""
     params = params_for("encoding.max_len=2000000", "encoding.device=cpu")
@@ -234,6 +235,7 @@ def test_a_list_override_of_millions_of_weights_is_refused_before_composing():
 # ---------------------------------------------------------------- limits on what conf/ files hold; time bounds
 
 
+@pytest.mark.slow
 def test_a_long_list_in_a_conf_file_is_refused_before_anything_composes(checkout):
     """A 200,001-item sweep.w2 in conf/sweep/huge.yaml composed silently for 9 minutes (the limit read only the
     command line). Now every command that composes refuses it first, naming the file, the key and the fix: our compose,
@@ -335,6 +337,7 @@ def _labels_one_at_a_time(ax, xy, texts, marker_pt, fontsize, rings=6):
     return spots
 
 
+@pytest.mark.slow
 def test_labels_are_placed_in_seconds_where_the_one_at_a_time_test_put_them():
     """place_labels tests each label's spots against everything placed at once: 300 crowded labels land on exactly the
     spots of the one-at-a-time reference, and 1,000 take seconds (minutes before)."""
@@ -369,6 +372,7 @@ def test_labels_are_placed_in_seconds_where_the_one_at_a_time_test_put_them():
     plt.close(fig)
 
 
+@pytest.mark.slow
 def test_long_loops_report_progress(monkeypatch, pipeline_log):
     """The quadratic loops (a learned table's block means, placing word labels) log a progress line every 5 s: here
     every step, with a Progress that reports at once."""

@@ -114,6 +114,7 @@ def brute_force_switches(wins, fine: np.ndarray) -> list[tuple[int, bool]]:
     return [(int(j), bool(state[j + 1])) for j in np.nonzero(state[1:] != state[:-1])[0]]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [3, 112])
 def test_exact_crossover_matches_a_brute_force_fine_grid(seed):
     """A sentence of random 16-d vectors whose k-NN curves switch once (seed 3) or three times (seed 112): every

@@ -149,6 +149,7 @@ def damaged_stores(folder: Path) -> dict[str, Path]:
     return stores
 
 
+@pytest.mark.slow
 def test_damaged_sqlite_store_is_refused_before_any_computing(checkout, tmp_path):
     """pipeline.repro on a truncated, garbage or page-corrupted store: exit 2 with one message naming the file and the
     fix, no traceback, nothing computed; a healthy store, and a missing one, pass the check."""
@@ -192,6 +193,7 @@ def start_sweep(checkout: Path, *overrides: str) -> subprocess.Popen:
     )
 
 
+@pytest.mark.slow
 def test_killed_multirun_parent_is_ended_by_the_next_run(checkout, tmp_path, private_mlflow_store):
     """kill -9 of a multirun's process group once its parent run exists: the next process that opens the store ends
     that parent FAILED, with a tag saying why."""

@@ -145,6 +145,7 @@ def test_server_run_has_the_same_contents_as_a_local_store_run(served_run, priva
     assert server.store.startswith("sqlite:////") and Path(server.store[len("sqlite:///") :]).is_file()
 
 
+@pytest.mark.slow
 def test_unreachable_server_is_reported_before_any_computing(checkout, tmp_path):
     """A tracking URI where nothing listens: the Hydra app, a multirun, `pipeline.repro` and a plain `dvc repro`
     (its first stage) stop at once, with one clear message, and write no result."""
@@ -352,6 +353,7 @@ def test_serving_beyond_this_machine_needs_public_and_says_there_is_no_authentic
     assert server.url_of("fd00::2", 5000) == "http://[fd00::2]:5000" and server.loopback("localhost")
 
 
+@pytest.mark.slow
 def test_the_link_is_printed_only_once_the_server_answers(tmp_path):
     """The links `python -m pipeline.server` prints: by the time they are in its output, /health answers (it checks
     first), so the first click opens MLflow, not an error page. `--help` prints the description once."""

@@ -178,6 +178,7 @@ def test_a_stage_under_dvc_knows_when_dvc_started(tmp_path):
     assert before - 2 <= started <= before + 2  # the stand-in's start (psutil dates it to the second)
 
 
+@pytest.mark.slow
 def test_run_stores_each_artifact_once_with_datasets(result, private_mlflow_store, monkeypatch):
     """The run logs every output the registry declares with `log` (under its folder) and the inputs; the logged
     report references the logged figures (no second, base64 copy), the report on disk stays self-contained, the
@@ -297,6 +298,7 @@ def test_mlflow_ui_opens_on_the_runs_table(result, tmp_path):
     print(f"screenshots: {shots / 'mlflow_landing.png'}, {shots / 'mlflow_report.png'}")
 
 
+@pytest.mark.slow
 def test_unchanged_inputs_are_not_uploaded_again(result, private_mlflow_store, tmp_path):
     """The DVC path's next run (given the previous run's record) references its unchanged input files instead of
     storing them again; a changed file is uploaded; a deleted holder run means an upload."""

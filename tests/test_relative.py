@@ -334,6 +334,7 @@ def test_penalty_and_half_weight_distance():
 # ---------------------------------------------------------------- their part of the encode stage, and the config
 
 
+@pytest.mark.slow
 def test_relative_stage_writes_rope_and_alibi_arrays_and_numbers(tmp_path, small_store):
     from pipeline.base.files import read_json
 
@@ -356,6 +357,7 @@ def test_relative_stage_writes_rope_and_alibi_arrays_and_numbers(tmp_path, small
         assert arrays["bias_h12"].shape == (12, 32, 32)
 
 
+@pytest.mark.slow
 def test_rope_and_alibi_outputs_are_the_same_bytes_twice(tmp_path, small_store):
     params = params_for("relative.rope.positions=64", "relative.rope.max_distance=1024")
     a = run_stages(params, tmp_path / "a", small_store, upto="relative")

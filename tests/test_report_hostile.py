@@ -13,6 +13,7 @@ import pytest
 from browser import chromium, needs_chromium
 from conftest import params_for, run_stages
 
+pytestmark = pytest.mark.slow  # the stages up to the report, every figure drawn
 
 # One token each (the texts are split on spaces; tokenizer.filters="" keeps every character).
 HOSTILE = [

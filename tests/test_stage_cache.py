@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from conftest import params_for, typed
 
 
@@ -12,6 +14,7 @@ def files(base: Path) -> dict[str, bytes]:
     return {p.relative_to(base).as_posix(): p.read_bytes() for p in sorted(base.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.slow
 def test_sweep_points_share_tokens_and_encoding(tmp_path, small_store):
     from pipeline.base.paths import Layout
     from pipeline.stages.registry import stages_upto

@@ -438,6 +438,7 @@ def fake_result(base: Path, figures: int) -> None:
         csv.write_text("x,y\n0,1\n1,2\n")
 
 
+@pytest.mark.slow
 def test_four_writers_on_a_fresh_sqlite_store_lose_nothing(tmp_path, private_mlflow_store):
     """4 processes log at the same moment into a store that does not exist yet (what `dvc queue start -j 4`
     on a fresh clone does): without the store lock, MLflow's schema migrations collide and runs are lost."""

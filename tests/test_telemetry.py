@@ -45,6 +45,7 @@ def test_telemetry_is_off_unless_the_user_turned_it_on(env, expected):
     assert result.stdout.split() == expected.split()
 
 
+@pytest.mark.slow
 def test_mlflow_server_child_has_telemetry_off(tmp_path):
     """`python -m pipeline.server` runs `mlflow server` as its child: that process's environment says so."""
     from test_mlflow_server import free_port

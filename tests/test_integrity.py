@@ -4,7 +4,8 @@ date; a stage run by a plain `dvc repro` refuses GloVe vectors that do not match
 back leaves no new object in the DVC cache.
 
 Every probe runs the real commands in one copy of the project that has run once (DVC's default cache type, copies),
-and checks the result by content: each file's MD5 against dvc.lock, `dvc status`, `git status`.
+and checks the result by content: each file's MD5 against dvc.lock, `dvc status`, `git status` (slow); the check
+itself (pipeline.base.integrity) first, on a cache and a dvc.lock written here.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import yaml
 
 from conftest import copy_project, run
 
-pytestmark = pytest.mark.slow
 PY = sys.executable
 
 
@@ -85,6 +85,50 @@ def consistent(root: Path) -> None:
     assert run(["git", "status", "--porcelain"], root).stdout == ""
 
 
+def test_the_check_removes_what_neither_its_name_nor_dvc_lock_says_and_keeps_the_rest(tmp_path):
+    """pipeline.base.integrity.check on a cache and a dvc.lock written here: an intact project gives no finding and
+    a record of the hashes; a corrupt cache object and an output edited in place are named and removed; a file
+    holding another version DVC has cached is left to DVC; an edited file whose recorded version the cache lacks is
+    removed, naming the stage that runs again."""
+    from pipeline.base import integrity
+
+    def cached(content: bytes, suffix: str = "") -> str:
+        name = hashlib.md5(content).hexdigest() + suffix
+        cache_object(tmp_path, name).parent.mkdir(parents=True, exist_ok=True)
+        cache_object(tmp_path, name).write_bytes(content)
+        return name
+
+    (tmp_path / ".dvc" / "tmp").mkdir(parents=True)
+    (tmp_path / "d").mkdir()
+    out, inner = tmp_path / "out.txt", tmp_path / "d" / "a.bin"
+    out.write_bytes(b"recorded")
+    inner.write_bytes(b"in a folder")
+    listing = json.dumps([{"relpath": "a.bin", "md5": cached(b"in a folder")}]).encode()
+    outs = [
+        {"path": "out.txt", "hash": "md5", "md5": cached(b"recorded")},
+        {"path": "d", "hash": "md5", "md5": cached(listing, ".dir")},
+    ]
+    older, spare = cached(b"an older version"), cached(b"a spare")
+    (tmp_path / "dvc.lock").write_text(yaml.safe_dump({"schema": "2.0", "stages": {"s": {"outs": outs}}}))
+    assert integrity.check(tmp_path) == [] and (tmp_path / integrity.RECORD).is_file()
+
+    out.write_bytes(b"RECORDED")  # edited in place
+    flip(cache_object(tmp_path, spare), at=0)
+    [corrupt, edited] = integrity.check(tmp_path)
+    assert corrupt.path == cache_object(tmp_path, spare).relative_to(tmp_path).as_posix()
+    assert "is corrupt" in corrupt.message and not cache_object(tmp_path, spare).exists()
+    assert edited.path == "out.txt" and "DVC checks the recorded one out of its cache" in edited.message
+    assert not out.exists()
+
+    out.write_bytes(b"an older version")  # a version DVC has cached: DVC replaces it
+    cache_object(tmp_path, hashlib.md5(b"in a folder").hexdigest()).unlink()
+    inner.write_bytes(b"edited")
+    [changed] = integrity.check(tmp_path)
+    assert changed.path == "d/a.bin" and "DVC runs stage s again" in changed.message
+    assert out.exists() and not inner.exists() and cache_object(tmp_path, older).exists()
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "output",
     [
@@ -106,6 +150,7 @@ def test_a_byte_flipped_in_an_output_is_named_and_replaced(clean, output):
     consistent(root)
 
 
+@pytest.mark.slow
 def test_a_byte_flipped_in_a_cache_object_is_named_and_recomputed(clean):
     """The cache object of the GloVe vectors: DVC would check the corrupt bytes out as the recorded output."""
     root = clean
@@ -118,6 +163,7 @@ def test_a_byte_flipped_in_a_cache_object_is_named_and_recomputed(clean):
     consistent(root)
 
 
+@pytest.mark.slow
 def test_a_byte_flipped_in_a_directory_listing_is_named_and_mended_once(clean):
     """A `.dir` object (a directory output's listing): before, every run re-ran the stage and `dvc status` said "not
     in cache" for good; after, it is named, the stage runs once, and the next run runs nothing."""
@@ -133,6 +179,7 @@ def test_a_byte_flipped_in_a_directory_listing_is_named_and_mended_once(clean):
     assert "Running stage" not in again.stdout and "repro:" not in again.stderr
 
 
+@pytest.mark.slow
 def test_a_plain_dvc_repro_refuses_vectors_that_do_not_match_their_manifest(clean):
     """Without pipeline.repro, the stages that read the GloVe store check its SHA-256 first: corrupt vectors both in the
     workspace and in the cache (as a hard-linked cache had them) stop the encode stage with one message."""
@@ -152,6 +199,7 @@ def test_a_plain_dvc_repro_refuses_vectors_that_do_not_match_their_manifest(clea
     consistent(root)
 
 
+@pytest.mark.slow
 def test_a_run_that_is_put_back_leaves_no_new_object_in_the_cache(clean):
     """A run whose tokenize stage caches a texts file's words and whose encode stage then fails: before, the words
     stayed in .dvc/cache (mode 0444) after the rollback; after, the cache holds exactly what it held."""

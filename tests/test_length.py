@@ -192,6 +192,59 @@ def trained(tmp_path_factory):
     return base, summaries
 
 
+def test_a_sweep_gathers_each_settings_runs_once_in_the_grids_order():
+    """pipeline.length.sweep.gather: the finished jobs' runs, one folder per setting (`results`, or `results-<digest>`
+    each when the jobs disagree beyond the grid), a run two jobs trained counted once, in the choice lists' order; a
+    failed job adds nothing. (tests/test_length_e2e.py runs a multirun that gathers.)"""
+    from pipeline.length.sweep import gather
+
+    def ran(family: str, seed: int) -> dict:
+        return {"task": "copy", "family": family, "seed": seed, "from": len(jobs)}
+
+    base = {"tasks": ["copy"], "families": ["alibi", "rope"], "seeds": [1], "symbols": 4}
+    jobs: list[dict] = []
+    jobs.append({"status": "finished", "settings": base, "results": [ran("alibi", 1), ran("rope", 1)]})
+    jobs.append(
+        {"status": "finished", "settings": {**base, "seeds": [0, 1]}, "results": [ran("rope", 0), ran("rope", 1)]}
+    )
+    jobs.append({"status": "failed", "settings": {**base, "symbols": 8}})
+    [(name, (setting, runs))] = gather(jobs).items()
+    assert name == "results" and [(r["family"], r["seed"], r["from"]) for r in runs] == [
+        ("rope", 0, 1),
+        ("rope", 1, 0),
+        ("alibi", 1, 0),
+    ]
+    assert setting == {"tasks": ["copy"], "families": ["rope", "alibi"], "seeds": [0, 1], "symbols": 4}
+    jobs.append({"status": "finished", "settings": {**base, "symbols": 8}, "results": [ran("nope", 2)]})
+    folders = gather(jobs)
+    assert len(folders) == 2 and all(name.startswith("results-") for name in folders)
+    assert sorted(len(runs) for _, runs in folders.values()) == [1, 3]
+
+
+def test_the_stage_at_its_smallest_writes_its_results_and_logs_a_run_per_family(tmp_path, private_mlflow_store):
+    """The stage in-process (pipeline.stages.length: train, evaluate, the results folder, MLflow) on one family and
+    20 steps: the four files, every length in the summary, a finished parent run with the family's run. (The slow
+    tests below train every family to check what they learn; tests/test_length_e2e.py runs the stage under DVC.)"""
+    from mlflow.tracking import MlflowClient
+
+    from pipeline.base.paths import Layout
+    from pipeline.config.params import compose
+    from pipeline.config.schema import LENGTH, validate
+    from pipeline.stages import length
+
+    cfg = validate(compose([], REPO, LENGTH), LENGTH.schema)  # tracking: $MLFLOW_TRACKING_URI, the private store
+    cfg = replace(cfg, length=tiny(families=["sinusoidal"], train=replace(TINY["train"], steps=20)))
+    summary = length.run(cfg, Layout(tmp_path), tmp_path)
+    files = sorted(p.name for p in Layout(tmp_path).length_results.iterdir())
+    assert files == ["accuracy_by_length.csv", "accuracy_by_seed.csv", "length_generalisation.png", "summary.json"]
+    assert list(summary["tasks"]["copy"]) == ["sinusoidal"] and summary["buckets"] == {"1-4": [1, 4], "5-8": [5, 8]}
+    client = MlflowClient(private_mlflow_store)
+    runs = client.search_runs([e.experiment_id for e in client.search_experiments()])
+    assert sorted(r.info.run_name for r in runs) == ["length tiny", "sinusoidal · length tiny"]
+    assert {r.info.status for r in runs} == {"FINISHED"}
+
+
+@pytest.mark.slow
 def test_every_family_learns_its_training_lengths(trained):
     """Per-token accuracy on the training lengths 1-4 beats chance (0.25) by far for every family: above 0.5 (twice
     chance; 320 answer tokens, so the binomial sd at chance is 0.024), where the same models untrained score below
@@ -209,6 +262,7 @@ def test_every_family_learns_its_training_lengths(trained):
         assert tokens < 0.45, run.model.family
 
 
+@pytest.mark.slow
 def test_results_are_byte_identical_run_to_run(trained):
     """Two runs of the experiment in two fresh stores write the same bytes: summary.json, both CSVs, the figure."""
     base, _ = trained
@@ -218,6 +272,7 @@ def test_results_are_byte_identical_run_to_run(trained):
         assert (base / "out0" / name).read_bytes() == (base / "out1" / name).read_bytes(), name
 
 
+@pytest.mark.slow
 def test_results_hold_every_length_and_family(trained):
     from pipeline.base.files import read_columns
 
@@ -230,6 +285,7 @@ def test_results_hold_every_length_and_family(trained):
     assert np.all((table["token_accuracy_mean"] >= 0) & (table["token_accuracy_mean"] <= 1))
 
 
+@pytest.mark.slow
 def test_a_second_run_reads_the_store_and_a_change_trains_only_what_it_changes(trained, tmp_path):
     from pipeline.length.experiment import train_runs
     from pipeline.length.runs import folders, plan

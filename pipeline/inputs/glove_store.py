@@ -113,17 +113,16 @@ class GloveStore:
         # bytes, then decode: read_text would turn a "\r" inside a word into a line break
         return (self.path / VOCAB).read_bytes().decode("utf-8").split("\n")[:-1]
 
-    def rows(self, words: Sequence[str]) -> dict[str, int]:
-        """The row of each of `words` the store holds: one pass over the vocabulary, no index of all its words."""
-        wanted = set(words)
-        return {word: row for row, word in enumerate(self.words) if word in wanted}
+    @cached_property
+    def index(self) -> dict[str, int]:
+        return {word: row for row, word in enumerate(self.words)}
 
     def lookup(self, words: Sequence[str]) -> tuple[np.ndarray, list[str]]:
         """Vectors for `words`: (len(words), dim) float32 with zero rows for words not in the store, and those words."""
         out = np.zeros((len(words), self.dim), dtype=np.float32)
-        missing, rows = [], self.rows(words)
+        missing = []
         for i, word in enumerate(words):
-            row = rows.get(word)
+            row = self.index.get(word)
             if row is None:
                 missing.append(word)
             else:

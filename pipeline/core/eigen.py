@@ -227,8 +227,7 @@ def eigh(matrices, kernel=None) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError("eigh needs finite matrices")
     n = a.shape[-1]
     flat = a.reshape(-1, n, n)
-    values = np.empty(flat.shape[:2])
-    vectors = np.empty(flat.shape)
+    values, vectors = np.empty(flat.shape[:2]), np.empty(flat.shape)
     if n and len(flat):
         if kernel is None:
             kernel = _tred2_tql2 if len(flat) * n**3 <= INTERPRETED_WORK else _kernel()

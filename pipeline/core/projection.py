@@ -79,7 +79,7 @@ def _signs(e_c: np.ndarray, p_c: np.ndarray, w1: np.ndarray, w2: np.ndarray, u: 
     pivot, near, weighted = np.empty_like(margin), np.empty_like(margin), weighted.reshape(S, -1, 2 * n)
     rows = max(1, 2**19 // (d * 2 * n))  # components at a time: each product under OpenBLAS's size for threads
     for at in (slice(r, r + rows) for r in range(0, weighted.shape[1], rows)):
-        v = weighted[:, at] @ features  # (S, rows, d): V_c s_c
+        v = np.matmul(weighted[:, at], features)  # (S, rows, d): V_c s_c
         pivot[:, at] = np.take_along_axis(v, np.abs(v).argmax(axis=-1)[..., None], axis=-1)[..., 0]
         near[:, at] = (np.abs(v) >= np.abs(pivot[:, at, None]) - 2 * margin[:, at, None]).sum(axis=-1)
     sign = np.where(pivot < 0, -1.0, 1.0).reshape(shape)

@@ -58,20 +58,28 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+def compose_params(argv: list[str], root: Path):
+    """Compose conf/ with `argv`, check it (the schema's rules, the files it names, the limits: the one validation
+    of this process), then write params.yaml and, when its input files changed, dvc.yaml. Returns the config as the
+    schema's dataclasses; raises PipelineError, having written nothing, on a mistake."""
+    from pipeline.dvcyaml import write_if_changed
+
+    params = compose(argv, root)
+    check_portable(params, root, PORTABLE_KEYS)  # params.yaml and dvc.yaml are committed: no machine's folders
+    cfg = check(params, root)
+    path = write_params(params, root, argv)
+    if write_if_changed(root, params=params):  # the files the config names are deps of the stages that read them
+        print(f"wrote {Layout(root).dvc_yaml} (the input files of this config are its deps)")
+    print(f"wrote {path}" + (f" with {' '.join(argv)}" if argv else ""))
+    return cfg
+
+
 def _compose(argv: list[str], root: Path) -> int:
     try:
-        params = compose(argv, root)
-        check_portable(params, root, PORTABLE_KEYS)  # params.yaml and dvc.yaml are committed: no machine's folders
-        check(params, root)
-        path = write_params(params, root, argv)
-        from pipeline.dvcyaml import write_if_changed
-
-        if write_if_changed(root):  # the files the config names are deps of the stages that read them
-            print(f"wrote {Layout(root).dvc_yaml} (the input files of this config are its deps)")
+        compose_params(argv, root)
     except PipelineError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(f"wrote {path}" + (f" with {' '.join(argv)}" if argv else ""))
     return 0
 
 
@@ -88,7 +96,7 @@ def _compose_length(argv: list[str], root: Path) -> int:
         # the time limit where the device is known without importing torch (the stage checks `auto` again)
         check_length(cfg.length, cfg.length.workers or usable_cores(), on_cpu=cfg.length.device == "cpu")
         path = write_params(params, root, argv, LENGTH)
-        if write_if_changed(root, LENGTH_PIPELINE):
+        if write_if_changed(root, LENGTH_PIPELINE, params):
             print(f"wrote {getattr(Layout(root), LENGTH_PIPELINE.dvc_yaml)}")
     except PipelineError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -189,13 +189,14 @@ LENGTH_HEADER = (
 )
 
 
-def render(root: Path, pipeline: Pipeline = PIPELINE) -> str:
-    """The dvc.yaml of `pipeline` (default: the pipeline's) for the registry and the config in its params file (the
-    input files it names outside data/texts/ are deps)."""
+def render(root: Path, pipeline: Pipeline = PIPELINE, params: dict | None = None) -> str:
+    """The dvc.yaml of `pipeline` (default: the pipeline's) for the registry and the config `params` (default: its
+    params file's; the input files it names outside data/texts/ are deps)."""
     from pipeline.config.params_file import read_params_file
 
     params_path = getattr(Layout(root), pipeline.params)
-    params = read_params_file(params_path, pipeline.composition) if params_path.exists() else {}
+    if params is None:
+        params = read_params_file(params_path, pipeline.composition) if params_path.exists() else {}
     document = {"stages": {stage.name: stage_entry(stage, root, params, pipeline) for stage in pipeline.stages}}
     plots = top_level_plots(pipeline.stages)
     if plots:
@@ -204,12 +205,12 @@ def render(root: Path, pipeline: Pipeline = PIPELINE) -> str:
     return header + yaml.safe_dump(document, sort_keys=False, width=120, default_flow_style=False)
 
 
-def write_if_changed(root: Path, pipeline: Pipeline = PIPELINE) -> bool:
-    """Regenerate `pipeline`'s dvc.yaml (after its params file changed: its input files are deps); True if it
-    changed."""
+def write_if_changed(root: Path, pipeline: Pipeline = PIPELINE, params: dict | None = None) -> bool:
+    """Regenerate `pipeline`'s dvc.yaml (after its params file changed: its input files are deps) for `params` (default:
+    the params file's); True if it changed."""
     from pipeline.base.files import write_text
 
-    target, text = getattr(Layout(root), pipeline.dvc_yaml), render(root, pipeline)
+    target, text = getattr(Layout(root), pipeline.dvc_yaml), render(root, pipeline, params)
     if target.exists() and target.read_text(encoding="utf-8") == text:
         return False
     write_text(target, text)

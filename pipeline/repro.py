@@ -34,14 +34,6 @@ import tempfile
 from pathlib import Path
 
 
-class _Failed(Exception):
-    """dvc repro failed: carries its exit status through the snapshot's restore."""
-
-    def __init__(self, status: int) -> None:
-        super().__init__(status)
-        self.status = status
-
-
 def guarded_paths(root: Path) -> list[Path]:
     """What a run may change: params.yaml, dvc.yaml (its input-file deps follow the config), dvc.lock, DVC's lock of
     the outputs in use (.dvc/tmp/rwlock) and every output the stage registry declares.
@@ -250,10 +242,11 @@ def _transaction(journal, root: Path, command: str, overrides: list[str], dvc_ar
     import signal
 
     from pipeline.base import integrity
+    from pipeline.base.errors import PipelineError
     from pipeline.base.stops import on_stop_signals
     from pipeline.base.files import clean_stale_temporaries
     from pipeline.base.paths import Layout, download_cache
-    from pipeline.compose import main as compose_main
+    from pipeline.compose import compose_params
     from pipeline.stages._cli import ERROR_FILE_ENV
 
     work_dirs = [*Layout(root).work_dirs, download_cache(root)]
@@ -272,9 +265,13 @@ def _transaction(journal, root: Path, command: str, overrides: list[str], dvc_ar
         try:
             for finding in integrity.check(root):  # what DVC would take for its cached or recorded outputs
                 print(f"repro: {finding.message}", file=sys.stderr)
-            composed = compose_main(overrides)  # validates and checks input files before writing params.yaml
+            try:  # validates and checks input files before writing params.yaml
+                cfg, composed = compose_params(overrides, root), 0
+            except PipelineError as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                composed = 2
             if composed == 0:
-                _check_tracking_server(root)
+                _check_tracking_server(cfg.tracking, root)
                 status = _run_dvc(dvc)
                 if status == 0:
                     journal.commit()
@@ -310,11 +307,8 @@ def _rollback(journal, work_dirs: list[Path]) -> None:
     clean_stale_temporaries(work_dirs)  # the killed stages' temporaries
 
 
-def _check_tracking_server(root: Path) -> None:
+def _check_tracking_server(tracking, root: Path) -> None:
     """A dead MLflow server is reported now, not after the computing (the figures stage, last, logs the run)."""
-    from pipeline.config import read_params, validate
-
-    tracking = validate(read_params(root)).tracking  # just composed and checked: valid
     if tracking.enabled:
         from pipeline.outputs.tracking import check_reachable
 

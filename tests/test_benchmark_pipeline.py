@@ -16,7 +16,17 @@ from conftest import REPO, run
 
 pytestmark = pytest.mark.slow  # four pipeline runs, the notebook script and a 2-point multirun: minutes
 
-SECTIONS = ("first_run", "notebook", "fresh_repro", "noop_repro", "sweep_edit", "multirun", "floor_fresh", "floor_noop")
+SECTIONS = (
+    "first_run",
+    "notebook",
+    "fresh_repro",
+    "noop_repro",
+    "sweep_edit",
+    "multirun",
+    "hydra_noop",
+    "floor_fresh",
+    "floor_noop",
+)
 
 
 def tiny_glove_text(path) -> None:
@@ -93,7 +103,11 @@ def test_quick_benchmark_measures_every_section(checkout, tmp_path):
     )
     assert set(data["imports"]) >= {"(interpreter)", "torch", "mlflow"}
     assert all(wall > 0 for wall in data["imports"].values())
-    assert "DVC floor: trivial" in result.stdout and "target (issue 22)" in result.stdout
+    assert "DVC floor: trivial" in result.stdout and "target (issue 42)" in result.stdout
+    # the multirun's reference: Hydra's own multirun of as many jobs of an app that does nothing
+    assert data["ratios"]["multirun_wall_vs_hydra_noop"] == pytest.approx(
+        multirun["wall_s"] / data["hydra_noop"]["wall_s"]
+    )
     assert set(data["checks"]) == set(TARGETS)
     assert all(value > 0 for value in data["ratios"].values())
 

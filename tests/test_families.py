@@ -191,8 +191,8 @@ def test_the_relative_stage_writes_the_table(tmp_path, small_store):
     from pipeline.inputs.minilm import find_model
 
     params = params_for("relative.properties.positions=12", "relative.properties.samples=8", "figures=none")
-    a = run_stages(params, tmp_path / "a", small_store, upto="relative")
-    b = run_stages(params, tmp_path / "b", small_store, upto="relative")
+    a = run_stages(params, tmp_path / "a", small_store, upto="encode")
+    b = run_stages(params, tmp_path / "b", small_store, upto="encode")
     summary = read_json(a.properties_metrics)
     assert summary["d"] == D and summary["positions"] == 12 and "softmax(P / sqrt(d))" in summary["temperature"]
     installed = find_model()[0] is not None
@@ -210,9 +210,7 @@ def test_without_the_model_the_rows_are_absent_and_the_log_says_why(tmp_path, sm
     from pipeline.inputs import minilm
 
     monkeypatch.setattr(minilm, "PACKAGE", "no_such_package_pe_pipeline")
-    layout = run_stages(
-        params_for("relative.properties.positions=12", "figures=none"), tmp_path, small_store, "relative"
-    )
+    layout = run_stages(params_for("relative.properties.positions=12", "figures=none"), tmp_path, small_store, "encode")
     summary = read_json(layout.properties_metrics)
     assert not any(key.startswith("minilm") for key in summary["families"]) and "minilm" not in summary
     assert not layout.minilm_arrays.exists()

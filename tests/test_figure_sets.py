@@ -122,6 +122,8 @@ def kept_pools(monkeypatch):
 def test_a_kept_pool_serves_every_batch_and_draws_the_same_bytes(summary_run, tmp_path, kept_pools):
     """A multirun's jobs share one pool (pipeline.base.worker_pool.keep()): the same workers draw every batch, the
     same bytes as new workers, and end with the pool."""
+    import dataclasses
+
     from pipeline.base.processes import running
     from pipeline.figures.folders import render
 
@@ -130,7 +132,7 @@ def test_a_kept_pool_serves_every_batch_and_draws_the_same_bytes(summary_run, tm
     outs = [tmp_path / "first", tmp_path / "second"]
     for out in outs:
         out.mkdir()
-        render(params, summary_run, out)
+        render(params, dataclasses.replace(summary_run, shared=out.with_suffix(".cache")), out)  # every figure drawn
         if out == outs[0]:
             pool = kept_pools.kept_pool()
             pids = sorted(worker.pid for worker in pool._pool)

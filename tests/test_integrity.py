@@ -181,15 +181,16 @@ def test_a_byte_flipped_in_a_directory_listing_is_named_and_mended_once(clean):
 
 @pytest.mark.slow
 def test_a_plain_dvc_repro_refuses_vectors_that_do_not_match_their_manifest(clean):
-    """Without pipeline.repro, the stages that read the GloVe store check its SHA-256 first: corrupt vectors both in the
-    workspace and in the cache (as a hard-linked cache had them) stop the encode stage with one message."""
+    """Without pipeline.repro, the stages that read the GloVe store's vectors check its SHA-256 first: corrupt vectors
+    both in the workspace and in the cache (as a hard-linked cache had them) stop the sweep stage with one message
+    (the encode stage reads the store's dimension only)."""
     root = clean
     vectors = root / "data" / "glove" / "vectors.npy"
     cached = cache_object(root, locked(root)["data/glove/vectors.npy"])
     flip(vectors)
     cached.chmod(0o644)
     cached.write_bytes(vectors.read_bytes())
-    result = run([PY, "-m", "dvc", "repro", "-f", "-s", "encode"], root, check=False)
+    result = run([PY, "-m", "dvc", "repro", "-f", "-s", "sweep"], root, check=False)
     output = result.stdout + result.stderr
     assert result.returncode != 0 and "vectors.npy does not match its SHA-256" in output, output
     assert "Traceback" not in output and "python -m pipeline.repro" in output
@@ -201,7 +202,7 @@ def test_a_plain_dvc_repro_refuses_vectors_that_do_not_match_their_manifest(clea
 
 @pytest.mark.slow
 def test_a_run_that_is_put_back_leaves_no_new_object_in_the_cache(clean):
-    """A run whose tokenize stage caches a texts file's words and whose encode stage then fails: before, the words
+    """A run whose tokenize stage caches a texts file's words and whose sweep stage then fails: before, the words
     stayed in .dvc/cache (mode 0444) after the rollback; after, the cache holds exactly what it held."""
     root = clean
 

@@ -48,7 +48,7 @@ def test_dvc_repro_end_to_end(ran_project, tmp_path, private_mlflow_store):
     params.yaml stops it."""
     checkout, first, first_store = ran_project
     # tokenize first (dvc.yaml's order): it checks the tracking store before anything is computed
-    assert ran_stages(first.stdout) == ["tokenize", "glove", "encode", "relative", "tutorials", "sweep", "figures"]
+    assert ran_stages(first.stdout) == ["tokenize", "glove", "encode", "sweep", "figures"]
     assert git_status(checkout) == "", "the README's first command changed tracked files"
 
     manifest = json.loads((checkout / "data/glove/manifest.json").read_text())

@@ -42,7 +42,7 @@ def test_the_rope_bounds_give_finite_diagnostics(tmp_path):
     import torch
 
     from pipeline.base.paths import Layout
-    from pipeline.stages.relative import family_properties, relative_diagnostics
+    from pipeline.stages.encode import family_properties, relative_diagnostics
 
     cfg = typed(
         params_for(

@@ -244,6 +244,21 @@ def replace_dir(target: Path, build: "callable[[Path], None]") -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def replace_dirs(targets: dict[str, Path], build: "callable[[dict[str, Path]], None]") -> None:
+    """`replace_dir` for several directories at once: `build` gets {name: temporary directory}; each is swapped into
+    its target once every one is built."""
+    built: dict[str, Path] = {}
+    names = list(targets)
+
+    def nest(i: int) -> None:
+        if i == len(names):
+            build(built)
+            return
+        replace_dir(targets[names[i]], lambda tmp: (built.__setitem__(names[i], tmp), nest(i + 1)))
+
+    nest(0)
+
+
 def link(src: Path, dst: Path) -> None:
     """`dst` as a hard link to `src` (a copy across file systems, or without hard links)."""
     dst.parent.mkdir(parents=True, exist_ok=True)
@@ -334,13 +349,6 @@ def read_columns(path: Path, names: Sequence[str] | None = None) -> dict[str, np
     rows = [[float(row[i]) if row[i] not in ("", "None") else np.nan for i in picked] for row in rows]
     table = np.array(rows, dtype=np.float64).reshape(len(rows), len(picked))
     return {header[i]: table[:, j] for j, i in enumerate(picked)}
-
-
-def png_data_uri(path: Path) -> str:
-    """A PNG file as a data: URI (how the report embeds its figures, and how tracking finds them again)."""
-    import base64
-
-    return "data:image/png;base64," + base64.b64encode(Path(path).read_bytes()).decode("ascii")
 
 
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:

@@ -76,8 +76,11 @@ class Layout:
 
     @property
     def figure_cache(self) -> Path | None:
-        """A sweep's figures shared by its jobs, by the content hash of what each figure draws (figures.Batch)."""
-        return self.shared / "figures" if self.shared is not None else None
+        """Figures by the content hash of what each draws (pipeline.figures.cache): a sweep's, shared by its jobs, or
+        the checkout's when `base` is one (a DVC run); None elsewhere (a single Hydra run draws every figure)."""
+        if self.shared is not None:
+            return self.shared / "figures"
+        return self.base / "data" / "cache" / "figures" if _is_root(self.base) else None
 
     # ---- inputs and configuration
     @property
@@ -166,7 +169,7 @@ class Layout:
 
     @property
     def relative_dir(self) -> Path:
-        """RoPE's and ALiBi's diagnostics (stage relative)."""
+        """RoPE's and ALiBi's diagnostics (stage encode)."""
         return self.base / "data" / "relative"
 
     @property
@@ -181,7 +184,7 @@ class Layout:
 
     @property
     def families_dir(self) -> Path:
-        """Every position-encoding family side by side (stage relative): RoPE's scalings', MiniLM's arrays."""
+        """Every position-encoding family side by side (stage encode): RoPE's scalings', MiniLM's arrays."""
         return self.base / "data" / "families"
 
     @property
@@ -231,12 +234,12 @@ class Layout:
 
     @property
     def relative_metrics(self) -> Path:
-        """RoPE's and ALiBi's numbers (stage relative); kept out of headline.json."""
+        """RoPE's and ALiBi's numbers (stage encode); kept out of headline.json."""
         return self.reports / "relative.json"
 
     @property
     def properties_metrics(self) -> Path:
-        """The families x properties table and the RoPE scalings' summary (stage relative), gated."""
+        """The families x properties table and the RoPE scalings' summary (stage encode), gated."""
         return self.reports / "properties.json"
 
     @property
@@ -294,12 +297,12 @@ class Layout:
 
     @property
     def relative_figures_dir(self) -> Path:
-        """RoPE's and ALiBi's figures and the families' (stage relative)."""
+        """RoPE's and ALiBi's figures and the families' (stage encode)."""
         return self.figures_dir / "relative"
 
     @property
     def tutorial_figures_dir(self) -> Path:
-        """The tutorials' examples (stage tutorials)."""
+        """The tutorials' examples (stage encode; the masks of the texts are the figures stage's)."""
         return self.figures_dir / "tutorials"
 
     @property

@@ -194,10 +194,11 @@ def _tred2_tql2(matrices, values, vectors, scratch):  # pragma: no cover - compi
 
 
 _compiled = None
-# Below this much work (matrices x n^3) the interpreted kernel finishes before numba is even imported
-# (docs/benchmarks-measurements.md#imports-avoided): the default run's sweep and panels stay below it. The bits are
-# the same either way.
+# Below this much work (matrices x n^3) in a process, the interpreted kernel finishes before numba is even imported
+# (docs/benchmarks-measurements.md#imports-avoided): a default run's sweep and panels stay below it, while a multirun's
+# jobs, one process, compile once their work adds up past it. The bits are the same either way.
 INTERPRETED_WORK = 150_000
+_interpreted = 0  # the work this process has run interpreted
 
 
 def _kernel():
@@ -219,7 +220,7 @@ def eigh(matrices, kernel=None) -> tuple[np.ndarray, np.ndarray]:
     """numpy.linalg.eigh of symmetric (..., n, n) float64 matrices (the lower triangle is read): eigenvalues (..., n)
     ascending and eigenvectors (..., n, n) as columns, the same bits on every machine. Signs of eigenvectors are the
     algorithm's (normalise them where it matters, as scikit-learn's svd_flip does). kernel: the function to run
-    (default: interpreted for small work, INTERPRETED_WORK, else compiled; tests pass either)."""
+    (default: interpreted until this process's work passes INTERPRETED_WORK, then compiled; tests pass either)."""
     a = np.ascontiguousarray(matrices, dtype=np.float64)
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise ValueError(f"eigh needs square (..., n, n) matrices, got shape {a.shape}")
@@ -227,11 +228,12 @@ def eigh(matrices, kernel=None) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError("eigh needs finite matrices")
     n = a.shape[-1]
     flat = a.reshape(-1, n, n)
-    values = np.empty(flat.shape[:2])
-    vectors = np.empty(flat.shape)
+    values, vectors = np.empty(flat.shape[:2]), np.empty(flat.shape)
     if n and len(flat):
         if kernel is None:
-            kernel = _tred2_tql2 if len(flat) * n**3 <= INTERPRETED_WORK else _kernel()
+            global _interpreted
+            _interpreted += len(flat) * n**3
+            kernel = _tred2_tql2 if _compiled is None and _interpreted <= INTERPRETED_WORK else _kernel()
         failed = kernel(flat, values, vectors, np.empty(n))
         if failed:
             raise ArithmeticError(f"eigh: the QL iteration did not converge for {failed} matrices")

@@ -1,5 +1,5 @@
-"""What the relative stage computes (arrays and a summary, no files): RoPE's relative-position diagnostics and
-ALiBi's biases, for the validated `relative` config (pipeline.config.validate).
+"""What the encode stage computes for RoPE and ALiBi (arrays and a summary, no files): RoPE's relative-position
+diagnostics and ALiBi's biases, for the validated `relative` config (pipeline.config.validate).
 
 RoPE (pipeline.core.rope), at head dimension d = relative.rope.d_head:
   - the relative-only check: a seeded random query q and key k (float64 normal draws, portable) rotated to every

@@ -1,18 +1,16 @@
 """Which figures each stage draws into its folder, and when (the kinds of pipeline.config.figure_sets; each kind's
 drawing in its own module of this package).
 
-- The encode, relative and tutorials stages draw theirs where their data is computed (`draw_stage_figures`): the
-  encoding's (kind `encoding`, pipeline.figures.encoding, reports/figures/encode/), RoPE's and ALiBi's (kind
-  `relative`, pipeline.figures.relative), the families' (kind `properties`, pipeline.figures.families; both
-  reports/figures/relative/) and the tutorials' (kind `tutorials`, pipeline.figures.tutorials,
-  reports/figures/tutorials/). So a figure is drawn again only when the config or files its data comes from change:
-  a weight (`sweep.*`) redraws none of them, a texts change only the tutorials', an `encoding.*` change only the
-  encoding's, a `relative.*` change only RoPE's, ALiBi's and the families'. The figure workers are forked before a
-  stage imports torch, and each kind's figures are queued as soon as its data is written: the workers draw while
+- The encode stage draws its own where their data is computed (`draw_stage_figures`): the encoding's (kind
+  `encoding`, pipeline.figures.encoding, reports/figures/encode/), RoPE's and ALiBi's (kind `relative`,
+  pipeline.figures.relative) and the families' (kind `properties`, pipeline.figures.families; both
+  reports/figures/relative/), and the tutorials' examples (kind `tutorials`, pipeline.figures.tutorials,
+  reports/figures/tutorials/). A weight or a texts change redraws none of them. The figure workers are forked before
+  the stage imports torch, and each kind's figures are queued as soon as its data is written: the workers draw while
   the stage's process computes the next kind (`StageFigures`).
 - The figures stage draws the sweep's (`draw_figures`, reports/figures/sweep/): per shown sentence the notebook's
   projections and the panels (pipeline.figures.projections) and the metrics against r
-  (pipeline.figures.ratio_sweep), then the crossover summary of every sentence.
+  (pipeline.figures.ratio_sweep), the crossover summary of every sentence, and the tutorials' masks of the texts.
 """
 
 from __future__ import annotations
@@ -31,57 +29,52 @@ if TYPE_CHECKING:
 log = logging.getLogger("pipeline")
 T = TypeVar("T")
 
-# the kinds of pipeline.config.figure_sets each stage draws, and its folder (a Layout attribute)
-KINDS = {
-    "encode": (frozenset({"encoding"}), "encode_figures_dir"),
-    "relative": (frozenset({"relative", "properties"}), "relative_figures_dir"),
-    "tutorials": (frozenset({"tutorials"}), "tutorial_figures_dir"),
+# the kinds of pipeline.config.figure_sets the encode stage draws, and the folder of each (a Layout attribute)
+FOLDERS = {
+    "encoding": "encode_figures_dir",
+    "relative": "relative_figures_dir",
+    "properties": "relative_figures_dir",
+    "tutorials": "tutorial_figures_dir",
 }
 
 
 class StageFigures:
     """Queues the configured set's figures of one kind at a time (`queue(kind)`: nothing when the set does not
-    draw that kind, or `kinds` does not hold it) on `batch`, a pipeline.figures.batch.Batch of drawing workers;
-    `names`: the PNG names queued."""
+    draw that kind) on `batch`, a pipeline.figures.batch.Batch of drawing workers; `outs`: the folder being built
+    for each Layout attribute of FOLDERS."""
 
-    def __init__(self, params, layout: Layout, out: Path, kinds: frozenset[str]) -> None:
+    def __init__(self, params, layout: Layout, outs: dict[str, Path]) -> None:
         from pipeline.config.figure_sets import drawn_kinds
 
-        self.params, self.layout, self.out, self.batch = params, layout, out, None
-        self.kinds = drawn_kinds(params.figures.name) & kinds
-        self.names: list[str] = []
-
-    def path(self, name: str) -> Path:
-        self.names.append(name)
-        return self.out / name
+        self.params, self.layout, self.outs, self.batch = params, layout, outs, None
+        self.kinds = drawn_kinds(params.figures.name) & set(FOLDERS)
 
     def queue(self, kind: str) -> None:
         if kind not in self.kinds:
             return
-        cfg, layout = self.params.figures, self.layout
+        cfg, layout, out = self.params.figures, self.layout, self.outs[FOLDERS[kind]]
+        path = out.joinpath
         if kind == "tutorials":
-            from pipeline.base.files import read_json
             from pipeline.figures.tutorials import queue_tutorial_figures
 
-            tokens = read_json(layout.tokens)
-            queue_tutorial_figures(self.params, self.path, self.batch, root=layout.base, tokens=tokens)
+            queue_tutorial_figures(self.params, path, self.batch)
         elif kind == "encoding":
             from pipeline.figures.encoding import queue_encoding_figures
 
-            queue_encoding_figures(self.params, layout, self.path, self.batch)
+            queue_encoding_figures(self.params, layout, path, self.batch)
         else:
             if kind == "relative":
                 from pipeline.figures.relative import queue_relative_figures as queue
             else:
                 from pipeline.figures.families import queue_property_figures as queue
-            queue(layout, cfg, self.path, self.batch)
+            queue(layout, cfg, path, self.batch)
 
 
 @contextmanager
 def torch_threads(figures: StageFigures) -> Iterator[None]:
     """One torch intra-op thread while forked figure workers draw (they take the other cores, so torch's threads
-    would only wait for them: docs/benchmarks-measurements.md#process-start-and-exit); torch's own count again after (a Hydra job's
-    next stages run in this process). Imports torch."""
+    would only wait for them: docs/benchmarks.md#the-pipeline); torch's own count again after (a Hydra job's next
+    stages run in this process). Imports torch."""
     import torch
 
     threads = torch.get_num_threads()
@@ -93,29 +86,29 @@ def torch_threads(figures: StageFigures) -> Iterator[None]:
         torch.set_num_threads(threads)
 
 
-def draw_stage_figures(stage: str, params, layout: Layout, compute: Callable[[StageFigures], T]) -> T:
-    """For the stage `stage` (a key of KINDS): fork the figure workers (figures.workers), run compute(figures) (which
-    queues each kind's figures as it writes their data), wait for every figure, and swap the new folder in for the
-    stage's figure folder (no figure of an older config lingers). Returns what compute returns. Call it before
-    importing torch: the workers are forked from this process as it is then (numpy and matplotlib)."""
-    from pipeline.base.files import replace_dir
+def draw_stage_figures(params, layout: Layout, compute: Callable[[StageFigures], T]) -> T:
+    """For the encode stage: fork the figure workers (figures.workers), run compute(figures) (which queues each kind's
+    figures as it writes their data), wait for every figure, and swap the new folders in for the stage's figure
+    folders (no figure of an older config lingers). Returns what compute returns. Call it before importing torch: the
+    workers are forked from this process as it is then (numpy and matplotlib)."""
+    from pipeline.base.files import replace_dirs
 
-    kinds, folder = KINDS[stage]
     result = []
 
-    def build(out: Path) -> None:
-        figures = StageFigures(params, layout, out, kinds)
+    def build(outs: dict[str, Path]) -> None:
+        figures = StageFigures(params, layout, outs)
         if not figures.kinds:  # figures=summary or none: no matplotlib, no workers
             result.append(compute(figures))
             return
         from pipeline.figures.batch import Batch
 
-        figures.batch = Batch(out)
-        with figures.batch.drawing(params.figures.workers, f"{stage}: figures"):
+        figures.batch = Batch(cache=layout.figure_cache)
+        with figures.batch.drawing(params.figures.workers, "encode: figures"):
             result.append(compute(figures))
-        log.info("figures: %d PNG files in %s", len(figures.names), getattr(layout, folder))
+        finished(figures.batch, layout, ", ".join(str(p) for p in folders.values()))
 
-    replace_dir(getattr(layout, folder), build)
+    folders = {name: getattr(layout, name) for name in dict.fromkeys(FOLDERS.values())}
+    replace_dirs(folders, build)
     return result[0]
 
 
@@ -125,7 +118,6 @@ def draw_figures(params: Config, layout: Layout, while_drawing: Callable[[], Non
 
     names: list[str] = []
     replace_dir(layout.sweep_figures_dir, lambda tmp: names.extend(render(params, layout, tmp, while_drawing)))
-    log.info("figures: %d PNG files in %s", len(names), layout.sweep_figures_dir)
     return names
 
 
@@ -151,7 +143,7 @@ def render(params: Config, layout: Layout, out: Path, while_drawing: Callable[[]
     from pipeline.figures.ratio_sweep import render_summary
 
     written: list[str] = []
-    batch = Batch(out, cache=layout.figure_cache)
+    batch = Batch(cache=layout.figure_cache)
 
     def path(name: str) -> Path:
         written.append(name)
@@ -165,14 +157,29 @@ def render(params: Config, layout: Layout, out: Path, while_drawing: Callable[[]
         render_projections(params, meta, shown, layout, path, batch)
     if "crossover" in kinds and shown < len(meta["sentences"]):
         render_summary(layout, meta, shown, path, batch, cfg.dpi)
-    if while_drawing is None:  # a Hydra job: figures a sweep's earlier job drew are linked (batch.cache)
+    if "tutorials" in kinds:
+        from pipeline.figures.tutorials import queue_mask_figures
+
+        queue_mask_figures(params, read_json(layout.tokens), path, batch)
+    if while_drawing is None:  # a Hydra job
         results = batch.run(cfg.workers)
-    else:  # DVC's run (no figure cache): forked workers draw while this process does `while_drawing`
+    else:  # DVC's run: forked workers draw while this process does `while_drawing`
         with batch.drawing(cfg.workers) as results:
             while_drawing()
     for names in results:
         written += names or []
+    finished(batch, layout, str(layout.sweep_figures_dir))
     return written
+
+
+def finished(batch, layout: Layout, where: str) -> None:
+    """Log the figure jobs drawn and those copied from the figure cache; prune this checkout's cache."""
+    from pipeline.figures import cache
+
+    copied = f", {len(batch.jobs) - batch.drawn} copied from the figure cache" if batch.cache is not None else ""
+    log.info("figures: %d drawn%s, in %s", batch.drawn, copied, where)
+    if batch.cache is not None and layout.shared is None:
+        cache.prune(batch.cache)
 
 
 def render_comparisons(params: Config, layout: Layout, meta: dict, shown: int, kinds: set[str], path, batch) -> None:

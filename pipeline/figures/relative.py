@@ -1,5 +1,5 @@
 """The figures of RoPE's and ALiBi's diagnostics (reports/figures/relative/), drawn from data/relative/ and
-reports/relative.json (stage relative) with the project's honest-figure primitives (pipeline.figures.drawing).
+reports/relative.json (stage encode) with the project's honest-figure primitives (pipeline.figures.drawing).
 
     rope_relative_scores.png  the scores (R_m q) . (R_n k) over (m, n), and against m - n with the closed form
     rope_decay.png            RoFormer's long-term decay bound against the relative distance, per base scaling

@@ -8,10 +8,11 @@
     tutorial004_pe_columns.png         PE columns 6-9 over positions (d2l plot, d=32, 60 steps)
     tutorial004_pe_heatmap.png         50 positions of a 128-d encoding
 
-Their data is computed with torch (the tutorials' layers and masks) by `queue_tutorial_figures`, in the calling
-process; the figures are drawn from plain arrays, so that forked figure workers draw them without torch.
-Entry points: `queue_tutorial_figures(params, path, batch)` (the encode stage), `render_tutorial_figures(params,
-out_dir)` (all seven, here).
+The examples' data is computed with torch (the tutorials' layers) by `queue_tutorial_figures` (the encode stage), in
+the calling process; the masks of the configured texts are the figures stage's (`queue_mask_figures`, from the
+tokenize stage's output, numpy only: the tutorial's masks as pipeline.tutorials.masks builds them, which
+tests/test_tutorial_figures.py checks). Every figure is drawn from plain arrays, so that forked figure workers draw
+them without torch.
 """
 
 from __future__ import annotations
@@ -62,18 +63,9 @@ def signature_embeddings(cfg: Any) -> dict:
     return {"vocabulary": vocabulary, "ids": ids, "words": words, "random": random, "fixed": fixed}
 
 
-def mask_inputs(params: Any, root: Path | None = None, tokens: dict | None = None) -> dict:
-    """Padded ids (n, maxlen), padding mask (n, maxlen, True = padding) and per-position words.
-
-    `tokens`: the tokenize stage's output (data/tokens/tokens.json); None tokenizes the configured
-    texts here with the configured tokenizer (same function, same result).
-    """
-    if tokens is None:
-        from pipeline.base.paths import checkout_root
-        from pipeline.inputs.tokens import tokenize
-        from pipeline.inputs.texts import load_texts
-
-        tokens = tokenize(load_texts(params.texts, root or checkout_root()), params.tokenizer)
+def mask_inputs(params: Any, tokens: dict) -> dict:
+    """Padded ids (n, maxlen), padding mask (n, maxlen, True = padding) and per-position words of `tokens`, the
+    tokenize stage's output (data/tokens/tokens.json)."""
     padded = np.asarray(tokens["padded"], dtype=np.int64)
     keep = np.asarray(tokens["mask"], dtype=bool)
     index_word = {int(i): w for w, i in tokens["word_index"].items()}
@@ -224,20 +216,12 @@ def _random_embedding_figure(example: dict, path: Path, dpi: int, cmaps: dict) -
     save(fig, path, dpi)
 
 
-def queue_tutorial_figures(
-    params: Any, path: Callable[[str], Path], batch: Any, *, root: Path | None = None, tokens: dict | None = None
-) -> None:
-    """Compute the tutorials' data here (torch) and queue their seven figures on `batch`
+def queue_tutorial_figures(params: Any, path: Callable[[str], Path], batch: Any) -> None:
+    """Compute the tutorials' examples here (torch) and queue their five figures on `batch`
     (pipeline.figures.batch.Batch), the longest to draw first; path(name): where a figure goes (and records its
-    name). `tokens`: the tokenize stage's output for the mask figures (None: tokenize the configured texts).
-
-    Longer than 60 lines because it queues the seven tutorial figures in one place, a short block each, in drawing
-    order."""
-    import torch
-
+    name)."""
     from pipeline.core.encoding import sinusoidal_encoding
     from pipeline.figures.drawing import heatmap
-    from pipeline.tutorials.masks import combined_mask, look_ahead_mask
     from pipeline.tutorials.position_modules import random_embedding_with_pe
 
     cfg = params.tutorials  # validated by pipeline.config's schema
@@ -250,44 +234,22 @@ def queue_tutorial_figures(
     shape = f"sequence length {sig.sequence_length}, output dim {sig.output_dim}, vocabulary {sig.vocab_size}"
     rnd = cfg.random_embedding
     example = random_embedding_with_pe(rnd.sentence, rnd.embed_dim, seed=cfg.seed)
-    masks = mask_inputs(params, root, tokens)
-    length = min(cfg.masks.display_len, masks["padded"].shape[1])
-    rows = figures.max_sentences
-    ahead = look_ahead_mask(length).numpy()
-    # The tokenizer's length-based padding mask: right even if a real token had the padding id.
-    both = combined_mask(torch.as_tensor(masks["padding"][:1, :length]))[0, 0].numpy()
     columns, heat = cfg.pe_columns, cfg.pe_heatmap
 
-    batch.add(_look_ahead_figure, ahead, both, masks["words"][0][:length], path("tutorial004_look_ahead_mask.png"), dpi)
     batch.add(_random_embedding_figure, example, path("tutorial002_embedding_plus_pe.png"), dpi, cmaps)
-    batch.add(
-        _signature_figure,
-        data["random"],
-        data["words"],
-        sig.titles,
-        f"Random Embedding (trainable tables, {sig.init} init, scale {sig.scale:g}, seed {cfg.seed}; {shape})",
-        path("tutorial001_random_embedding.png"),
-        dpi,
-        cmaps,
-    )
-    batch.add(
-        _signature_figure,
-        data["fixed"],
-        data["words"],
-        sig.titles,
-        f"Fixed Weight Embedding from Attention is All You Need (sinusoidal tables; {shape})",
-        path("tutorial001_fixed_embedding.png"),
-        dpi,
-        cmaps,
-    )
-    batch.add(
-        _padding_figure,
-        masks["padding"][:rows, :length],
-        [words[:length] for words in masks["words"][:rows]],
-        *masks["padding"].shape[::-1],
-        path("tutorial004_padding_mask.png"),
-        dpi,
-    )
+    for table, title, name in (
+        (
+            "random",
+            f"Random Embedding (trainable tables, {sig.init} init, scale {sig.scale:g}, seed {cfg.seed}; {shape})",
+            "tutorial001_random_embedding.png",
+        ),
+        (
+            "fixed",
+            f"Fixed Weight Embedding from Attention is All You Need (sinusoidal tables; {shape})",
+            "tutorial001_fixed_embedding.png",
+        ),
+    ):
+        batch.add(_signature_figure, data[table], data["words"], sig.titles, title, path(name), dpi, cmaps)
     batch.add(
         heatmap,
         sinusoidal_encoding(heat.positions, heat.dim).numpy(),
@@ -311,23 +273,34 @@ def queue_tutorial_figures(
     )
 
 
-def render_tutorial_figures(
-    params: Any, out_dir: Path, *, root: Path | None = None, tokens: dict | None = None
-) -> list[str]:
-    """Render every tutorial figure into out_dir, in this process; returns the PNG names written.
+def mask_figure_data(params: Any, tokens: dict) -> dict:
+    """Tutorial 004's masks of the first sentences as the tokenizer pads them (`tokens`: the tokenize stage's
+    output), the first tutorials.masks.display_len positions: look_ahead (L, L), both (L, L: look-ahead OR the first
+    sentence's padding), padding (rows, L) of the first figures.max_sentences sentences, their words, and the padded
+    shape. Boolean, True = masked, as pipeline.tutorials.masks builds them (look_ahead_mask, combined_mask)."""
+    masks = mask_inputs(params, tokens=tokens)
+    length = min(params.tutorials.masks.display_len, masks["padded"].shape[1])
+    rows = params.figures.max_sentences
+    ahead = np.triu(np.ones((length, length), dtype=bool), k=1)
+    return {
+        "look_ahead": ahead,
+        "both": ahead | masks["padding"][0, :length][None, :],
+        "padding": masks["padding"][:rows, :length],
+        "words": [words[:length] for words in masks["words"][:rows]],
+        "shape": masks["padding"].shape,
+    }
 
-    `tokens`: the tokenize stage's output for the mask figures (None: tokenize the configured texts).
-    """
-    from pipeline.figures.batch import Batch
 
-    out_dir = Path(out_dir)
-    written: list[str] = []
-
-    def path(name: str) -> Path:
-        written.append(name)
-        return out_dir / name
-
-    batch = Batch(out_dir)
-    queue_tutorial_figures(params, path, batch, root=root, tokens=tokens)
-    batch.run(1)
-    return written
+def queue_mask_figures(params: Any, tokens: dict, path: Callable[[str], Path], batch: Any) -> None:
+    """Queue tutorial 004's two mask figures of the configured texts on `batch` (the figures stage)."""
+    data, dpi = mask_figure_data(params, tokens), params.figures.dpi
+    words = data["words"][0][: data["look_ahead"].shape[0]]
+    batch.add(_look_ahead_figure, data["look_ahead"], data["both"], words, path("tutorial004_look_ahead_mask.png"), dpi)
+    batch.add(
+        _padding_figure,
+        data["padding"],
+        data["words"],
+        *data["shape"][::-1],
+        path("tutorial004_padding_mask.png"),
+        dpi,
+    )

@@ -8,6 +8,8 @@ A store is a folder:
 
 from __future__ import annotations
 
+import functools
+import os
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -63,8 +65,19 @@ class GloveStore:
     @classmethod
     def open(cls, path: Path, verify: bool = False) -> "GloveStore":
         """The store at `path`; verify: check both files against the SHA-256s of the manifest first (what a stage
-        does before it trusts them)."""
-        path = Path(path)
+        does before it trusts them). Opened (and verified) once per process while its files keep their size, mtime
+        and inode: the jobs of a multirun share one store (docs/benchmarks-measurements.md#sweep-caches); every process
+        verifies anew."""
+        path = Path(path).resolve()
+        try:
+            files = (path / VECTORS, path / VOCAB, path / MANIFEST)
+            stamp = tuple((s.st_size, s.st_mtime_ns, s.st_ino) for s in map(os.stat, files))
+        except OSError:
+            stamp = None
+        return _open(cls, path, verify, stamp) if stamp is not None else cls._open(path, verify)
+
+    @classmethod
+    def _open(cls, path: Path, verify: bool) -> "GloveStore":
         if not (path / MANIFEST).exists():
             raise PipelineError(
                 f"no GloVe store at {path} (missing {MANIFEST}): run the glove stage first (`dvc repro glove`)."
@@ -116,6 +129,11 @@ class GloveStore:
             else:
                 out[i] = self.vectors[row]
         return out, missing
+
+
+@functools.lru_cache(maxsize=4)
+def _open(cls, path: Path, verify: bool, stamp: tuple) -> GloveStore:
+    return cls._open(path, verify)
 
 
 def embedding_matrix(word_index: dict[str, int], store: GloveStore) -> tuple[np.ndarray, list[str]]:

@@ -87,6 +87,13 @@ def figure_path(layout, name: str) -> Path:
     return layout.sweep_figures_dir / name
 
 
+def tutorial_figures(layout) -> list[str]:
+    """The tutorials' figures there are, by name: the examples (the encode stage's) and the masks of the texts (the
+    figures stage's)."""
+    folders = (layout.tutorial_figures_dir, layout.sweep_figures_dir)
+    return sorted(p.name for folder in folders for p in folder.glob("tutorial*.png"))
+
+
 def shrunk_png(path: Path, step: int) -> bytes:
     """The PNG at `path` made smaller by SHRINK_STEPS[step] (0: as it is). Deterministic: the palette from Pillow's
     fast octree without dithering, the scaling by Lanczos, the PNG written without timestamps: the same bytes from
@@ -126,7 +133,7 @@ def embedded_figures(layout, shown: int, pair_labels: Sequence[str], budget: int
         "pe_dot_product.png",
         "pe_distance.png",
         "crossover_all_sentences.png",
-        *sorted(p.name for p in layout.tutorial_figures_dir.glob("tutorial*.png")),
+        *tutorial_figures(layout),
         *per_sentence,
         *RELATIVE_FIGURES,
         *FAMILY_FIGURES,
@@ -330,7 +337,7 @@ def build_report(
             metric_doc=metric_doc,
             docs=METRIC_DOCS,
             figure=figure,
-            tutorials=sorted(layout.tutorial_figures_dir.glob("tutorial*.png")),
+            tutorials=tutorial_figures(layout),
             data=explorer_data(meta, arrays, params.metrics.groups, columns),
             config=shown_config(params, meta),
             last=len(meta["ratios"]) - 1,

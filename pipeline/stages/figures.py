@@ -1,7 +1,8 @@
 """Stage figures: the sweep's figures, labelled: the notebook's projections, the panels and the ratio sweeps per
-sentence and the crossover summary (reports/figures/sweep/), drawn by pipeline.figures.folders; figures.name selects
-the set (all, summary, none). The encode, relative and tutorials stages draw their own (reports/figures/encode/,
-relative/, tutorials/), so a change of the weights re-draws only these. Then reports/report.html, one self-contained
+sentence, the crossover summary and the tutorials' masks of the texts (reports/figures/sweep/), drawn by
+pipeline.figures.folders; figures.name selects the set (all, summary, none). The encode stage draws its own
+(reports/figures/encode/, relative/, tutorials/), so a change of the weights re-draws only these. A figure drawn before
+from the same data is copied from the figure cache (pipeline.figures.cache). Then reports/report.html, one self-contained
 page with the narrative, every figure, the numbers and the explorer (pipeline.outputs.report): the page shows the
 figures, so it is rebuilt whenever they are. Then, as DVC runs it (`run_and_log`), one MLflow run of the result and
 its records (pipeline.outputs.run_record).

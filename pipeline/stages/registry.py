@@ -36,11 +36,13 @@ from pipeline.inputs.glove_sources import FILE_KEYS as GLOVE_FILE_KEYS
 EXTERNAL_INPUTS = ("conf_dir", "params", "texts_dir")
 
 
-# The figure settings that every stage drawing figures of its own (encode, relative, tutorials) reads; the figures
-# stage reads the whole group. Each declares the others it reads (figures.max_heatmap_size: heatmaps of many
-# positions; figures.max_sentences: the tutorials' padding mask shows that many sentences), so that a change of one
-# draws no other stage's figures again.
+# The figure settings the encode stage reads (figures.max_heatmap_size too: heatmaps of many positions); the figures
+# stage reads the whole group.
 FIGURE_KEYS = tuple(f"figures.{key}" for key in ("name", "dpi", "cmap", "sequential_cmap", "workers"))
+# The tutorials' examples the encode stage draws: every group of `tutorials` but the masks of the texts (figures stage)
+TUTORIAL_KEYS = tuple(
+    f"tutorials.{key}" for key in ("seed", "signature", "pe_columns", "pe_heatmap", "random_embedding")
+)
 
 
 @dataclass(frozen=True)
@@ -134,15 +136,24 @@ _COMPUTE: tuple[Stage, ...] = (
         in_jobs=False,
         input_files=GLOVE_FILE_KEYS,  # glove.<kind> of each source kind that reads a file
     ),
-    # Each figure depends on the config and files its data depends on: the encoding's on `encoding` and the GloVe
-    # dimension (encode), RoPE's, ALiBi's and the families' on `relative` (relative), the tutorials' on `tutorials` and
-    # the tokens (tutorials); the texts' embedding matrix is the sweep's. Each imports torch and draws with its own
-    # workers (docs/benchmarks-measurements.md#stage-layout).
+    # One process for everything that depends on the encoding's, RoPE's, ALiBi's and the tutorials' config and not on
+    # the texts: torch, matplotlib and the figure workers start once for the three folders
+    # (docs/benchmarks-measurements.md#stage-layout). A figure whose data did not change is copied from the figure cache
+    # (pipeline.figures.cache), so an edit of one part redraws that part's figures only; the tutorials' masks show the
+    # texts: the figures stage's.
     Stage(
         "encode",
-        "positional encoding and its diagnostics (data/encode/), property plots, and their figures "
-        "(reports/figures/encode/)",
-        params=("encoding", "glove.dim", *FIGURE_KEYS, "figures.max_heatmap_size"),
+        "the positional encoding and its diagnostics (data/encode/), RoPE's and ALiBi's diagnostics (data/relative/, "
+        "relative.json), every position-encoding family's properties (data/families/, properties.json), and their "
+        "figures and the tutorials' (reports/figures/encode/, relative/, tutorials/)",
+        params=(
+            "encoding",
+            "glove.dim",
+            "relative",
+            *TUTORIAL_KEYS,
+            *FIGURE_KEYS,
+            "figures.max_heatmap_size",
+        ),
         inputs=("glove_dir",),
         outputs=(
             Output("encode_dir"),
@@ -167,30 +178,13 @@ _COMPUTE: tuple[Stage, ...] = (
                 log="plots",
                 plot={"x": "k", "y": "max_over_p", "title": "max over p of ||PE(p) - PE(p+k)||"},
             ),
-        ),
-    ),
-    Stage(
-        "relative",
-        "RoPE's relative-position diagnostics and ALiBi's biases (data/relative/, relative.json), every "
-        "position-encoding family's properties (data/families/, properties.json), and their figures "
-        "(reports/figures/relative/)",
-        params=("relative", "encoding.device", *FIGURE_KEYS),
-        inputs=(),
-        outputs=(
             Output("relative_dir"),
             Output("relative_metrics", cache=False, log=""),
             Output("families_dir"),
             Output("properties_metrics", cache=False, log=""),
             Output("relative_figures_dir", log="figures"),
+            Output("tutorial_figures_dir", log="figures"),
         ),
-    ),
-    Stage(
-        "tutorials",
-        "the tutorials' figures (reports/figures/tutorials/): position embeddings, embedding plus PE, the masks of "
-        "the configured texts",
-        params=("tutorials", *FIGURE_KEYS, "figures.max_heatmap_size", "figures.max_sentences"),
-        inputs=("tokens_dir",),
-        outputs=(Output("tutorial_figures_dir", log="figures"),),
     ),
     Stage(
         "sweep",

@@ -134,9 +134,6 @@ class TextVectorization:
             raise PipelineError("TextVectorization has no vocabulary yet: call adapt(texts) first.")
         return list(self._vocabulary)
 
-    def vocabulary_size(self) -> int:
-        return len(self.get_vocabulary())
-
     def sequences(self, texts: Iterable[str]) -> list[list[int]]:
         """Unpadded ids per text (ragged): unknown tokens -> 1."""
         self.get_vocabulary()

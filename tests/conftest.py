@@ -63,10 +63,26 @@ def pytest_collection_modifyitems(config, items) -> None:
     items.sort(key=lambda item: item.path not in slow_files)  # a stable sort: the order within each part stays
 
 
+@pytest.fixture(scope="session")
+def empty_mlflow_store(tmp_path_factory) -> Path:
+    """An empty SQLite MLflow store (its tables and MLflow's default experiment), made once per pytest run
+    (built_once): MLflow's migrations cost seconds of CPU per new store, a copy of the file none, for speed
+    (docs/benchmarks.md#the-test-suite)."""
+    code = "import sys; from mlflow.tracking import MlflowClient; MlflowClient(sys.argv[1]).search_experiments()"
+
+    def build(folder: Path) -> None:
+        run([sys.executable, "-c", code, f"sqlite:///{folder / 'mlflow.db'}"], folder)
+
+    return built_once(tmp_path_factory, "mlflow-store", build) / "mlflow.db"
+
+
 @pytest.fixture(autouse=True)
-def private_mlflow_store(tmp_path, monkeypatch):
-    """MLFLOW_TRACKING_URI -> a fresh SQLite store in this test's tmp dir."""
-    uri = f"sqlite:///{tmp_path / 'mlflow-test.db'}"
+def private_mlflow_store(tmp_path_factory, monkeypatch, empty_mlflow_store):
+    """MLFLOW_TRACKING_URI -> a fresh SQLite store of this test's (a copy of empty_mlflow_store), in a folder of its
+    own beside tmp_path (tests list what they write there)."""
+    db = tmp_path_factory.mktemp("mlflow") / "mlflow-test.db"
+    shutil.copyfile(empty_mlflow_store, db)
+    uri = f"sqlite:///{db}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     return uri
 
@@ -233,14 +249,16 @@ def small_store(tmp_path_factory) -> Path:
 def seed_figures(tmp_path_factory) -> Layout:
     """The in-process stages up to the report with params_for() (the seed's sentences, every figure) on a small
     store (`.glove`), run once per pytest run (built_once): what tests that look at a default run's figures and
-    report read, never write."""
+    report read or copy, never write. Its folder is a checkout (dvc.yaml, conf/), so that it keeps the figures it
+    draws in its figure cache (data/cache/figures), as a DVC run does."""
     from pipeline.base.paths import Layout
 
-    folder = built_once(
-        tmp_path_factory,
-        "seed-figures",
-        lambda f: run_stages(params_for(), f / "run", write_small_store(f / "glove"), "figures"),
-    )
+    def build(folder: Path) -> None:
+        (folder / "run" / "conf").mkdir(parents=True)
+        (folder / "run" / "dvc.yaml").write_text("stages: {}\n")
+        run_stages(params_for(), folder / "run", write_small_store(folder / "glove"), "figures")
+
+    folder = built_once(tmp_path_factory, "seed-figures", build)
     return Layout(folder / "run", glove=folder / "glove")
 
 

@@ -608,7 +608,7 @@ def test_encode_stage_writes_block_means_not_full_matrices(tmp_path, small_store
     )
     layout = Layout(tmp_path, glove=small_store)
     tokenize.run(typed(params), layout, tmp_path)
-    summary = encode.run(typed(params), layout, tmp_path)
+    summary = encode.encode_positions(typed(params), layout, torch.device("cpu"))  # the stage's encoding part alone
     out = layout.encode_dir
     pe = np.load(out / "pe.npy")
     assert pe.shape == (3000, DIM)
@@ -650,7 +650,7 @@ def test_encode_stage_learned_table_takes_the_generic_path(tmp_path, small_store
     params = params_for("encoding=learned", "encoding.max_len=300", "encoding.max_matrix_size=50")
     layout = Layout(tmp_path, glove=small_store)
     tokenize.run(typed(params), layout, tmp_path)
-    summary = encode.run(typed(params), layout, tmp_path)
+    summary = encode.encode_positions(typed(params), layout, torch.device("cpu"))  # the stage's encoding part alone
     enc = params["encoding"]
     table = learned_position_table(300, DIM, enc["seed"], enc["init"], enc["scale"]).double().numpy()
     out = layout.encode_dir

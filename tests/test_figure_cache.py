@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import params_for, run_stages, typed
+from conftest import copy_project, params_for, run_stages, typed
 
 
 def draw_stub(values, path: Path, *, title: str) -> list[str]:
@@ -148,26 +148,25 @@ def test_a_sweep_over_the_weights_draws_the_metrics_against_r_once(summary_point
         assert (alone / name).read_bytes() == (two / name).read_bytes(), name
 
 
-def test_an_edit_of_one_part_of_the_encode_stage_redraws_only_its_figures(tmp_path, small_store, pipeline_log):
-    """The encode stage draws the encoding's, RoPE's, ALiBi's, the families' and the tutorials' figures: an edit of
-    the encoding redraws the encoding's five, and the others are copied from the figure cache, with the bytes
-    drawing them gives."""
+def test_an_edit_of_one_part_of_the_encode_stage_redraws_only_its_figures(seed_figures, tmp_path, pipeline_log):
+    """The encode stage draws the encoding's, RoPE's, ALiBi's, the families' and the tutorials' figures: after a run
+    that drew them all (seed_figures, a checkout: its figure cache is data/cache/figures), an edit of the encoding
+    redraws the encoding's five, and the others are copied from the figure cache, with the bytes drawing them gives."""
     import re
 
-    (tmp_path / "conf").mkdir()  # a checkout, where DVC runs the stage: its figure cache is data/cache/figures
-    (tmp_path / "dvc.yaml").write_text("stages: {}\n")
+    run = copy_project(seed_figures.base, tmp_path / "run")
 
-    def drawn(*overrides: str) -> tuple[int, int]:
-        pipeline_log.clear()
-        run_stages(params_for("figures.workers=1", *overrides), tmp_path, small_store, upto="encode")
-        line = next(r.getMessage() for r in pipeline_log.records if "copied from the figure cache" in r.getMessage())
-        return tuple(int(n) for n in re.findall(r"(\d+) (?:drawn|copied)", line))
+    def encode_figures() -> dict[Path, bytes]:
+        dirs = ("encode_figures_dir", "relative_figures_dir", "tutorial_figures_dir")
+        layout = dataclasses.replace(seed_figures, base=run)
+        return {p.relative_to(run): p.read_bytes() for name in dirs for p in getattr(layout, name).rglob("*.png")}
 
-    first = drawn()
-    before = {p.relative_to(tmp_path): p.read_bytes() for p in (tmp_path / "reports" / "figures").rglob("*.png")}
-    assert first[1] == 0 and first[0] == len(before)
-    assert drawn("encoding.base=1000") == (5, first[0] - 5)
-    after = {p.relative_to(tmp_path): p.read_bytes() for p in (tmp_path / "reports" / "figures").rglob("*.png")}
+    before = encode_figures()
+    assert (run / "data" / "cache" / "figures").is_dir()
+    run_stages(params_for("figures.workers=1", "encoding.base=1000"), run, seed_figures.glove, upto="encode")
+    line = next(r.getMessage() for r in pipeline_log.records if "copied from the figure cache" in r.getMessage())
+    assert tuple(int(n) for n in re.findall(r"(\d+) (?:drawn|copied)", line)) == (5, len(before) - 5)
+    after = encode_figures()
     changed = {str(p) for p in before if after[p] != before[p]}
     assert changed and all(p.startswith("reports/figures/encode/") for p in changed)
-    assert set(after) == set(before) and (tmp_path / "data" / "cache" / "figures").is_dir()
+    assert set(after) == set(before)

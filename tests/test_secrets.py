@@ -184,6 +184,7 @@ def test_netrc_and_proxy_credentials_never_reach_a_file(tmp_path, monkeypatch):
             "NO_PROXY": "",
             "no_proxy": "",
             "DVC_NO_ANALYTICS": "1",
+            "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow-test.db'}",  # searched with the project
         }
         result = run(
             [

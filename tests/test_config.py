@@ -43,14 +43,6 @@ def test_compose_matches_hydra_compose_api():
     assert OmegaConf.to_container(cfg) == config.compose(["sweep.w2=10", "glove=6B-100d"], REPO)
 
 
-def test_every_group_option_composes_and_names_itself():
-    for composition in schema.COMPOSITIONS:
-        for group in composition.groups:
-            for option in sorted((REPO / "conf" / group).glob("*.yaml")):
-                params = config.compose([f"{group}={option.stem}"], REPO, composition)
-                assert params[group]["name"] == option.stem, f"conf/{group}/{option.name} must set name: {option.stem}"
-
-
 def test_official_glove_options_pin_url_and_checksums():
     for dim in (100, 200, 300):
         glove = config.compose([f"glove=6B-{dim}d"], REPO)["glove"]
@@ -71,26 +63,6 @@ def test_seed_defaults():
     assert params["encoding"]["base"] == 10000 and params["encoding"]["max_len"] == 100
     assert params["sweep"]["w1"] == [1, 1, 10, "sqrt_d"] and params["sweep"]["w2"] == [1, 10, 1, 1]
     config.validate(params)
-
-
-WITH_VALUES = {  # the options whose conf/ leaves keys ??? (to be given on the command line)
-    "path": ["glove.dim=3", "glove.path=g.txt"],
-    "url": ["glove.dim=25", "glove.url=https://example.org/glove.twitter.27B.zip"],
-    "zip": ["glove.dim=300", "glove.zip=glove.6B.zip"],
-}
-
-
-def test_every_group_option_validates():
-    errors = {}
-    for composition in schema.COMPOSITIONS:
-        for group in composition.groups:
-            for option in sorted((REPO / "conf" / group).glob("*.yaml")):
-                overrides = [f"{group}={option.stem}", *WITH_VALUES.get(option.stem, [])]
-                try:
-                    config.validate(config.compose(overrides, REPO, composition), composition.schema)
-                except PipelineError as exc:
-                    errors[f"{composition.config_name}: {group}={option.stem}"] = str(exc)
-    assert errors == {}
 
 
 def test_groups_are_the_schemas_and_conf_s():

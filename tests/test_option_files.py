@@ -9,13 +9,16 @@ Regenerate the snapshot (only when a change of a composed value is meant): `pyth
 
 from __future__ import annotations
 
+import copy
 import json
 import typing
 from pathlib import Path
 
+import pytest
 import yaml
 
 from pipeline import config
+from pipeline.base.errors import PipelineError
 from pipeline.base.trees import flatten
 from pipeline.config import schema
 from pipeline.config.schema import Config
@@ -52,21 +55,50 @@ def snapshot(composed: dict[str, dict]) -> dict:
     return {**defaults(), **own}
 
 
-def test_every_option_composes_as_the_snapshot():
-    """An option added since the snapshot (a new GloVe source, say) has no earlier value to keep: it only has to
-    compose and validate (tests/test_config.py); one removed from conf/ is a failure until the snapshot says so."""
+@pytest.fixture(scope="module")
+def composed() -> dict[str, dict]:
+    """compose_every_option(), once for this module's tests."""
+    return compose_every_option()
+
+
+def test_every_option_composes_as_the_snapshot(composed):
+    """Every option composes and names itself. An option added since the snapshot (a new GloVe source, say) has no
+    earlier value to keep: it only has to compose and validate (the test below); one removed from conf/ is a
+    failure until the snapshot says so."""
     expected = json.loads(SNAPSHOT.read_text())
-    composed = compose_every_option()
     bases = {prefix(composition) for composition in schema.COMPOSITIONS}
     assert not expected.keys() - bases - composed.keys(), "options gone from conf/: regenerate the snapshot"
     for choice, params in composed.items():
-        if choice not in expected:
-            continue
         base, _, option = choice.rpartition(":")
         base = f"{base}:" if base else ""
-        group = option.split("=")[0]
+        group, name = option.split("=")
+        assert params[group]["name"] == name, f"conf/{group}/{name}.yaml must set name: {name}"
+        if choice not in expected:
+            continue
         # json.dumps: the order of the keys and int / float are part of params.yaml's bytes
         assert json.dumps(params) == json.dumps({**expected[base], group: expected[choice]}), choice
+
+
+WITH_VALUES = {  # the options whose conf/ leaves keys ??? (to be given on the command line)
+    "path": ["glove.dim=3", "glove.path=g.txt"],
+    "url": ["glove.dim=25", "glove.url=https://example.org/glove.twitter.27B.zip"],
+    "zip": ["glove.dim=300", "glove.zip=glove.6B.zip"],
+}
+
+
+def test_every_option_validates(composed):
+    """Every option of every group validates (with the values the command line gives an option that leaves ???)."""
+    errors = {}
+    for composition in schema.COMPOSITIONS:
+        for group in composition.groups:
+            for option in sorted((REPO / "conf" / group).glob("*.yaml")):
+                choice, given = f"{prefix(composition)}{group}={option.stem}", WITH_VALUES.get(option.stem)
+                params = config.compose([f"{group}={option.stem}", *given], REPO, composition) if given else None
+                try:
+                    config.validate(copy.deepcopy(params or composed[choice]), composition.schema)
+                except PipelineError as exc:
+                    errors[f"{composition.config_name}: {group}={option.stem}"] = str(exc)
+    assert errors == {}
 
 
 def test_the_schema_declares_no_value():

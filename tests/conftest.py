@@ -47,9 +47,8 @@ def model_figures() -> int:
 @pytest.hookimpl(optionalhook=True)  # pytest -p no:xdist knows no such hook
 def pytest_xdist_auto_num_workers(config) -> int:
     """`-n auto` (pyproject's addopts): one worker more than the cores this process may use. Most tests wait on
-    subprocesses (the pipeline's stages, DVC, git, servers, chromium): with one worker a core, the 2 cores of the CI
-    machine were busy 1.58 of 2 on average (a run of the slow files: 10 min 9 s user + 1 min 7 s system CPU over
-    7 min 7 s wall). Two more workers (cores + 2) were no faster: the whole suite 896 s against 865 s."""
+    subprocesses (the pipeline's stages, DVC, git, servers, chromium): one worker a core leaves the cores idle part of
+    the time, two more are no faster (docs/benchmarks.md#the-test-suite)."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return cores + 1
 
@@ -66,7 +65,7 @@ def pytest_collection_modifyitems(config, items) -> None:
 @pytest.fixture(scope="session")
 def empty_mlflow_store(tmp_path_factory) -> Path:
     """An empty SQLite MLflow store (its tables and MLflow's default experiment), made once per pytest run
-    (built_once): MLflow's migrations cost seconds of CPU per new store, a copy of the file none, for speed
+    (built_once): MLflow's migrations run once, and each test copies the file, for speed
     (docs/benchmarks.md#the-test-suite)."""
     code = "import sys; from mlflow.tracking import MlflowClient; MlflowClient(sys.argv[1]).search_experiments()"
 
@@ -168,7 +167,7 @@ def ran_project(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess, st
     """A fresh copy of the project after the README's first command (`python -m pipeline.repro`, the default config,
     logging into its own store outside the project), that command's result and the store's URI: made once per
     pytest run (built_once), so that the tests that start from a project that has run (`ran_checkout`) do not each
-    pay a full run (about 20 s of CPU). Tests only copy it (`copy_project`), never run anything in it."""
+    pay a full run. Tests only copy it (`copy_project`), never run anything in it."""
     import json
 
     def build(base: Path) -> None:

@@ -439,13 +439,14 @@ def fake_result(base: Path, figures: int) -> None:
 
 
 @pytest.mark.slow
-def test_four_writers_on_a_fresh_sqlite_store_lose_nothing(tmp_path, private_mlflow_store):
+def test_four_writers_on_a_fresh_sqlite_store_lose_nothing(tmp_path):
     """4 processes log at the same moment into a store that does not exist yet (what `dvc queue start -j 4`
     on a fresh clone does): without the store lock, MLflow's schema migrations collide and runs are lost."""
+    store = f"sqlite:///{tmp_path / 'fresh.db'}"  # not private_mlflow_store, whose tables are made
     base = tmp_path / "result"
     fake_result(base, figures=6)
     start = tmp_path / "go"
-    env = dict(os.environ, MLFLOW_TRACKING_URI=private_mlflow_store)
+    env = dict(os.environ, MLFLOW_TRACKING_URI=store)
     procs = [
         subprocess.Popen(
             [PY, "-c", WRITER, str(base), str(start), str(w2), str(REPO)],
@@ -461,7 +462,7 @@ def test_four_writers_on_a_fresh_sqlite_store_lose_nothing(tmp_path, private_mlf
     outs = [p.communicate(timeout=600) for p in procs]  # guards a hang: each writer takes seconds when quiet
     assert [p.returncode for p in procs] == [0, 0, 0, 0], "\n".join(err[-2000:] for _, err in outs)
 
-    client, runs, _ = runs_by_kind(private_mlflow_store)
+    client, runs, _ = runs_by_kind(store)
     assert sorted(r.info.run_name for r in runs) == ["writer-1", "writer-2", "writer-3", "writer-4"]
     assert {r.info.run_id for r in runs} == {out.strip().splitlines()[-1] for out, _ in outs}
     for r in runs:

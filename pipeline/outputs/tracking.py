@@ -64,10 +64,15 @@ def runs_view() -> str:
     metrics = [HEADLINE["r_star.{s}"].format(s=f"s{i}") for i in range(VIEW_SENTENCES)]
     metrics += [HEADLINE["pe_norm_dev_1e-9"], HEADLINE["pe_offset_spread_1e-9"]]
     columns = [f"metrics.`{name}`" for name in metrics]
-    # columnOrder: the headline right after the run's name and start (seen in chromium at 1,400 px, with MLflow's
-    # assistant panel open), the wide Dataset column after it
+    # columnOrder: the headline right after the run's name and start, the wide Dataset column after it; columnWidths:
+    # each header whole, its name's characters at the table's font (seen in chromium at 1,400 px, with the assistant
+    # panel MLflow opens on a browser's first visit)
     return json.dumps(
-        {"selectedColumns": [*columns, "attributes.`Dataset`"], "columnOrder": ["attributes.`Run Name`", *columns]}
+        {
+            "selectedColumns": [*columns, "attributes.`Dataset`"],
+            "columnOrder": ["attributes.`Run Name`", *columns],
+            "columnWidths": {column: 60 + 7 * len(name) for column, name in zip(columns, metrics)},
+        }
     )
 
 
@@ -519,13 +524,25 @@ def _log_run(
     client.log_batch(
         run_id,
         params=_params(params),
-        tags=input_tags,
+        tags=[*input_tags, *_note(layout.headline_metrics)],
         metrics=[Metric(k, v, now, 0) for k, v in _numeric_metrics(metrics).items()],
     )
     if layout.glove_manifest.exists() and layout.tokens.exists():
         _log_inputs(client, run_id, _datasets(params, layout))
     _log_artifacts(client, run_id, layout, artifacts, inputs)
     return where
+
+
+def _note(headline: Path) -> list:
+    """The run's description (MLflow shows it on the run's page in its GenAI and model-training modes alike): the
+    numbers of reports/headline.json, one line each; none without that file."""
+    from mlflow.entities import RunTag
+
+    from pipeline.base.files import read_json
+
+    lines = [f"- `{name}` = {value}" for name, value in (read_json(headline) if headline.exists() else {}).items()]
+    intro = "The headline (reports/headline.json; every metric under Model metrics):"
+    return [RunTag("mlflow.note.content", "\n".join([intro, "", *lines]))] if lines else []
 
 
 def _end_unfinished(client, uri: str, run_id: str, exc: BaseException) -> None:

@@ -154,6 +154,36 @@ def ran_checkout(ran_project, tmp_path) -> Path:
     return copy_project(ran_project[0], tmp_path / "project")
 
 
+# ---------------------------------------------------------------- every stage of the default config, every output
+
+
+def run_every_stage(root: Path) -> None:
+    """Every stage of the default config (the real GloVe 50-d vectors, no tracking), in this process, into a new
+    project folder `root` holding a copy of conf/ and the texts. The caller points PE_PROJECT_ROOT at `root`."""
+    root.mkdir(parents=True)
+    shutil.copytree(REPO / "conf", root / "conf")
+    shutil.copytree(REPO / "data" / "texts", root / "data" / "texts")
+    from pipeline import config
+    from pipeline.base.paths import Layout
+    from pipeline.stages.registry import STAGES
+
+    params = config.validate(config.compose(["tracking=disabled"], root))
+    for stage in STAGES:
+        stage.run(params, Layout(root), root)
+
+
+def output_hashes(root: Path) -> dict[str, str]:
+    """Output path (relative to `root`, POSIX) -> SHA-256 of every file the stages wrote under data/ and reports/."""
+    import hashlib
+
+    return {
+        path.relative_to(root).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
+        for folder in ("data", "reports")
+        for path in sorted((root / folder).rglob("*"))
+        if path.is_file() and not path.is_relative_to(root / "data" / "texts")
+    }
+
+
 # ---------------------------------------------------------------- the stages in-process on a small store
 
 SEED_WORDS = "king queen man woman dog wolf football basketball red green yellow".split()

@@ -19,9 +19,7 @@ docs/reliability.md, "Byte-identical on every machine", says why their bytes can
 
 from __future__ import annotations
 
-import hashlib
 import os
-import shutil
 import subprocess
 import sys
 from functools import lru_cache
@@ -29,20 +27,16 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, output_hashes
 
 pytestmark = pytest.mark.slow
 
 DRIVER = """
 import sys
 from pathlib import Path
-root = Path(sys.argv[1])
-from pipeline import config
-from pipeline.base.paths import Layout
-from pipeline.stages.registry import STAGES
-params = config.validate(config.compose(["tracking=disabled"], root))
-for stage in STAGES:
-    stage.run(params, Layout(root), root)
+sys.path.insert(0, "tests")
+from conftest import run_every_stage
+run_every_stage(Path(sys.argv[1]))
 """
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -81,11 +75,8 @@ def switches() -> dict[str, dict[str, str]]:
     return out
 
 
-def run_every_stage(base: Path, env: dict[str, str]) -> dict[str, str]:
-    """Every stage in a fresh folder under `base`, in a process with `env`; returns output path -> SHA-256."""
-    base.mkdir(parents=True)
-    shutil.copytree(REPO / "conf", base / "conf")
-    shutil.copytree(REPO / "data" / "texts", base / "data" / "texts")
+def run_with_env(base: Path, env: dict[str, str]) -> dict[str, str]:
+    """Every stage in a fresh folder `base`, in a process of its own with `env`; returns output path -> SHA-256."""
     clean = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES and not k.startswith(("NPY_", "ATEN_"))}
     result = subprocess.run(
         [sys.executable, "-c", DRIVER, str(base)],
@@ -96,18 +87,13 @@ def run_every_stage(base: Path, env: dict[str, str]) -> dict[str, str]:
         timeout=900,
     )
     assert result.returncode == 0, f"{env}: the stages failed\n{result.stderr[-3000:]}"
-    return {
-        path.relative_to(base).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
-        for folder in ("data", "reports")
-        for path in sorted((base / folder).rglob("*"))
-        if path.is_file() and not path.is_relative_to(base / "data" / "texts")
-    }
+    return output_hashes(base)
 
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory) -> dict[str, str]:
     """The outputs of a run with no switch (this machine's own kernels, one thread per core)."""
-    return run_every_stage(tmp_path_factory.mktemp("reference") / "run", {})
+    return run_with_env(tmp_path_factory.mktemp("reference") / "run", {})
 
 
 def test_the_reference_run_writes_every_output(reference):
@@ -131,7 +117,7 @@ def test_the_reference_run_writes_every_output(reference):
 
 @pytest.mark.parametrize("setting", list(switches()))
 def test_every_output_is_the_same_bytes_under(setting, reference, tmp_path):
-    outputs = run_every_stage(tmp_path / "run", switches()[setting])
+    outputs = run_with_env(tmp_path / "run", switches()[setting])
     assert outputs.keys() == reference.keys()
     differ = sorted(name for name in outputs if outputs[name] != reference[name])
     assert not differ, f"{setting}: {len(differ)} of {len(outputs)} outputs differ from the reference run: {differ}"

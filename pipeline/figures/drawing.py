@@ -117,9 +117,9 @@ def log_axis(axis, plain: bool = False, subs: Sequence[int] = (2, 3, 4, 5, 6, 7,
     (labelled too when plain)."""
     from matplotlib.ticker import FuncFormatter, Locator, MultipleLocator
 
-    from pipeline.core.portable import cr_log10
-
-    offsets = [(m, cr_log10(m)) for m in subs]
+    # numpy's log10, not portable.cr_log10: a minor tick lies on no pixel boundary, so another CPU's last bit moves it
+    # across one with probability below 1e-10 (docs/reliability.md#last-bit-noise, tests/test_last_bit_noise.py)
+    offsets = [(m, float(np.log10(m))) for m in subs]
 
     class MinorTicks(Locator):
         def __call__(self):

@@ -285,15 +285,8 @@ def pad_sequences_with_mask(
         truncated: n bools, True where the input sequence was longer than
             ``maxlen`` and got cut.
     """
-    padded = pad_sequences(
-        sequences,
-        maxlen=maxlen,
-        dtype=dtype,
-        padding=padding,
-        truncating=truncating,
-        value=value,
-    )
-    n, width = padded.shape[0], padded.shape[1]
+    padded = pad_sequences(sequences, maxlen=maxlen, dtype=dtype, padding=padding, truncating=truncating, value=value)
+    width = padded.shape[1]
     lengths = np.array([len(s) for s in sequences], dtype=np.int64)
     kept = np.minimum(lengths, width)
     pos = np.arange(width)[None, :]
@@ -301,6 +294,5 @@ def pad_sequences_with_mask(
         mask = pos < kept[:, None]
     else:
         mask = pos >= (width - kept)[:, None]
-    mask = mask.reshape(n, width)
     truncated = [bool(length > width) for length in lengths]
     return padded, mask, truncated

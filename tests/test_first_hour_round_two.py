@@ -302,13 +302,15 @@ def test_the_crossover_histogram_of_many_sentences_reads_its_axis(tmp_path, monk
 
 
 def test_the_runs_table_view_sizes_its_r_star_columns():
-    """MLflow's shared view: columnWidths (its own key, keyed as columnOrder) wide enough for each metric's name."""
+    """MLflow's shared view: columnWidths (its own key, keyed as columnOrder) wide enough for each r* column's name,
+    the datasets right after them (in sight beside MLflow's assistant panel: tests/test_mlflow_tidy.py's UI test)."""
     from pipeline.outputs.tracking import runs_view
 
     view = json.loads(runs_view())
-    widths = view["columnWidths"]
-    assert set(widths) == set(view["columnOrder"][1:])
-    assert all(width >= 7 * len(column.split("`")[1]) for column, width in widths.items())
+    widths, order = view["columnWidths"], view["columnOrder"]
+    assert list(widths) == order[1:9] and all(".r_star`" in column for column in widths)
+    assert all(width >= 6 * len(column.split("`")[1]) for column, width in widths.items())
+    assert order[9] == "attributes.`Dataset`" and len(order) == 12 and set(order[1:]) == set(view["selectedColumns"])
 
 
 def test_the_server_starts_without_mlflows_job_runner(tmp_path, monkeypatch):

@@ -53,6 +53,8 @@ def test_the_readme_main_commands_run_in_order_on_a_fresh_clone(checkout, monkey
         else:
             result = run(args, checkout, check=False, timeout=1800)
             assert result.returncode == 0, (done, line, result.stdout[-3000:], result.stderr[-3000:])
+            if args[:3] == ["python", "-m", "pipeline.repro"]:  # runs leave files unstaged: no hint to stage them
+                assert "core.autostage" not in result.stdout + result.stderr, line
             if args[:2] == ["python", "-m"] and args[2] == "pipeline.experiments":
                 assert "queen_king" in result.stdout and "[1, 2, 4]" in result.stdout
         done.append(line)

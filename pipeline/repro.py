@@ -79,12 +79,14 @@ def _own_group_dying_with_parent():
 # The dvc child: it imports what every `dvc repro` imports first (about half of a no-op `dvc repro`:
 # docs/benchmarks-measurements.md#process-start-and-exit) while this process composes params.yaml on the other core,
 # then runs `dvc repro` once
-# it reads "go" (anything else: it exits, having done nothing). DVC's own CLI entry point, dvc.cli.main.
+# it reads "go" (anything else: it exits, having done nothing). DVC's own CLI entry point, dvc.cli.main; its hint to
+# turn on auto staging left out (runs leave every file unstaged: docs/pipeline.md#set-up-in-detail).
 _DVC_CHILD = (
     "import gc, logging, sys\n"
-    "import dvc.cli, dvc.cli.parser, dvc.commands.repro, dvc.repo, dvc.repo.reproduce, networkx\n"
+    "import dvc.cli, dvc.cli.parser, dvc.commands.repro, dvc.repo, dvc.repo.reproduce, dvc.repo.scm_context, networkx\n"
     "from pipeline.repro import MachineErrors\n"
     "logging.getLogger('dvc').addHandler(MachineErrors())\n"
+    "dvc.repo.scm_context.logger.addFilter(lambda record: 'core.autostage' not in record.getMessage())\n"
     "status = dvc.cli.main(['repro', *sys.argv[1:]]) if sys.stdin.readline() == 'go\\n' else 1\n"
     "gc.freeze()\n"  # no final collection of DVC's heap (pipeline.stages._cli.stage_main says why)
     "sys.exit(status)\n"

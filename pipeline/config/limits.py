@@ -107,10 +107,10 @@ def pair_count(params: Config) -> int:
 
 def longest_sentence(params: Config, sentences: Sequence[str]) -> int:
     """n: the most words of one sentence as the tokenizer splits it, at most tokenizer.maxlen."""
-    from pipeline.inputs.tokenizer import text_to_word_sequence
+    from pipeline.inputs.tokenizer import word_sequence
 
     tok = params.tokenizer
-    n = max((len(text_to_word_sequence(s, tok.filters, tok.lower, tok.split)) for s in sentences), default=0)
+    n = max((len(word_sequence(s, tok)) for s in sentences), default=0)
     return min(n, tok.maxlen) if tok.maxlen else n
 
 
@@ -195,13 +195,13 @@ def block_means_seconds(params: Config) -> tuple[float, str]:
 def label_seconds(params: Config, sentences: Sequence[str]) -> tuple[float, str]:
     """CPU seconds of placing the word labels of the per-sentence figures, and the formula with the numbers."""
     from pipeline.config.figure_sets import drawn_kinds, shown_sentences
-    from pipeline.inputs.tokenizer import text_to_word_sequence
+    from pipeline.inputs.tokenizer import word_sequence
 
     kinds, pairs = drawn_kinds(params.figures.name), pair_count(params) + 1  # + 1: the baseline pair
     axes = (pairs if "projection" in kinds else 0) + (min(pairs, 15) if "panels" in kinds else 0)
     tok = params.tokenizer
     shown = sentences[: shown_sentences(len(sentences), params.figures.max_sentences)]
-    lengths = [len(text_to_word_sequence(s, tok.filters, tok.lower, tok.split)) for s in shown]
+    lengths = [len(word_sequence(s, tok)) for s in shown]
     lengths = [min(n, tok.maxlen) if tok.maxlen else n for n in lengths]
     seconds = LABEL_S * axes * sum(lengths)
     return seconds, (

@@ -44,6 +44,7 @@ def test_every_readme_run_composes():
     assert runs == 4
 
 
+@pytest.mark.slow  # DVC on a copy of the project
 def test_a_refused_dvc_exp_run_leaves_the_workspace_as_it_was(checkout):
     """The README's old line: `sweep.w1` of 3 weights against the default `sweep.w2` of 4. DVC exited 255 and left
     params.yaml, dvc.lock and removed outputs behind; now the plugin refuses it before DVC writes anything."""
@@ -139,6 +140,7 @@ def page_text(layout) -> str:
     return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page)).split())
 
 
+@pytest.mark.slow  # users_run: the stages with every figure and the report
 def test_the_report_and_mlflow_give_the_out_of_vocabulary_share(users_run):
     from mlflow.tracking import MlflowClient
 
@@ -160,6 +162,7 @@ def test_the_report_and_mlflow_give_the_out_of_vocabulary_share(users_run):
     assert "`r_star.s0` = " in run_.data.tags["mlflow.note.content"]  # the run page's description: the headline
 
 
+@pytest.mark.slow
 def test_the_study_row_names_the_file_it_studied(users_run):
     """The study's sentences come from study.texts_file (data/texts/example.txt), not from the run's texts.file: the
     table's row says which file, and the text how to study the user's."""
@@ -175,6 +178,7 @@ def titles(figure) -> str:
     return " ".join([figure._suptitle.get_text() if figure._suptitle else ""] + [ax.get_title() for ax in figure.axes])
 
 
+@pytest.mark.slow
 def test_sentences_are_numbered_from_0_in_files_titles_keys_and_the_report(users_run):
     _, layout, _, saved = users_run
     for name in ("panels", "ratio_sweep"):
@@ -216,6 +220,7 @@ def legend_problems(figure) -> list[str]:
     return problems
 
 
+@pytest.mark.slow
 def test_every_legend_of_a_run_stays_inside_its_canvas_and_off_the_lines(users_run):
     """Every figure of the run (the encode stage's RoPE scalings among them) as saved."""
     saved = users_run[3]

@@ -318,7 +318,7 @@ def test_the_runs_table_view_sizes_its_r_star_columns():
     assert order[9] == "attributes.`Dataset`" and len(order) == 12 and set(order[1:]) == set(view["selectedColumns"])
 
 
-def test_the_server_starts_without_mlflows_job_runner(tmp_path, monkeypatch):
+def test_the_server_starts_without_mlflows_job_runner(private_mlflow_store, monkeypatch):
     """MLflow's job runner (GenAI jobs; 8 processes importing MLflow) is off unless the user sets it."""
     import socket
 
@@ -329,7 +329,7 @@ def test_the_server_starts_without_mlflows_job_runner(tmp_path, monkeypatch):
     with socket.socket() as free:
         free.bind(("127.0.0.1", 0))
         port = str(free.getsockname()[1])
-    store = ["--backend-store-uri", f"sqlite:///{tmp_path / 'mlflow.db'}", "--port", port]
+    store = ["--backend-store-uri", private_mlflow_store, "--port", port]
     assert server.main(store) == 0
     monkeypatch.setenv("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", "true")
     assert server.main(store) == 0

@@ -78,15 +78,23 @@ def point_reached(result: subprocess.CompletedProcess) -> str:
     return "journal"
 
 
-def test_a_full_disk_at_each_point_of_a_run(project, tmp_path):
+def test_a_full_disk_at_each_point_of_a_run(project, tmp_path, private_mlflow_store):
     """More room each time, 1 MB at a time, until the run finishes: the disk fills while the journal copies the small
     outputs (the 4 MB report among them) before anything changes, then while the figures stage writes 21 projections,
     then while DVC copies the new outputs into its cache (its copy names no file: the message names the project DVC
-    writes in), in that order, each one message and the workspace as it was (run_on_full_disk). The margins follow
-    the outputs' sizes instead of fixed numbers, which every new output would move."""
+    writes in), in that order, each one message and the workspace as it was (run_on_full_disk); the MLflow run the
+    figures stage had logged then is ended FAILED (before: FINISHED, for results put back). The margins follow the
+    outputs' sizes instead of fixed numbers, which every new output would move."""
+    import sqlite3
+
     points = []
     for margin in range(1, 60):
-        points.append(point_reached(run_on_full_disk(project, tmp_path / f"disk{margin}", margin, PAIRS, "sweep.w1=1")))
+        result = run_on_full_disk(project, tmp_path / f"disk{margin}", margin, PAIRS, "sweep.w1=1")
+        points.append(point_reached(result))
+        if points[-1] == "dvc":
+            assert "it logged is ended FAILED." in result.stderr, result.stderr
+            with sqlite3.connect(private_mlflow_store.removeprefix("sqlite:///")) as store:
+                assert {status for (status,) in store.execute("SELECT status FROM runs")} == {"FAILED"}
         if points[-1] == "finished":
             break
     order = ["journal", "stage", "dvc", "finished"]

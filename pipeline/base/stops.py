@@ -48,8 +48,21 @@ def on_stop_signals(handler) -> None:
         sys.unraisablehook = redeliver_dropped
 
 
+# the stop signal raise_interrupted saw: a library may turn the Interrupted it raised into an error of its own
+received: int | None = None
+
+
 def raise_interrupted(signum: int, frame) -> None:
+    global received
+    received = signum
     raise Interrupted(signum)
+
+
+def reraise_stop() -> None:
+    """Raise Interrupted again when a stop signal came: called where a library turns whatever interrupts it into its
+    own error (OmegaConf while Hydra composes), which would stand for the stop."""
+    if received is not None:
+        raise Interrupted(received)
 
 
 def redeliver_dropped(unraisable) -> None:

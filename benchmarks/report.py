@@ -16,6 +16,12 @@ def machine_line(torch: Any) -> str:
     )
 
 
+def goal(value: float, target: float, unit: str = "x", at_most: bool = False) -> str:
+    """A measured ratio against its goal (issue 42), e.g. 'goal >= 10x: met'."""
+    met = value <= target if at_most else value >= target
+    return f"goal {'<=' if at_most else '>='} {target:g}{unit}: {'met' if met else 'NOT met'}"
+
+
 def finish(results: dict, out: str | Path) -> dict:
     """Add the load average at the end (a loaded machine makes every time longer), write `out`, say where."""
     from pipeline.base.files import write_json

@@ -179,7 +179,7 @@ def test_tutorial002_colours_follow_the_data(tmp_path, monkeypatch):
     import matplotlib.image
 
     from pipeline.figures import drawing as fig
-    from pipeline.figures.tutorials import render_tutorial_figures
+    from test_tutorial_figures import render_tutorial_figures
 
     captured = {}
     monkeypatch.setattr(

@@ -304,18 +304,19 @@ def noise_kernels(mp: pytest.MonkeyPatch, k: Kernels) -> None:
             replacements[plain] = _for_the_pipeline(plain, noisy(plain, name))
             mp.setattr(owner, name, replacements[plain])
     rebind(mp, replacements)  # names imported from them (from math import log)
-    blas = k.reordered(lambda a, b: a @ b)
-    for ops in (portable._Numpy, portable._Torch):  # the BLAS call inside exact_matmul
-        mp.setattr(ops, "matmul", lambda self, a, b: blas(a, b))
+    blas, sum_products = k.reordered(lambda a, b: a @ b), portable._sum_products
+    # the BLAS products inside exact_matmul and exact_band
+    mp.setattr(portable, "_sum_products", lambda a_parts, b_parts, product: sum_products(a_parts, b_parts, blas))
 
 
 def plain_portable(mp: pytest.MonkeyPatch, k: Kernels) -> None:
     """Each portable function, wherever the pipeline binds it, replaced by a plain kernel of another machine: its own
     result (what a plain kernel may give here) moved by the noise: sin, cos, exp, log and the correctly rounded scalars
-    by libm's; exact_matmul and tree_sum (of tensors: numpy's sum is portable) by one ulp of the sum of the terms'
+    by libm's; exact_matmul, exact_band and tree_sum (of tensors: numpy's sum is portable) by one ulp of the sum of the terms'
     magnitudes; eigh of a moved input. What the portable module builds on them (tree_mean, box_muller,
     standard_normal, cr_powers, logspace, geomspace) follows."""
     sin_cos, tree_sum, exact_matmul, eigh = portable.sin_cos, portable.tree_sum, portable.exact_matmul, eigen.eigh
+    exact_band = portable.exact_band
     noise, libm = _on_tensors(jitter), _on_tensors(faithful)
 
     def noisy_sin_cos(x):
@@ -329,7 +330,14 @@ def plain_portable(mp: pytest.MonkeyPatch, k: Kernels) -> None:
     def noisy_exact_matmul(a, b):
         return noise(exact_matmul(a, b), k.seed, exact_matmul(abs(a), abs(b)), k.ulps)
 
-    replacements = {portable.sin_cos: noisy_sin_cos, portable.tree_sum: noisy_tree_sum}
+    def noisy_exact_band(x, width, chunk_elems):
+        return noise(exact_band(x, width, chunk_elems), k.seed, exact_band(abs(x), width, chunk_elems), k.ulps)
+
+    replacements = {
+        portable.sin_cos: noisy_sin_cos,
+        portable.exact_band: noisy_exact_band,
+        portable.tree_sum: noisy_tree_sum,
+    }
     replacements |= {portable.exact_matmul: noisy_exact_matmul, eigen.eigh: k.eigh(eigh)}
     replacements |= {portable.exp: k.libm(portable.exp, "exp"), portable.log: k.libm(portable.log, "log")}
     for name, function in (("pow", portable.cr_pow), ("log", portable.cr_log), ("log10", portable.cr_log10)):

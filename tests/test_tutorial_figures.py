@@ -15,7 +15,12 @@ from pipeline.inputs.tokens import tokenize
 from pipeline.inputs.texts import load_texts
 
 from conftest import typed
-from pipeline.figures.tutorials import render_tutorial_figures, signature_embeddings
+from pipeline.figures.tutorials import (
+    mask_figure_data,
+    queue_mask_figures,
+    queue_tutorial_figures,
+    signature_embeddings,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -33,6 +38,43 @@ EXPECTED = {
 @pytest.fixture(scope="module")
 def params():
     return config.validate(config.compose(["figures.dpi=40"], REPO))
+
+
+def render_tutorial_figures(params, out_dir: Path, *, root: Path | None = None, tokens: dict | None = None) -> list:
+    """Every tutorial figure drawn into out_dir in this process (the five examples the encode stage draws, the two
+    masks the figures stage draws); returns the PNG names. tokens: the tokenize stage's output (None: the configured
+    texts tokenized here)."""
+    from pipeline.figures.batch import Batch
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written: list[str] = []
+
+    def path(name: str) -> Path:
+        written.append(name)
+        return out_dir / name
+
+    if tokens is None:
+        tokens = tokenize(load_texts(params.texts, root or REPO), params.tokenizer)
+    batch = Batch()
+    queue_mask_figures(params, tokens, path, batch)
+    queue_tutorial_figures(params, path, batch)
+    batch.run(1)
+    return written
+
+
+def test_the_mask_figures_show_the_tutorials_masks(params):
+    """The figures stage draws the masks from numpy (no torch in its process): they are pipeline.tutorials.masks'."""
+    import torch
+
+    from pipeline.tutorials.masks import combined_mask, look_ahead_mask, padding_mask
+
+    tokens = tokenize(["a queen is a woman", "king queen man"], params.tokenizer)
+    data = mask_figure_data(params, tokens)
+    length = data["look_ahead"].shape[0]
+    ids = torch.as_tensor(tokens["padded"])[:, :length]
+    np.testing.assert_array_equal(data["look_ahead"], look_ahead_mask(length).numpy())
+    np.testing.assert_array_equal(data["both"], combined_mask(padding_mask(ids[:1]))[0, 0].numpy())
+    np.testing.assert_array_equal(data["padding"], padding_mask(ids).numpy())
 
 
 def test_every_figure_renders(params, tmp_path):

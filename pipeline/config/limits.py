@@ -442,7 +442,7 @@ def length_flops(cfg) -> tuple[float, float]:
 
 def length_estimate(cfg, workers: int) -> tuple[float, float, str]:
     """(wall seconds on the CPU, peak bytes, the sums with their numbers) of the length config `cfg` trained by
-    `workers` processes: every run's steps and evaluation, shared by the workers."""
+    `workers` processes: every run's steps and evaluation (CPU seconds, one core a run), shared by the workers."""
     runs = len(cfg.tasks) * len(cfg.families) * len(cfg.seeds)
     step, evaluation = length_flops(cfg)
     per_run = cfg.train.steps * (LENGTH_STEP_OVERHEAD + step / LENGTH_FLOPS) + evaluation / LENGTH_FLOPS
@@ -452,7 +452,8 @@ def length_estimate(cfg, workers: int) -> tuple[float, float, str]:
     formula = (
         f"{runs} run(s) ({len(cfg.tasks)} tasks x {len(cfg.families)} families x {len(cfg.seeds)} seeds) of "
         f"{cfg.train.steps:,} steps at {1e3 * (LENGTH_STEP_OVERHEAD + step / LENGTH_FLOPS):.1f} ms and an evaluation "
-        f"of {evaluation / LENGTH_FLOPS:.1f} s, {at_once} at a time; {LENGTH_PROCESS / 1e6:.0f} MB + {at_once} x "
+        f"of {evaluation / LENGTH_FLOPS:.1f} s of CPU each, {runs * per_run:,.0f} CPU-s in all, {at_once} at a time: "
+        f"the start, the figure and MLflow come on top; {LENGTH_PROCESS / 1e6:.0f} MB + {at_once} x "
         f"{LENGTH_WORKER / 1e6:.0f} MB"
     )
     return seconds, peak, formula
@@ -460,7 +461,9 @@ def length_estimate(cfg, workers: int) -> tuple[float, float, str]:
 
 def check_length(cfg, workers: int, on_cpu: bool = True, memory: int | None = None) -> tuple[float, float, str]:
     """Refuse a length config whose memory estimate exceeds MEMORY_SHARE of `memory` (default: this machine's) or, on
-    the CPU, whose time estimate exceeds LENGTH_MAX_HOURS; returns the estimate (`length_estimate`)."""
+    the CPU, whose time estimate exceeds LENGTH_MAX_HOURS; logs and returns the estimate (`length_estimate`)."""
+    import logging
+
     seconds, peak, formula = length_estimate(cfg, workers)
     memory = machine_memory() if memory is None else memory
     if memory and peak > MEMORY_SHARE * memory:
@@ -474,6 +477,8 @@ def check_length(cfg, workers: int, on_cpu: bool = True, memory: int | None = No
             f"than {LENGTH_MAX_HOURS:.0f} hours. Fix: fewer steps (length.train.steps), seeds, families or tasks, a "
             "smaller model (length.model), or a GPU (length.device=cuda)."
         )
+    wall = f"about {_duration(seconds)} of wall time on idle CPU cores and " if on_cpu else ""
+    logging.getLogger("pipeline").info("length: %s%.1f GB at most (%s)", wall, peak / GB, formula)
     return seconds, peak, formula
 
 

@@ -228,8 +228,7 @@ def eigh(matrices, kernel=None) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError("eigh needs finite matrices")
     n = a.shape[-1]
     flat = a.reshape(-1, n, n)
-    values = np.empty(flat.shape[:2])
-    vectors = np.empty(flat.shape)
+    values, vectors = np.empty(flat.shape[:2]), np.empty(flat.shape)
     if n and len(flat):
         if kernel is None:
             global _interpreted

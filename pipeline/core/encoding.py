@@ -218,7 +218,8 @@ def sinusoidal_profiles(
         sin_r, cos_r = portable.sin_cos(r_angle)
         left = torch.cat([cos_q, sin_q], dim=1)  # (nq, 2m)
         right = torch.cat([cos_r, -sin_r], dim=1)  # (B, 2m)
-        dot = portable.exact_matmul(left, right.T).reshape(-1)[:n]
+        # a row at a time: bigger products go to OpenBLAS's threads (docs/benchmarks-measurements.md#the-numerical-core)
+        dot = portable.exact_matmul(left[:, None], right.T).reshape(-1)[:n]
         dot[0] = m  # cos(0) = 1, exactly
     dist2 = (2.0 * m - 2.0 * dot).clamp_min_(0.0)
     dist2[0] = 0.0
@@ -233,17 +234,12 @@ def _symmetric_extension(profile: torch.Tensor) -> torch.Tensor:
     return torch.cat([profile.flip(0), profile[1:]])
 
 
-TOEPLITZ_BLOCK = 2**22  # elements of the full matrices copied out per flip (toeplitz_rows)
-
-
-def _block_rows(n: int) -> int:
-    """Rows of an n-column Toeplitz matrix that toeplitz_rows copies out at once."""
-    return max(1, TOEPLITZ_BLOCK // max(1, n))
+TOEPLITZ_BLOCK = 2**22  # elements of the full matrices copied out at once (toeplitz_rows)
 
 
 def toeplitz_block_elements(n: int) -> int:
-    """Elements of the temporary block toeplitz_rows holds while it copies out an (n, n) matrix."""
-    return min(n, _block_rows(n)) * n
+    """Elements of the temporary block toeplitz_rows holds on a GPU while it copies out an (n, n) matrix."""
+    return min(n, max(1, TOEPLITZ_BLOCK // max(1, n))) * n
 
 
 def toeplitz_rows(profile: torch.Tensor, rows: slice | None = None, dtype: torch.dtype | None = None) -> torch.Tensor:
@@ -251,15 +247,19 @@ def toeplitz_rows(profile: torch.Tensor, rows: slice | None = None, dtype: torch
     n = profile.numel()
     a0, a1, _ = (rows or slice(0, n)).indices(n)
     v = _symmetric_extension(profile.to(dtype or profile.dtype))
-    out = torch.empty((a1 - a0, n), dtype=v.dtype, device=v.device)
-    # Rows in reverse order form a Hankel matrix, a (1, 1)-strided view of v; a flip copies it out, TOEPLITZ_BLOCK
-    # elements at a time: CUDA's flip of a view beyond 2^31 elements reads out of bounds (illegal memory access at
-    # n = 65,536 on an H200, benchmarks/results/gpu-check-cuda-nvidia-h200.json), and the block bounds the temporary.
-    step = _block_rows(n)
+    dtype, v = v.dtype, v.view(getattr(torch, f"int{8 * v.element_size()}"))  # its bits: numpy has no bfloat16
+    cpu = v.device.type == "cpu"
+    out = torch.from_numpy(np.empty((a1 - a0, n), v.numpy().dtype)) if cpu else v.new_empty((a1 - a0, n))
+    # Rows in reverse order form a Hankel matrix, a (1, 1)-strided view of v, copied out TOEPLITZ_BLOCK elements at a
+    # time: on the CPU numpy reads it backwards into numpy's memory (on huge pages, written at the memory's bandwidth:
+    # docs/benchmarks-measurements.md#the-numerical-core), elsewhere a flip copies it (CUDA's flip of a view beyond
+    # 2^31 elements reads out of bounds: benchmarks/results/gpu-check-cuda-nvidia-h200.json; blocks bound its copy).
+    step = max(1, TOEPLITZ_BLOCK // max(1, n))  # rows
     for r0 in range(a0, a1, step):
         r1 = min(a1, r0 + step)
-        out[r0 - a0 : r1 - a0] = v[n - r1 :].as_strided((r1 - r0, n), (1, 1)).flip(0)
-    return out
+        block, hankel = out[r0 - a0 : r1 - a0], v[n - r1 :].as_strided((r1 - r0, n), (1, 1))
+        np.copyto(block.numpy(), hankel.numpy()[::-1]) if cpu else block.copy_(hankel.flip(0))
+    return out.view(dtype)
 
 
 _FULL_FIX = (
@@ -269,8 +269,8 @@ _FULL_FIX = (
 
 def full_matrices_bytes(n: int, dtype: torch.dtype = torch.float64, *, odd: bool = False) -> int:
     """Peak bytes `profile_matrices` takes on one device for n positions: the two (n, n) results in `dtype` and one
-    block being copied out (toeplitz_block_elements); for odd d (`odd`) their float64 work too (converting one keeps
-    both copies for a moment) and one chunk of 2^22 float64 differences."""
+    block being copied out (toeplitz_block_elements, a flip's on a GPU); for odd d (`odd`) their float64 work too
+    (converting one keeps both copies for a moment) and one chunk of 2^22 float64 differences."""
     s = torch.empty(0, dtype=dtype).element_size()
     if not odd:
         return 2 * s * n * n + s * toeplitz_block_elements(n)
@@ -357,7 +357,7 @@ def profile_block_means(profiles: Profiles, factor: int) -> tuple[torch.Tensor, 
     u = profiles.unpaired
     if u is None:
         return dot, toeplitz_rows(_toeplitz_block_means(profiles.distance, f))
-    u_mean = portable.tree_mean(u[: M * f].reshape(M, f), axis=1)
+    u_mean = portable.tree_sum(u[: M * f].reshape(M, f), axis=1) / f
     dot = dot + u_mean[:, None] * u_mean[None, :]
     dist = torch.empty(M, M, dtype=torch.float64, device=u.device)
     step = max(1, 2**22 // (f * n))  # block rows per chunk
@@ -465,36 +465,12 @@ def block_means(pe: torch.Tensor, factor: int) -> tuple[torch.Tensor, torch.Tens
     return dot, 0.5 * (dist + dist.T)
 
 
-def band_gram(pe: torch.Tensor, max_offset: int, chunk_elems: int = 2**22) -> torch.Tensor:
-    """(n, K+1) band of the Gram matrix: band[p, k] = PE(p) . PE(p+k) (0 where p + k >= n), K = max_offset.
-
-    Blocks of B rows times their B + K neighbours (an overlapping view) in one batched matrix product per chunk
-    of rows, float64 and exact (portable.exact_matmul; on the CPU for MPS): O(n (B + K) d) work, O(chunk d) extra
-    memory.
-    """
-    pe = pe.to(_work_device(pe.device))
-    work = torch.float64
-    (n, d), K = pe.shape, max_offset
-    B = max(16, K)
-    band = torch.zeros(n, K + 1, dtype=work, device=pe.device)
-    chunk = max(B, (chunk_elems // d) // B * B)  # rows converted to float64 at a time
-    for c0 in range(0, n, chunk):
-        r = min(chunk, n - c0)
-        x = pe[c0 : c0 + r + K].to(work)
-        if x.shape[0] < r + K:  # the end: p + k >= n meets zero rows
-            x = torch.cat([x, x.new_zeros(r + K - x.shape[0], d)])
-        x = x.contiguous()
-        nb = r // B
-        if nb:
-            rows = x[: nb * B].view(nb, B, d)
-            neighbours = x.as_strided((nb, B + K, d), (B * d, d, 1), x.storage_offset())
-            gram = portable.exact_matmul(rows, neighbours.transpose(1, 2))  # (nb, B, B + K)
-            band[c0 : c0 + nb * B] = gram.as_strided((nb, B, K + 1), (B * (B + K), B + K + 1, 1)).reshape(-1, K + 1)
-        b = r - nb * B
-        if b:
-            gram = portable.exact_matmul(x[nb * B : r], x[nb * B :].T)  # (b, b + K)
-            band[c0 + nb * B : c0 + r] = gram.as_strided((b, K + 1), (b + K + 1, 1))
-    return band
+def band_gram(pe: torch.Tensor, max_offset: int, chunk_elems: int | None = None) -> torch.Tensor:
+    """(n, K+1) band of the Gram matrix: band[p, k] = PE(p) . PE(p+k) (0 where p + k >= n), K = max_offset, float64
+    and exact before its rounding (portable.exact_band; on the CPU for MPS): O(n (K + 8) d) work, chunk_elems entries at
+    a time (2^18 on the CPU, cache-sized: docs/benchmarks-measurements.md#the-numerical-core; 2^22 on a GPU)."""
+    pe = pe.to(_work_device(pe.device), torch.promote_types(pe.dtype, torch.float32))  # exactly: numpy lacks bfloat16
+    return portable.exact_band(pe, max_offset + 1, chunk_elems or (2**18 if pe.device.type == "cpu" else 2**22))
 
 
 def offset_distances(pe: torch.Tensor, max_offset: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -503,11 +479,7 @@ def offset_distances(pe: torch.Tensor, max_offset: int) -> tuple[torch.Tensor, t
     Returns (K,) tensors lo, hi; their spread hi - lo is zero exactly when the distance depends only on k.
     From the Gram band (float64), with the cancelling entries recomputed from the differences.
     """
-    K = min(max_offset, pe.shape[0] - 1)
-    if K < 1:
-        empty = torch.empty(0, dtype=float64_capable(pe.device), device=pe.device)
-        return empty, empty
-    return _offsets_from_band(pe, band_gram(pe, K))
+    return _offsets_from_band(pe, band_gram(pe, max(0, min(max_offset, pe.shape[0] - 1))))
 
 
 def _offsets_from_band(pe: torch.Tensor, band: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -520,8 +492,7 @@ def _offsets_from_band(pe: torch.Tensor, band: torch.Tensor) -> tuple[torch.Tens
     suspect = valid & (dist2 < _REFINE_BELOW.get(dist2.dtype, 1e-2) * (sq[:, None] + sq_ahead))
     p, k = suspect.nonzero(as_tuple=True)
     if len(p):
-        x = pe.to(dist2.device, dist2.dtype)
-        diff = x[p] - x[p + k + 1]
+        diff = pe[p].to(dist2) - pe[p + k + 1].to(dist2)
         dist2[p, k] = portable.tree_sum(diff * diff, axis=1)
     dist = dist2.clamp_min_(0.0).sqrt_()
     lo = torch.where(valid, dist, torch.inf).amin(dim=0)
@@ -549,11 +520,10 @@ class Diagnostics:
 def _property_checks(pe: torch.Tensor, base: float, max_offset: int):
     """Norms and offset distances of the matrix itself (from its Gram band), and the closed form."""
     n, d = pe.shape
-    K = min(max_offset, n - 1)
+    K = max(0, min(max_offset, n - 1))
     band = band_gram(pe, K)
-    lo, hi = _offsets_from_band(pe, band) if K >= 1 else (band.new_empty(0), band.new_empty(0))
     closed = offset_distance_closed_form(torch.arange(1, K + 1, device=pe.device), d, base)
-    return band[:, 0].sqrt(), lo, hi, closed
+    return band[:, 0].sqrt(), *_offsets_from_band(pe, band), closed
 
 
 def sinusoidal_diagnostics(pe: torch.Tensor, base: float, max_offset: int, max_size: int) -> Diagnostics:

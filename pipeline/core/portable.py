@@ -17,6 +17,7 @@ the same bits everywhere:
     tree_sum              a sum in a fixed binary tree (numpy or torch, CPU or GPU alike)
     exact_matmul          matrix products through BLAS on operands split so that every product and partial sum is
                           exact: no summation order can change a bit (Ozaki's error-free splitting)
+    exact_band            the band x[p] . x[p+k] of a Gram matrix, each entry exact_matmul's
     standard_normal       Gaussian draws from a seeded PCG64 stream (integer arithmetic) by Box-Muller
     cr_pow, cr_log, cr_log10, cr_exp
                           scalars correctly rounded from 50-digit decimal arithmetic (Python's decimal module: integer
@@ -30,7 +31,10 @@ tree_sum is for torch, whose reductions vectorise by CPU capability and thread c
 
 from __future__ import annotations
 
+import functools
 import math
+import operator
+from contextlib import nullcontext
 from decimal import Context, Decimal
 from typing import Any
 
@@ -42,9 +46,6 @@ import numpy as np
 class _Numpy:
     def float64(self, x):
         return np.asarray(x, dtype=np.float64)
-
-    def rint(self, x):
-        return np.rint(x)
 
     def sqrt(self, x):
         return np.sqrt(x)
@@ -62,12 +63,6 @@ class _Numpy:
         """2.0 ** e for integer-valued e in -1022..1023, exactly (the bits of the double built directly)."""
         return ((np.asarray(e).astype(np.int64) + 1023) << 52).view(np.float64)
 
-    def int64(self, x):
-        return np.asarray(x).astype(np.int64)
-
-    def clip(self, x, lo, hi):
-        return np.clip(x, lo, hi)
-
     def cat(self, parts):
         return np.concatenate(parts, axis=-1)
 
@@ -77,17 +72,11 @@ class _Numpy:
     def moveaxis(self, x, source, destination):
         return np.moveaxis(x, source, destination)
 
-    def any(self, x) -> bool:
-        return bool(np.any(x))
-
     def max_abs_last(self, x):
         return np.max(np.abs(x), axis=-1, keepdims=True) if x.shape[-1] else np.zeros(x.shape[:-1] + (1,))
 
-    def matmul(self, a, b):
-        return a @ b
-
-    def transpose_last(self, x):
-        return np.swapaxes(x, -1, -2)
+    def as_strided(self, x, shape, strides):  # strides in elements, as torch's
+        return np.lib.stride_tricks.as_strided(x, shape, [s * x.itemsize for s in strides])
 
     def errstate(self):
         return np.errstate(all="ignore")
@@ -101,9 +90,6 @@ class _Torch:
 
     def float64(self, x):
         return x.to(self.torch.float64)
-
-    def rint(self, x):
-        return self.torch.round(x)  # round half to even, as np.rint
 
     def sqrt(self, x):
         return self.torch.sqrt(x)
@@ -120,12 +106,6 @@ class _Torch:
     def pow2(self, e):
         return ((e.to(self.torch.int64) + 1023) << 52).view(self.torch.float64)
 
-    def int64(self, x):
-        return x.to(self.torch.int64)
-
-    def clip(self, x, lo, hi):
-        return x.clamp(lo, hi)
-
     def cat(self, parts):
         return self.torch.cat(parts, dim=-1)
 
@@ -135,23 +115,13 @@ class _Torch:
     def moveaxis(self, x, source, destination):
         return self.torch.movedim(x, source, destination)
 
-    def any(self, x) -> bool:
-        return bool(x.any())
-
     def max_abs_last(self, x):
-        if not x.shape[-1]:
-            return x.new_zeros(x.shape[:-1] + (1,))
-        return x.abs().amax(dim=-1, keepdim=True)
+        return x.abs().amax(dim=-1, keepdim=True) if x.shape[-1] else x.new_zeros(x.shape[:-1] + (1,))
 
-    def matmul(self, a, b):
-        return a @ b
-
-    def transpose_last(self, x):
-        return x.transpose(-1, -2)
+    def as_strided(self, x, shape, strides):
+        return x.as_strided(shape, strides)
 
     def errstate(self):
-        from contextlib import nullcontext
-
         return nullcontext()
 
 
@@ -177,7 +147,6 @@ def numpy_on_cpu(function):
     """Run `function` on numpy views of CPU tensors and hand tensors back: the same IEEE operations, so the same bits,
     without torch's per-operation overhead and thread start-up, which dominate these short elementwise chains on the
     CPU (docs/benchmarks-measurements.md#files-and-parsing); tensors on a GPU stay there."""
-    import functools
 
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
@@ -222,10 +191,10 @@ def sin_cos(x):
     """
     ops = _ops(x)
     x = ops.float64(x)
-    if ops.any(abs(x) > MAX_ANGLE):
+    if bool((abs(x) > MAX_ANGLE).any()):
         raise ValueError(f"sin_cos: angles beyond {MAX_ANGLE:.0f} rad lose the exact argument reduction")
     with ops.errstate():
-        k = ops.rint(x * _TWO_OVER_PI)
+        k = (x * _TWO_OVER_PI).round()  # to nearest, half to even (numpy's rint)
         r = (x - k * _PIO2[0]) - k * _PIO2[1]
         t = k * _PIO2[2]
         hi = r - t
@@ -271,7 +240,7 @@ def exp(x):
     with ops.errstate():
         inside = (x > _EXP_UNDERFLOW) & (x < _EXP_OVERFLOW)
         safe = ops.where(inside, x, 0.0)
-        k = ops.rint(safe * _INV_LN2)  # |k| <= 1075: k * _LN2_HI is exact
+        k = (safe * _INV_LN2).round()  # |k| <= 1075: k * _LN2_HI is exact
         hi = safe - k * _LN2_HI
         lo = k * _LN2_LO
         r = hi - lo
@@ -328,26 +297,40 @@ def tree_sum(x, axis: int = -1):
     return x[..., 0]
 
 
-def tree_mean(x, axis: int = -1):
-    """tree_sum(x, axis) / its length."""
-    return tree_sum(x, axis) / x.shape[axis]
-
-
-def _split(x, ops, bits: int, slices: int) -> tuple[list, Any]:
-    """Rows of x (..., r, k) as `slices` parts and an exponent per row: x = sum(parts) * 2^e (+ a remainder below
-    2^-(bits * slices) of the row's largest magnitude, dropped). Part s holds integers of at most `bits` bits times
-    2^-(bits (s + 1)) (the rows scaled by 2^-e to a largest magnitude in [0.5, 1)); made by adding and subtracting
-    1.5 * 2^(52 - bits (s + 1)), which rounds to that grid exactly."""
+def _split(x, ops, bits: int, slices: int) -> tuple[list, Any, Any]:
+    """Rows of x (..., r, k) as `slices` parts, an exponent per row and the rest: x = (sum(parts) + rest) * 2^e, the
+    rest below 2^-(bits * slices) of the row's largest magnitude (dropped). Part s holds integers of at most `bits`
+    bits times 2^-(bits (s + 1)) (the rows scaled by 2^-e to a largest magnitude in [0.5, 1)); made by adding and
+    subtracting 1.5 * 2^(52 - bits (s + 1)), which rounds to that grid exactly. The parts do not depend on `slices`."""
     _, e = ops.frexp(ops.max_abs_last(x))
-    e = ops.clip(e, -1021, 1021)  # beyond, 2^-e is not a normal double (magnitudes near the float64 limits)
+    e = e.clip(-1021, 1021)  # beyond, 2^-e is not a normal double (magnitudes near the float64 limits)
     rest = x * ops.pow2(-e)
     parts = []
     for s in range(slices):
         sigma = 1.5 * 2.0 ** (52 - bits * (s + 1))
-        part = (rest + sigma) - sigma
+        part = rest + sigma
+        part -= sigma
         parts.append(part)
-        rest = rest - part
-    return parts, e
+        rest -= part
+    return parts, e, rest
+
+
+def _split_size(k: int) -> tuple[int, int]:
+    """(bits, slices) of the parts for sums of k products: k 2^(2 bits + 2) <= 2^53; the products cover 62 bits."""
+    bits = min(26, (51 - max(1, (max(k, 2) - 1).bit_length())) // 2)  # (k - 1).bit_length() = ceil(log2 k)
+    return bits, -(-62 // bits)
+
+
+def _sum_products(a_parts: list, b_parts: list, product) -> Any:
+    """The sum of product(a_parts[s], b_parts[t]) over s + t < slices, each exact, added smallest first in a fixed
+    order; a part given as None is zero in every row (its products are skipped: exact zeros)."""
+    total = None
+    for order in range(len(a_parts) - 1, -1, -1):
+        for s in range(order + 1):
+            if a_parts[s] is not None and b_parts[order - s] is not None:
+                part = product(a_parts[s], b_parts[order - s])
+                total = part if total is None else total + part
+    return total
 
 
 @numpy_on_cpu
@@ -363,19 +346,51 @@ def exact_matmul(a, b):
     Costs slices (slices + 1) / 2 matrix products: 6 for k up to 512, 10 up to 4,096."""
     ops = _ops(a)
     a, b = ops.float64(a), ops.float64(b)
-    k = a.shape[-1]
-    bits = min(26, (51 - max(1, (max(k, 2) - 1).bit_length())) // 2)  # (k - 1).bit_length() = ceil(log2 k)
-    slices = -(-62 // bits)
+    bits, slices = _split_size(a.shape[-1])
     with ops.errstate():
-        a_parts, a_exp = _split(a, ops, bits, slices)
-        b_parts, b_exp = _split(ops.transpose_last(b), ops, bits, slices)
-        b_parts = [ops.transpose_last(p) for p in b_parts]
-        total = None
-        for order in range(slices - 1, -1, -1):  # the smallest partial products first
-            for s in range(order + 1):
-                product = ops.matmul(a_parts[s], b_parts[order - s])
-                total = product if total is None else total + product
-        return (total * ops.pow2(a_exp)) * ops.transpose_last(ops.pow2(b_exp))
+        a_parts, a_exp, _ = _split(a, ops, bits, slices)
+        b_parts, b_exp, _ = _split(b.swapaxes(-1, -2), ops, bits, slices)
+        total = _sum_products(a_parts, [p.swapaxes(-1, -2) for p in b_parts], operator.matmul)
+        return (total * ops.pow2(a_exp)) * ops.pow2(b_exp).swapaxes(-1, -2)
+
+
+@numpy_on_cpu
+def exact_band(x, width: int, chunk_elems: int):
+    """(n, width) band of x x^T for a numpy array or torch tensor x (n, d): band[p, k] = x[p] . x[p+k], 0 where
+    p + k >= n; float64, each entry the bits exact_matmul gives it, on any device.
+
+    Rows split once per chunk of about chunk_elems entries; blocks of 8 rows times their 7 + width neighbours (views)
+    in one batched product per pair of parts. Rows that need two parts (float32 rows without a value 2^16 times below
+    their largest) take 4 products, not up to 10 (the rest add exact zeros); the other rows' entries come from
+    exact_matmul of two rows, unless over 1/16 of the chunk (docs/benchmarks-measurements.md#the-numerical-core)."""
+    ops, B = _ops(x), 8
+    (n, d), K = x.shape, width - 1
+    bits, slices = _split_size(d)
+    band = ops.zeros((n, width), like=x)
+    step = max(B, chunk_elems // max(d, 1) // B * B)
+    for c0 in range(0, n, step):
+        r = min(step, n - c0)
+        nb = -(-r // B)
+        chunk = ops.zeros((nb * B + K, d), like=x)
+        chunk[: min(n - c0, nb * B + K)] = x[c0 : c0 + nb * B + K]  # float64; zero rows past the end
+        with ops.errstate():
+            parts, e, rest = _split(chunk, ops, bits, 2)
+            deep = (rest != 0).any(-1)  # the rows that may need more than two parts
+            few = int(deep.sum()) * 16 <= len(deep)
+            used = parts + [None] * (slices - 2) if few else _split(chunk, ops, bits, slices)[0]
+            gram = _sum_products(
+                [None if p is None else ops.as_strided(p, (nb, B, d), (B * d, d, 1)) for p in used],
+                [None if p is None else ops.as_strided(p, (nb, d, B + K), (B * d, 1, d)) for p in used],
+                operator.matmul,
+            )  # (nb, B, B + K): rows against their neighbours
+            gram = ops.as_strided(gram, (nb, B, width), (B * (B + K), B + K + 1, 1)).reshape(nb * B, width)
+            scale = ops.pow2(e[:, 0])
+            band[c0 : c0 + r] = (gram[:r] * scale[:r, None]) * ops.as_strided(scale, (r, width), (1, 1))
+            if few and bool(deep.any()):
+                near = deep[:r, None] | ops.as_strided(deep, (r, width), (1, 1))  # entries with a deep row
+                a, b = (ops.as_strided(chunk, (r, width, d), (d, at, 1))[near] for at in (0, d))
+                band[c0 : c0 + r][near] = exact_matmul(a[:, None], b[:, :, None])[:, 0, 0]
+    return band
 
 
 # ---------------------------------------------------------------- random draws
@@ -402,11 +417,7 @@ def standard_normal(seed: Any, shape: tuple[int, ...]) -> np.ndarray:
 
 # ---------------------------------------------------------------- scalars, correctly rounded
 
-_DECIMAL = Context(prec=50)
-
-
-def _finite_float(value: Decimal) -> float:
-    return float(value)  # decimal -> nearest double (correctly rounded)
+_DECIMAL = Context(prec=50)  # float(a Decimal) is the nearest double: correctly rounded
 
 
 def cr_pow(base: float, exponent: float) -> float:
@@ -416,27 +427,26 @@ def cr_pow(base: float, exponent: float) -> float:
         raise ValueError(f"cr_pow needs a base > 0, got {base!r}")
     if exponent == 0:
         return 1.0
-    value = _DECIMAL.power(Decimal(float(base)), Decimal(float(exponent)))
-    return _finite_float(value)
+    return float(_DECIMAL.power(Decimal(float(base)), Decimal(float(exponent))))
 
 
 def cr_log(x: float) -> float:
     """ln x (x > 0), correctly rounded (see cr_pow)."""
     if not x > 0:
         raise ValueError(f"cr_log needs x > 0, got {x!r}")
-    return _finite_float(_DECIMAL.ln(Decimal(float(x))))
+    return float(_DECIMAL.ln(Decimal(float(x))))
 
 
 def cr_log10(x: float) -> float:
     """log10 x (x > 0), correctly rounded (see cr_pow)."""
     if not x > 0:
         raise ValueError(f"cr_log10 needs x > 0, got {x!r}")
-    return _finite_float(_DECIMAL.log10(Decimal(float(x))))
+    return float(_DECIMAL.log10(Decimal(float(x))))
 
 
 def cr_exp(x: float) -> float:
     """e^x, correctly rounded (see cr_pow); inf on overflow."""
-    return _finite_float(_DECIMAL.exp(Decimal(float(x))))
+    return float(_DECIMAL.exp(Decimal(float(x))))
 
 
 def cr_powers(base: float, exponents: Any) -> np.ndarray:

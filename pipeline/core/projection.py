@@ -25,9 +25,9 @@ def weighted_pca(embeddings, encodings, w1, w2, n_components: int = 2) -> tuple[
     products per sentence and one stacked eigh of (S, P, n, n) give every projection: coords = U sqrt(lambda). Memory:
     about 16 S P n^2 bytes (the Gram matrices and their eigenvectors).
     Signs follow scikit-learn (>= 1.5, svd_flip on the components): the entry of largest magnitude of each
-    component V_c = X^T U_c / s_c is made positive, V_c computed as w1 (E^T U_c) + w2 (P^T U_c).
-    Every step works on each (sentence, pair) on its own (elementwise products, one matrix product or eigh per
-    matrix), so a pair's numbers do not depend on the batch around it.
+    component V_c = X^T U_c / s_c is made positive (_signs). Every step works on each (sentence, pair) on its own
+    (elementwise products, one matrix product or eigh per matrix; a plain product decides only what any rounding of
+    it would), so a pair's numbers do not depend on the batch around it.
     """
     e, p = np.asarray(embeddings, dtype=np.float64), np.asarray(encodings, dtype=np.float64)
     single = e.ndim == 2
@@ -58,18 +58,38 @@ def weighted_pca(embeddings, encodings, w1, w2, n_components: int = 2) -> tuple[
     lam = np.maximum(evals[..., ::-1][..., :k], 0.0)  # (S, P, k), descending
     u = evecs[..., ::-1][..., :k]  # (S, P, n, k)
 
-    e_t, p_t = e_c.swapaxes(1, 2)[:, None], p_c.swapaxes(1, 2)[:, None]  # (S, 1, d, n)
-    sign = np.empty_like(lam)
-    step = max(1, 2**22 // (S * d * k))  # pairs at a time: the components (S, step, d, k) stay small
-    for j in range(0, len(w1), step):
-        uj = u[:, j : j + step]
-        v = w1[j : j + step, None, None] * exact_matmul(e_t, uj) + w2[j : j + step, None, None] * exact_matmul(p_t, uj)
-        pivot = np.take_along_axis(v, np.abs(v).argmax(axis=-2)[..., None, :], axis=-2)[..., 0, :]
-        sign[:, j : j + step] = np.where(pivot < 0, -1.0, 1.0)
+    sign = _signs(e_c, p_c, w1, w2, u)
     coords = u * (np.sqrt(lam) * sign)[..., None, :]
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = np.where(total[..., None] > 0, lam / total[..., None], 0.0)
     return (coords[0], ratio[0]) if single else (coords, ratio)
+
+
+def _signs(e_c: np.ndarray, p_c: np.ndarray, w1: np.ndarray, w2: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """(S, P, k) the sign of the entry of largest magnitude of each component V_c = X^T U_c / s_c (u: (S, P, n, k)),
+    from one plain float64 product where no other entry comes within twice a margin and the entry is beyond it, else
+    from V_c computed exactly as w1 (E^T U_c) + w2 (P^T U_c). The margin, n 2^-44 of the terms' size, is 256 times
+    the rounding of a sum of 2n products, far above the exact path's: both pick that entry and sign (the exact path
+    alone, or products on OpenBLAS's threads, cost more: docs/benchmarks-measurements.md#the-numerical-core)."""
+    (S, n, d), shape = e_c.shape, u.shape[:2] + u.shape[-1:]
+    features = np.concatenate([e_c, p_c], axis=1)  # (S, 2n, d)
+    weighted = np.concatenate([w1[:, None, None] * u, w2[:, None, None] * u], axis=2).swapaxes(2, 3)  # (S, P, k, 2n)
+    size = np.abs(w1) * np.abs(e_c).max(axis=(1, 2))[:, None] + np.abs(w2) * np.abs(p_c).max(axis=(1, 2))[:, None]
+    margin = (n * 2.0**-44 * np.abs(u).sum(axis=2) * size[..., None]).reshape(S, -1)  # (S, P k)
+    pivot, near, weighted = np.empty_like(margin), np.empty_like(margin), weighted.reshape(S, -1, 2 * n)
+    rows = max(1, 2**19 // (d * 2 * n))  # components at a time: each product under OpenBLAS's size for threads
+    for at in (slice(r, r + rows) for r in range(0, weighted.shape[1], rows)):
+        v = np.matmul(weighted[:, at], features)  # (S, rows, d): V_c s_c
+        pivot[:, at] = np.take_along_axis(v, np.abs(v).argmax(axis=-1)[..., None], axis=-1)[..., 0]
+        near[:, at] = (np.abs(v) >= np.abs(pivot[:, at, None]) - 2 * margin[:, at, None]).sum(axis=-1)
+    sign = np.where(pivot < 0, -1.0, 1.0).reshape(shape)
+    s, j = np.nonzero(((near > 1) | (np.abs(pivot) <= margin)).reshape(shape).any(axis=-1))
+    if len(s):  # exact products (exact_matmul) for those pairs
+        uj, e_t, p_t = u[s, j], e_c.swapaxes(1, 2)[s], p_c.swapaxes(1, 2)[s]
+        v = w1[j, None, None] * exact_matmul(e_t, uj) + w2[j, None, None] * exact_matmul(p_t, uj)  # (m, d, k)
+        pivot = np.take_along_axis(v, np.abs(v).argmax(axis=-2)[..., None, :], axis=-2)[..., 0, :]
+        sign[s, j] = np.where(pivot < 0, -1.0, 1.0)
+    return sign
 
 
 def procrustes_disparity(reference, other) -> float:

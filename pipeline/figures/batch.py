@@ -31,7 +31,7 @@ class Batch:
         self.jobs: list[tuple] = []
         self.drawn = 0  # jobs drawn (not restored from the cache)
         self._pool = None  # inside drawing(): the workers' pool
-        self._sent: list = []  # inside drawing(): each job's pending result (or restored one), in the order queued
+        self._sent: list = []  # inside drawing(): each job's result getter, in the order queued
         self._keys: dict[int, tuple] = {}  # job index -> (cache entry, outputs) to store once drawn
 
     @property
@@ -42,8 +42,12 @@ class Batch:
     def add(self, draw, *args, **kwargs) -> None:
         self.jobs.append((draw, args, kwargs))
         if self._pool is not None:
-            found, result = self._restore(len(self.jobs) - 1)
-            self._sent.append(_Done(result) if found else self._pool.apply_async(_draw, (self.jobs[-1],)))
+            self._send(len(self.jobs) - 1)
+
+    def _send(self, k: int) -> None:
+        """Inside drawing(): job k restored from the cache, or sent to the workers."""
+        found, result = self._restore(k)
+        self._sent.append((lambda: result) if found else self._pool.apply_async(_draw, (self.jobs[k],)).get)
 
     def _restore(self, k: int) -> tuple[bool, object]:
         """(True, its result) when job k's figures are in the cache (copied into place); else (False, None), and the
@@ -81,13 +85,12 @@ class Batch:
         with worker_pool.pool(workers) as pool:
             self._pool, self._sent = pool, []
             try:
-                for k, job in enumerate(self.jobs):  # queued before the block
-                    found, result = self._restore(k)
-                    self._sent.append(_Done(result) if found else pool.apply_async(_draw, (job,)))
+                for k in range(len(self.jobs)):  # queued before the block
+                    self._send(k)
                 yield results
                 progress = Progress(what, len(self._sent))
-                for done, sent in enumerate(self._sent, 1):
-                    results.append(sent.get())
+                for done, get in enumerate(self._sent, 1):
+                    results.append(get())
                     self._store(done - 1, results[-1])
                     progress.update(done)
             finally:
@@ -112,16 +115,6 @@ class Batch:
                 self._store(k, result)
                 progress.update(done)
         return results
-
-
-class _Done:
-    """A job restored from the cache, answering like a pending pool result."""
-
-    def __init__(self, result) -> None:
-        self.result = result
-
-    def get(self):
-        return self.result
 
 
 def _draw(job: tuple):

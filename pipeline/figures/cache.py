@@ -8,7 +8,7 @@ Pillow's versions); its entry, `<cache>/<key>/`, holds the PNGs it wrote, what i
 whose entry is there and intact gets the PNGs copied to its paths instead of drawing them: an edit of one part of the
 encode stage's config redraws that part's figures only, and the points of a sweep over the weights draw the figures
 the weights do not change once. Figures are byte-identical on every machine (docs/reliability.md), so a copy has the
-bytes the drawing would write. Kept for speed (docs/benchmarks.md#the-pipeline).
+bytes the drawing would write. Kept for speed (docs/benchmarks-measurements.md#stage-layout).
 
 The project's cache (data/cache/figures/, DVC runs) is pruned to its MAX_BYTES, least recently used first; a sweep's
 (<sweep dir>/.stage_cache/figures/) lives as long as the sweep's folder. Arguments that do not pickle the same way

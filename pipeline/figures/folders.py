@@ -41,24 +41,19 @@ FOLDERS = {
 class StageFigures:
     """Queues the configured set's figures of one kind at a time (`queue(kind)`: nothing when the set does not
     draw that kind) on `batch`, a pipeline.figures.batch.Batch of drawing workers; `outs`: the folder being built
-    for each Layout attribute of FOLDERS; `names`: the PNG names queued."""
+    for each Layout attribute of FOLDERS."""
 
     def __init__(self, params, layout: Layout, outs: dict[str, Path]) -> None:
         from pipeline.config.figure_sets import drawn_kinds
 
         self.params, self.layout, self.outs, self.batch = params, layout, outs, None
         self.kinds = drawn_kinds(params.figures.name) & set(FOLDERS)
-        self.names: list[str] = []
 
     def queue(self, kind: str) -> None:
         if kind not in self.kinds:
             return
         cfg, layout, out = self.params.figures, self.layout, self.outs[FOLDERS[kind]]
-
-        def path(name: str) -> Path:
-            self.names.append(name)
-            return out / name
-
+        path = out.joinpath
         if kind == "tutorials":
             from pipeline.figures.tutorials import queue_tutorial_figures
 
@@ -110,8 +105,7 @@ def draw_stage_figures(params, layout: Layout, compute: Callable[[StageFigures],
         figures.batch = Batch(cache=layout.figure_cache)
         with figures.batch.drawing(params.figures.workers, "encode: figures"):
             result.append(compute(figures))
-        log.info("figures: %d PNG files in %s", len(figures.names), ", ".join(str(p) for p in folders.values()))
-        finished(figures.batch, layout)
+        finished(figures.batch, layout, ", ".join(str(p) for p in folders.values()))
 
     folders = {name: getattr(layout, name) for name in dict.fromkeys(FOLDERS.values())}
     replace_dirs(folders, build)
@@ -124,7 +118,6 @@ def draw_figures(params: Config, layout: Layout, while_drawing: Callable[[], Non
 
     names: list[str] = []
     replace_dir(layout.sweep_figures_dir, lambda tmp: names.extend(render(params, layout, tmp, while_drawing)))
-    log.info("figures: %d PNG files in %s", len(names), layout.sweep_figures_dir)
     return names
 
 
@@ -175,17 +168,16 @@ def render(params: Config, layout: Layout, out: Path, while_drawing: Callable[[]
             while_drawing()
     for names in results:
         written += names or []
-    finished(batch, layout)
+    finished(batch, layout, str(layout.sweep_figures_dir))
     return written
 
 
-def finished(batch, layout: Layout) -> None:
-    """Log how many figure jobs were drawn and how many copied from the figure cache; prune this checkout's cache."""
+def finished(batch, layout: Layout, where: str) -> None:
+    """Log the figure jobs drawn and those copied from the figure cache; prune this checkout's cache."""
     from pipeline.figures import cache
 
-    if batch.jobs and batch.cache is not None:
-        restored = len(batch.jobs) - batch.drawn
-        log.info("figures: %d drawn, %d copied from the figure cache %s", batch.drawn, restored, batch.cache)
+    copied = f", {len(batch.jobs) - batch.drawn} copied from the figure cache" if batch.cache is not None else ""
+    log.info("figures: %d drawn%s, in %s", batch.drawn, copied, where)
     if batch.cache is not None and layout.shared is None:
         cache.prune(batch.cache)
 

@@ -12,7 +12,7 @@ The examples' data is computed with torch (the tutorials' layers) by `queue_tuto
 the calling process; the masks of the configured texts are the figures stage's (`queue_mask_figures`, from the
 tokenize stage's output, numpy only: the tutorial's masks as pipeline.tutorials.masks builds them, which
 tests/test_tutorial_figures.py checks). Every figure is drawn from plain arrays, so that forked figure workers draw
-them without torch. `render_tutorial_figures(params, out_dir)` draws all seven here.
+them without torch.
 """
 
 from __future__ import annotations
@@ -304,32 +304,3 @@ def queue_mask_figures(params: Any, tokens: dict, path: Callable[[str], Path], b
         path("tutorial004_padding_mask.png"),
         dpi,
     )
-
-
-def render_tutorial_figures(
-    params: Any, out_dir: Path, *, root: Path | None = None, tokens: dict | None = None
-) -> list[str]:
-    """Render every tutorial figure into out_dir, in this process; returns the PNG names written.
-
-    `tokens`: the tokenize stage's output for the mask figures (None: tokenize the configured texts).
-    """
-    from pipeline.figures.batch import Batch
-
-    out_dir = Path(out_dir)
-    written: list[str] = []
-
-    def path(name: str) -> Path:
-        written.append(name)
-        return out_dir / name
-
-    batch = Batch()
-    if tokens is None:
-        from pipeline.base.paths import checkout_root
-        from pipeline.inputs.texts import load_texts
-        from pipeline.inputs.tokens import tokenize
-
-        tokens = tokenize(load_texts(params.texts, root or checkout_root()), params.tokenizer)
-    queue_mask_figures(params, tokens, path, batch)
-    queue_tutorial_figures(params, path, batch)
-    batch.run(1)
-    return written

@@ -66,7 +66,8 @@ class GloveStore:
     def open(cls, path: Path, verify: bool = False) -> "GloveStore":
         """The store at `path`; verify: check both files against the SHA-256s of the manifest first (what a stage
         does before it trusts them). Opened (and verified) once per process while its files keep their size, mtime
-        and inode: the jobs of a multirun share one store (docs/benchmarks.md#sweeps); every process verifies anew."""
+        and inode: the jobs of a multirun share one store (docs/benchmarks-measurements.md#sweep-caches); every process
+        verifies anew."""
         path = Path(path).resolve()
         try:
             files = (path / VECTORS, path / VOCAB, path / MANIFEST)

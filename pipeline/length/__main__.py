@@ -39,8 +39,7 @@ def check(params: dict, processes: int | None = None):
 
     cfg = validate(params, LENGTH.schema)
     on_cpu = resolve_device(cfg.length.device, key="length.device").type == "cpu"
-    seconds, peak, formula = check_length(cfg.length, processes or workers(cfg.length), on_cpu=on_cpu)
-    log.info("length: about %.0f s on the CPU and %.1f GB at most (%s)", seconds, peak / 1e9, formula)
+    check_length(cfg.length, processes or workers(cfg.length), on_cpu=on_cpu)
     return cfg
 
 

@@ -104,9 +104,9 @@ def train(run: RunSpec, checkpoint: Path, device: torch.device) -> tuple[torch.n
 
 
 def save(path: Path, state: dict) -> None:
-    """torch.save, atomically (a temporary beside it, renamed)."""
-    with atomic_path(path) as tmp:
-        torch.save(state, tmp)
+    """torch.save, atomically (a temporary renamed), to an open file: records named archive/, so the same bytes."""
+    with atomic_path(path) as tmp, open(tmp, "wb") as file:
+        torch.save(state, file)
 
 
 @torch.no_grad()

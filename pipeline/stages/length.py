@@ -10,7 +10,6 @@ Reads params (experiments/length/params.yaml): length, tracking.
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,8 +17,6 @@ from pipeline.base.paths import Layout
 
 if TYPE_CHECKING:
     from pipeline.config.schema import LengthExperimentConfig
-
-log = logging.getLogger("pipeline")
 
 
 def check(cfg: LengthExperimentConfig, root: Path) -> None:
@@ -29,8 +26,7 @@ def check(cfg: LengthExperimentConfig, root: Path) -> None:
     from pipeline.length.experiment import workers
 
     on_cpu = resolve_device(cfg.length.device, key="length.device").type == "cpu"
-    seconds, peak, formula = check_length(cfg.length, workers(cfg.length), on_cpu=on_cpu)
-    log.info("length: about %.0f s on the CPU and %.1f GB at most (%s)", seconds, peak / 1e9, formula)
+    check_length(cfg.length, workers(cfg.length), on_cpu=on_cpu)
     if cfg.tracking.enabled:
         from pipeline.outputs.tracking import check_reachable
 

@@ -132,9 +132,10 @@ _COMPUTE: tuple[Stage, ...] = (
         input_files=GLOVE_FILE_KEYS,  # glove.<kind> of each source kind that reads a file
     ),
     # One process for everything that depends on the encoding's, RoPE's, ALiBi's and the tutorials' config and not on
-    # the texts: torch, matplotlib and the figure workers are started once for the three folders
-    # (docs/benchmarks.md#the-pipeline). Its figures are drawn from a content-keyed cache (pipeline.figures.cache), so
-    # an edit of one part redraws that part's figures only; the tutorials' masks show the texts: the figures stage's.
+    # the texts: torch, matplotlib and the figure workers start once for the three folders
+    # (docs/benchmarks-measurements.md#stage-layout). A figure whose data did not change is copied from the figure cache
+    # (pipeline.figures.cache), so an edit of one part redraws that part's figures only; the tutorials' masks show the
+    # texts: the figures stage's.
     Stage(
         "encode",
         "the positional encoding and its diagnostics (data/encode/), RoPE's and ALiBi's diagnostics (data/relative/, "

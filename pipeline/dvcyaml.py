@@ -191,7 +191,7 @@ LENGTH_HEADER = (
 
 def render(root: Path, pipeline: Pipeline = PIPELINE, params: dict | None = None) -> str:
     """The dvc.yaml of `pipeline` (default: the pipeline's) for the registry and the config `params` (default: its
-    params file's; the input files it names outside data/texts/ are deps)."""
+    params file's; the input files it names are deps)."""
     from pipeline.config.params_file import read_params_file
 
     params_path = getattr(Layout(root), pipeline.params)

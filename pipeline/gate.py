@@ -151,18 +151,15 @@ def compare(baseline: dict, current: dict, rules: list[Rule]) -> list[str]:
     return problems
 
 
-def parsed(text: str, where: str) -> dict:
+def parsed(where: Path | str, text: str | None = None) -> dict:
+    """The JSON of the file `where` (or of `text`, read from `where`), or a PipelineError naming it."""
     try:  # json's message names no file
-        return json.loads(text)
+        return json.loads(Path(where).read_text(encoding="utf-8") if text is None else text)
     except ValueError as exc:
         raise PipelineError(
             f"{where} is not valid JSON ({exc}). Fix: `python -m pipeline.repro` writes it again (`git checkout` "
             "restores a committed one), or pass another --baseline / --current."
         ) from None
-
-
-def read_file(path: Path) -> dict:
-    return parsed(path.read_text(encoding="utf-8"), str(path))
 
 
 def read_revision(rev: str, path: str, root: Path) -> dict:
@@ -171,7 +168,7 @@ def read_revision(rev: str, path: str, root: Path) -> dict:
         raise PipelineError(
             f"no baseline {path} at git revision {rev!r} ({shown.stderr.strip()}): pass --baseline REV or a .json file."
         )
-    return parsed(shown.stdout, f"{path} at git revision {rev}")
+    return parsed(f"{path} at git revision {rev}", shown.stdout)
 
 
 def read_sides(baseline: str, current: str | None, root: Path) -> tuple[dict, dict]:
@@ -179,12 +176,12 @@ def read_sides(baseline: str, current: str | None, root: Path) -> tuple[dict, di
     by default); otherwise every gated file is compared with its version at the git revision `baseline`."""
     as_file = Path(baseline).suffix == ".json" and (root / baseline).exists()
     if current is not None or as_file:
-        old = read_file(root / baseline) if as_file else read_revision(baseline, METRICS, root)
-        return old, read_file(root / (current or METRICS))
+        old = parsed(root / baseline) if as_file else read_revision(baseline, METRICS, root)
+        return old, parsed(root / (current or METRICS))
     old, new = {}, {}
     for prefix, path in gated_files().items():
         old.update(prefixed(prefix, read_revision(baseline, path, root)))
-        new.update(prefixed(prefix, read_file(root / path)))
+        new.update(prefixed(prefix, parsed(root / path)))
     return old, new
 
 

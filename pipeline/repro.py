@@ -26,7 +26,6 @@ The overrides are those of `python -m pipeline.compose` (group=option, key=value
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import subprocess
@@ -56,20 +55,6 @@ def guarded_paths(root: Path) -> list[Path]:
 
 JOURNAL = Path(".dvc") / "tmp" / "repro-journal"
 NOTHING_CHANGED = "nothing was changed: params.yaml, dvc.yaml, dvc.lock, data/ and reports/ are as they were"
-
-
-def _own_group_dying_with_parent():
-    """For the dvc child, before it runs: a process group of its own, and (Linux) a SIGKILL when this process dies,
-    even by kill -9. Its stages watch this process themselves (pipeline.stages._cli)."""
-    from pipeline.base.processes import dying_with_parent
-
-    die_with_parent = dying_with_parent()
-
-    def setup() -> None:
-        os.setpgid(0, 0)
-        die_with_parent()
-
-    return setup
 
 
 # The dvc child: it imports what every `dvc repro` imports first (about half of a no-op `dvc repro`:
@@ -115,14 +100,18 @@ class MachineErrors(logging.Handler):
 def _start_dvc(args: list[str], root: Path, env: dict) -> subprocess.Popen:
     """`dvc repro ARGS`, started now (its imports) and waiting for `_run_dvc`, in a process group of its own, so that
     a stop signal reaches this process only (one clean message, no traceback of each stage): on one, the whole group
-    (dvc, its stages, their workers) is killed (`_end_dvc`)."""
+    (dvc, its stages, their workers) is killed (`_end_dvc`); and (Linux) a SIGKILL when this process dies, even by
+    kill -9 (its stages watch this process themselves: pipeline.stages._cli)."""
+    from pipeline.base.processes import dying_with_parent
+
+    die_with_parent = dying_with_parent()
     return subprocess.Popen(
         [sys.executable, "-c", _DVC_CHILD, *args],
         cwd=root,
         env=env,
         stdin=subprocess.PIPE,
         text=True,
-        preexec_fn=_own_group_dying_with_parent(),
+        preexec_fn=lambda: (os.setpgid(0, 0), die_with_parent()),
     )
 
 
@@ -258,8 +247,8 @@ def _transaction(journal, root: Path, command: str, overrides: list[str], dvc_ar
         )
         dvc = _start_dvc(dvc_args, root, env)
         try:
-            for finding in integrity.check(root):  # what DVC would take for its cached or recorded outputs
-                print(f"repro: {finding.problem}: removed, so that {finding.then}", file=sys.stderr)
+            for problem, then in integrity.check(root):  # what DVC would take for its cached or recorded outputs
+                print(f"repro: {problem}: removed, so that {then}", file=sys.stderr)
             # a full disk here changes nothing; the DVC cache is only added to: a run put back leaves no object in it
             journal.begin(guarded_paths(root), added=integrity.cache_folders(root), command=command)
             try:  # validates and checks input files before writing params.yaml
@@ -311,10 +300,11 @@ def _rollback(journal, work_dirs: list[Path], root: Path) -> str:
 
 def _logged_run(root: Path) -> dict:
     """The record of the MLflow run the figures stage logged last (pipeline.outputs.run_record); {} if none."""
+    from pipeline.base.files import read_json
     from pipeline.base.paths import Layout
 
     try:
-        return json.loads(Layout(root).mlflow_last_run.read_text(encoding="utf-8"))
+        return read_json(Layout(root).mlflow_last_run)
     except (OSError, ValueError):
         return {}
 

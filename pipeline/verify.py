@@ -16,8 +16,7 @@ if __name__ == "__main__":
         print(__doc__)
         raise SystemExit(0 if sys.argv[1:] in (["-h"], ["--help"]) else 2)
     found = integrity.check(checkout_root(), repair=False)
-    for problem, _ in found:
-        print(f"verify: {problem}", file=sys.stderr)
     if found:
+        print("\n".join(f"verify: {problem}" for problem, _ in found), file=sys.stderr)
         raise SystemExit(f"verify: {len(found)} file(s) corrupt. Fix: `python -m pipeline.repro` replaces them")
     print("verify: every DVC cache object and every output dvc.lock records holds its recorded bytes")

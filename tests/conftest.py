@@ -219,10 +219,17 @@ def typed(params):
     return params if not isinstance(params, dict) else config.validate(params)
 
 
+def stages_upto(name: str) -> tuple:
+    """The registry's in-process stages (a Hydra job's), in order, up to and including `name`."""
+    from pipeline.stages.registry import job_stages
+
+    stages = job_stages()
+    return stages[: [s.name for s in stages].index(name) + 1]
+
+
 def run_stages(params: dict, tmp_path: Path, store: Path, upto: str = "sweep") -> Layout:
     """The registry's in-process stages, in order, up to and including `upto`, into tmp_path."""
     from pipeline.base.paths import Layout
-    from pipeline.stages.registry import stages_upto
 
     layout = Layout(tmp_path, glove=store)
     cfg = typed(params)
@@ -240,3 +247,35 @@ def pipeline_log(caplog, monkeypatch):
     monkeypatch.setattr(logging.getLogger("pipeline"), "propagate", True)
     caplog.set_level(logging.INFO, logger="pipeline")
     return caplog
+
+
+# ---------------------------------------------------------------- one sentence of the sweep (references for tests)
+
+
+def sweep_sentence(e, p, words, pairs, ratios, d_model, groups, neighbours, n_components=2):
+    """The sweep of one sentence: e, p (n, d) float64 word embeddings and positional encodings of its words."""
+    from pipeline.core.sweep import sweep_sentences
+
+    return sweep_sentences(e[None], p[None], [words], pairs, ratios, d_model, groups, neighbours, n_components)[0]
+
+
+def positional_wins_at(ref):
+    """wins(r): True when, at W1 = 1, W2 = r, positional neighbours (d-dimensional k-NN) are at least as many as
+    semantic ones; computed exactly as the grid's points are (ref: one sentence)."""
+    import numpy as np
+
+    from pipeline.core.metrics import Reference
+    from pipeline.core.sweep import wins_at
+
+    many = Reference(ref.e[None], ref.p[None], [ref.words], ref.groups, ref.k)
+    return lambda r: bool(wins_at(many, np.zeros(1, dtype=int), np.array([[r]]))[0, 0])
+
+
+def exact_crossover(ratios, curves: dict, ref) -> dict:
+    """The sweep's crossover entry of one sentence from its k-NN curves along the grid (ref: that sentence)."""
+    from pipeline.core.metrics import Reference, positional_wins
+    from pipeline.core.sweep import crossover_entry, exact_switches
+
+    on_grid = positional_wins(curves["knn_semantic_hd"], curves["knn_positional_hd"])
+    many = Reference(ref.e[None], ref.p[None], [ref.words], ref.groups, ref.k)
+    return crossover_entry(ratios, on_grid, exact_switches(ratios, on_grid[None], many)[0], ref.k)

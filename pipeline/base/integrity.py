@@ -26,7 +26,6 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import NamedTuple
 
 from pipeline.base.snapshot import LINK_ABOVE
 
@@ -96,11 +95,7 @@ def settle(root: Path) -> None:
     _save(root, seen)
 
 
-class Finding(NamedTuple):
-    """A file that is not what its name or dvc.lock says, and what removing it makes DVC do."""
-
-    problem: str
-    then: str
+Finding = tuple[str, str]  # a file that is not what its name or dvc.lock says; what removing it makes DVC do
 
 
 def check(root: Path, repair: bool = True) -> list[Finding]:
@@ -134,7 +129,7 @@ def _check_cache(root: Path, hashes: _Hashes, found: list[Finding], repair: bool
                 continue
             rel = path.relative_to(root).as_posix()
             problem = f"the DVC cache object {rel} is corrupt (its bytes hash to {actual}, not to its name)"
-            found.append(Finding(problem, "DVC recomputes what it held"))
+            found.append((problem, "DVC recomputes what it held"))
             if repair:
                 path.unlink(missing_ok=True)
                 hashes.seen.pop(rel, None)
@@ -187,7 +182,7 @@ def _check_outputs(root: Path, hashes: _Hashes, intact: set[str], found: list[Fi
                 if expected in intact
                 else f"DVC runs stage {stage} again (its cache has no copy of the recorded one)"
             )
-            found.append(Finding(problem, then))
+            found.append((problem, then))
             if repair:
                 path.unlink()
                 hashes.seen.pop(rel.as_posix(), None)

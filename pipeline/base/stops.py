@@ -58,13 +58,6 @@ def raise_interrupted(signum: int, frame) -> None:
     raise Interrupted(signum)
 
 
-def reraise_stop() -> None:
-    """Raise Interrupted again when a stop signal came: called where a library turns whatever interrupts it into its
-    own error (OmegaConf while Hydra composes), which would stand for the stop."""
-    if received is not None:
-        raise Interrupted(received)
-
-
 def redeliver_dropped(unraisable) -> None:
     """sys.unraisablehook: a signal whose handler ran inside a finalizer or a weakref callback (a garbage collection
     can run one between any two bytecodes) raised Interrupted where Python can only print it ("Exception ignored

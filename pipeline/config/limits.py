@@ -206,21 +206,19 @@ def label_seconds(params: Config, sentences: Sequence[str]) -> tuple[float, str]
     )
 
 
-def sweep_seconds(params: Config, lengths: Sequence[int]) -> tuple[float, str]:
-    """CPU seconds of the sweep stage for sentences of `lengths` words (as tokenized), and the sum with its numbers:
-    per sentence and weighting, SWEEP_S[0] + SWEEP_S[1] n^2 + SWEEP_S[2] n^3 (its metrics, its PCA's eigensolver)."""
+def sweep_seconds(params: Config, lengths: Sequence[int]) -> float:
+    """CPU seconds of the sweep stage for sentences of `lengths` words (as tokenized): per sentence and weighting,
+    SWEEP_S[0] + SWEEP_S[1] n^2 + SWEEP_S[2] n^3 (its metrics, its PCA's eigensolver). Above LONG_S, it says so
+    before the work starts: how long, and what shortens it."""
     batch = pair_count(params) + 2 + params.sweep.ratios.points  # + the baseline and the Transformer's scaling
     seconds = batch * sum(SWEEP_S[0] + SWEEP_S[1] * n * n + SWEEP_S[2] * n**3 for n in lengths)
-    return seconds, f"{len(lengths):,} sentence(s) of up to {max(lengths, default=0):,} words x {batch} weightings"
-
-
-def announce(what: str, seconds: float, formula: str, knob: str) -> None:
-    """Say before long work starts (above LONG_S of CPU) how long it should take and what shortens it."""
     if seconds > LONG_S:
-        message = (
-            f"{what}: about {_duration(seconds)} of CPU to come ({formula}; measured on 2 cores). Shorter: {knob}."
+        logging.getLogger("pipeline").warning(
+            f"sweep: about {_duration(seconds)} of CPU to come ({len(lengths):,} sentence(s) of up to "
+            f"{max(lengths, default=0):,} words x {batch} weightings; measured on 2 cores). Shorter: tokenizer.maxlen "
+            "(it cuts long sentences), fewer sentences, sweep.ratios.points or weight pairs."
         )
-        logging.getLogger("pipeline").warning(message)
+    return seconds
 
 
 def time_estimates(params: Config, sentences: Sequence[str]) -> list[tuple[str, float, str, str]]:

@@ -50,7 +50,7 @@ def compose(overrides: Iterable[str] = (), root: Path | None = None, composition
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
-    from pipeline.base.stops import reraise_stop
+    from pipeline.base import stops
     from pipeline.config.schema import register
 
     register()
@@ -62,7 +62,8 @@ def compose(overrides: Iterable[str] = (), root: Path | None = None, composition
         with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3"):
             cfg = hydra_compose(config_name=composition.config_name, overrides=overrides)
     except (HydraException, OmegaConfBaseException) as exc:
-        reraise_stop()
+        if stops.received is not None:  # OmegaConf turns the Interrupted of a stop signal into its own error
+            raise stops.Interrupted(stops.received) from None
         raise PipelineError(
             redact(f"cannot compose conf/ with overrides {list(overrides)}: {_explain(exc, composition.schema)}")
         ) from None

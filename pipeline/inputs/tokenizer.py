@@ -190,26 +190,6 @@ class Tokenizer:
             result.append(vect)
         return result
 
-    def sequences_to_texts(self, sequences: Iterable[Sequence[int]]) -> List[str]:
-        """Inverse of ``texts_to_sequences`` (space-joined words), Keras rules."""
-        num_words = self.num_words
-        oov_index = self.word_index.get(self.oov_token)
-        texts: List[str] = []
-        for seq in sequences:
-            words: List[str] = []
-            for num in seq:
-                word = self.index_word.get(num)
-                if word is not None:
-                    if num_words and num >= num_words:
-                        if oov_index is not None:
-                            words.append(self.index_word[oov_index])
-                    else:
-                        words.append(word)
-                elif self.oov_token is not None:
-                    words.append(self.index_word[oov_index])
-            texts.append(" ".join(words))
-        return texts
-
 
 def _check_pad_args(padding: str, truncating: str, maxlen: Optional[int]) -> None:
     if padding not in ("pre", "post"):

@@ -315,9 +315,3 @@ def job_stages() -> tuple[Stage, ...]:
     """The stages a Hydra job runs in-process, in order (it validates at compose, shares GloVe stores, and logs
     to MLflow itself under the sweep's parent run)."""
     return tuple(stage for stage in STAGES if stage.in_jobs)
-
-
-def stages_upto(name: str) -> tuple[Stage, ...]:
-    """The in-process stages up to and including `name` (for tests and partial runs)."""
-    stages = job_stages()
-    return stages[: [s.name for s in stages].index(name) + 1]

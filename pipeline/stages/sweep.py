@@ -43,11 +43,7 @@ def run(params: Config, layout: Layout, root: Path) -> dict:
         **read_json(layout.encode_summary),
         **sweep_lib.embedding_facts(params.glove.name, tokens["word_index"], missing),
     }
-    limits.announce(
-        "sweep",
-        *limits.sweep_seconds(params, [len(ids) for ids in tokens["ids"]]),
-        "tokenizer.maxlen (it cuts long sentences), fewer sentences, sweep.ratios.points or weight pairs",
-    )
+    limits.sweep_seconds(params, [len(ids) for ids in tokens["ids"]])  # says so before long work
     result = sweep_lib.run_sweep(
         tokens,
         embeddings,

@@ -120,11 +120,14 @@ def import_seconds(module: str, repeat: int = 3) -> float:
 
 def loop_measure(pair, coords, explained, baseline, e, p, words, groups, k) -> dict[str, float]:
     """One pair at a time, the reference: all metrics of one weighting, then the scipy disparity."""
-    from pipeline.core.metrics import sentence_metrics
-    from pipeline.core.projection import procrustes_disparity
+    from pipeline.core.metrics import procrustes_disparities, sentence_metrics
 
     values = sentence_metrics(pair.w1 * e + pair.w2 * p, coords, e, p, words, groups, k)
-    values["pca_disparity"] = 0.0 if pair.is_baseline else procrustes_disparity(baseline, coords)
+    values["pca_disparity"] = (
+        0.0
+        if pair.is_baseline
+        else float(procrustes_disparities(np.asarray(baseline)[None], np.asarray(coords)[None, None])[0, 0])
+    )
     values["explained_variance_2d"] = float(explained.sum())
     return values
 

@@ -176,7 +176,7 @@ def test_the_kept_pool_ends_when_its_process_exits(tmp_path):
         "batch = Batch()\n"
         "[batch.add(os.getpid) for _ in range(4)]\n"
         "drawn_by = set(batch.run(2))\n"
-        "print(*sorted(drawn_by | {w.pid for w in worker_pool.kept_pool()._pool}))\n"
+        "print(*sorted(drawn_by | {w.pid for w in worker_pool._kept[1]._pool}))\n"
     )
     out = run([sys.executable, "-c", script], REPO)
     pids = [int(pid) for pid in out.stdout.split()]
@@ -199,7 +199,7 @@ def test_the_workers_of_a_killed_process_exit():
         "batch = Batch()\n"
         "[batch.add(os.getpid) for _ in range(4)]\n"
         "batch.run(2)\n"
-        "print(*sorted(w.pid for w in worker_pool.kept_pool()._pool), flush=True)\n"
+        "print(*sorted(w.pid for w in worker_pool._kept[1]._pool), flush=True)\n"
         "os.kill(os.getpid(), signal.SIGKILL)\n"
     )
     out = run([sys.executable, "-c", script], REPO, check=False)

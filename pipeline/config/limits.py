@@ -324,15 +324,15 @@ def _expanded(node, key: str, sizes: dict, long: list) -> int:
 
 def check_list_overrides(overrides: Sequence[str]) -> None:
     """Refuse a sweep.w1 / sweep.w2 list override of more than MAX_PAIRS items, counted by its commas before Hydra
-    parses it (parsing and composing millions of items is itself the exhaustion), and a URL holding credentials
-    (Hydra's grammar refuses an unquoted `?token=...` as a syntax error before the schema could name the key)."""
+    parses it (parsing and composing millions of items is itself the exhaustion), and an unquoted URL with credentials
+    in its query (Hydra's grammar refuses its `=` before the schema, which refuses the others, could name the key)."""
     from pipeline.config.schema import NETRC_FIX, TRACKING_FIX, refuse_credentials
 
     for override in overrides:
         key, _, value = override.partition("=")
-        if "://" in value:
+        if "://" in value and "=" in value and value[:1] not in "'\"[":
             fix = TRACKING_FIX if key.lstrip("+~").startswith("tracking.") else NETRC_FIX
-            refuse_credentials(key.lstrip("+~"), value.strip("'\""), fix)
+            refuse_credentials(key.lstrip("+~"), value, fix)
         if key.lstrip("+~") in PAIR_KEYS and value.lstrip().startswith("["):
             items = value.count(",") + 1
             if items > MAX_PAIRS:

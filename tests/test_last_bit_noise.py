@@ -359,6 +359,7 @@ def run(root: Path, *, noise: int | None = None, plain: bool = False, ulps: int 
                 if callable(getattr(value, "cache_clear", None)):
                     value.cache_clear()
         if noise is not None:
+            eigen.eigh(np.eye(2), eigen._kernel())  # numba's ufunc registry built from numpy's own ufuncs, unpatched
             noise_kernels(mp, Kernels(noise, ulps))
             if plain:
                 plain_portable(mp, Kernels(noise, ulps))

@@ -22,7 +22,7 @@ from pipeline.base.paths import Layout, checkout_root
 from pipeline.config import check, compose, write_params
 from pipeline.inputs.glove_sources import FILE_KEYS
 from pipeline.inputs.input_files import OTHER_FILE_KEYS, check_portable
-from pipeline.config.schema import GROUPS, LENGTH, LENGTH_GROUPS
+from pipeline.config.schema import GROUPS, LENGTH, LENGTH_GROUPS, Config
 
 PORTABLE_KEYS = (*OTHER_FILE_KEYS, *FILE_KEYS)  # every config key that names a file: none may be absolute
 LENGTH_FLAG = "--length"
@@ -65,14 +65,20 @@ def compose_params(argv: list[str], root: Path):
     schema's dataclasses; raises PipelineError, having written nothing, on a mistake."""
     from pipeline.dvcyaml import write_if_changed
 
-    params = compose(argv, root)
-    check_portable(params, root, PORTABLE_KEYS)  # params.yaml and dvc.yaml are committed: no machine's folders
-    cfg = check(params, root)
+    params, cfg = checked(argv, root)
     path = write_params(params, root, argv)
     if write_if_changed(root, params=params):  # the files the config names are deps of the stages that read them
         print(f"wrote {Layout(root).dvc_yaml} (the input files of this config are its deps)")
     print(f"wrote {path}" + (f" with {' '.join(argv)}" if argv else ""))
     return cfg
+
+
+def checked(argv: list[str], root: Path) -> tuple[dict, Config]:
+    """conf/ composed with `argv` and checked: the schema's rules, the files it names (portable: params.yaml and
+    dvc.yaml are committed, no machine's folders), the limits. Raises PipelineError on a mistake; writes nothing."""
+    params = compose(argv, root)
+    check_portable(params, root, PORTABLE_KEYS)
+    return params, check(params, root)
 
 
 def _compose_length(argv: list[str], root: Path) -> int:

@@ -1,6 +1,6 @@
 """`python -m pipeline.experiments [dvc exp show options]`: the experiments table, narrowed to what tells them apart.
 
-`dvc exp show` lists every key of params.yaml (about 100) and one hash column per stage dependency (about 70),
+`dvc exp show` lists every key of params.yaml (about 120) and one hash column per stage dependency (about 70),
 and DVC's config cannot turn either off: in a terminal every cell becomes "…". This view shows
   always                  Experiment, Created and the per-sentence headline metrics (r_star.s{i},
                           sqrt_d_semantic.s{i}: pipeline.core.sweep.HEADLINE);

@@ -60,12 +60,14 @@ NOTHING_CHANGED = "nothing was changed: params.yaml, dvc.yaml, dvc.lock, data/ a
 # The dvc child: it imports what every `dvc repro` imports first (about half of a no-op `dvc repro`:
 # docs/benchmarks-measurements.md#process-start-and-exit) while this process composes params.yaml on the other core,
 # then runs `dvc repro` once
-# it reads "go" (anything else: it exits, having done nothing). DVC's own CLI entry point, dvc.cli.main.
+# it reads "go" (anything else: it exits, having done nothing). DVC's own CLI entry point, dvc.cli.main; its hint to
+# turn on auto staging left out (runs leave every file unstaged: docs/pipeline.md#set-up-in-detail).
 _DVC_CHILD = (
     "import gc, logging, sys\n"
-    "import dvc.cli, dvc.cli.parser, dvc.commands.repro, dvc.repo, dvc.repo.reproduce, networkx\n"
+    "import dvc.cli, dvc.cli.parser, dvc.commands.repro, dvc.repo, dvc.repo.reproduce, dvc.repo.scm_context, networkx\n"
     "from pipeline.repro import MachineErrors\n"
     "logging.getLogger('dvc').addHandler(MachineErrors())\n"
+    "dvc.repo.scm_context.logger.addFilter(lambda record: 'core.autostage' not in record.getMessage())\n"
     "status = dvc.cli.main(['repro', *sys.argv[1:]]) if sys.stdin.readline() == 'go\\n' else 1\n"
     "gc.freeze()\n"  # no final collection of DVC's heap (pipeline.stages._cli.stage_main says why)
     "sys.exit(status)\n"
@@ -283,30 +285,26 @@ def _transaction(journal, root: Path, command: str, overrides: list[str], dvc_ar
 def _rollback(journal, work_dirs: list[Path], root: Path) -> str:
     """Put the workspace back; an MLflow run that the run's figures stage logged (its record, mlflow_last_run.json,
     is put back too) is ended FAILED. Returns the words that say so ("" when no run was logged)."""
-    from pipeline.base.files import clean_stale_temporaries
+    from pipeline.base.files import clean_stale_temporaries, read_json
+    from pipeline.base.paths import Layout
 
-    record = _logged_run(root)
+    def logged() -> dict:  # the record of the MLflow run the figures stage logged last (pipeline.outputs.run_record)
+        try:
+            return read_json(Layout(root).mlflow_last_run)
+        except (OSError, ValueError):
+            return {}
+
+    record = logged()
     try:
         journal.rollback()
     except OSError as exc:
         raise _RestoreFailed(exc) from None
     clean_stale_temporaries(work_dirs)  # the killed stages' temporaries
-    if record.get("run_id") in (None, _logged_run(root).get("run_id")):
+    if record.get("run_id") in (None, logged().get("run_id")):
         return ""
     from pipeline.outputs.tracking import fail_put_back
 
     return fail_put_back(record, root)
-
-
-def _logged_run(root: Path) -> dict:
-    """The record of the MLflow run the figures stage logged last (pipeline.outputs.run_record); {} if none."""
-    from pipeline.base.files import read_json
-    from pipeline.base.paths import Layout
-
-    try:
-        return read_json(Layout(root).mlflow_last_run)
-    except (OSError, ValueError):
-        return {}
 
 
 if __name__ == "__main__":

@@ -255,7 +255,10 @@ def _serve(args: argparse.Namespace, store: str, artifact_root: Path, experiment
         f'  (other links, {url} too, open in MLflow\'s GenAI mode until the browser picks "Model training" '
         "in the sidebar once)"
     )
-    return serve(cmd, dict(os.environ, MLFLOW_BACKEND_STORE_URI=store), url, links)
+    # MLflow's job runner (GenAI scorers and evaluations, which the project does not use) starts 8 more processes, each
+    # importing MLflow: off unless set (docs/benchmarks-measurements.md#the-mlflow-server)
+    env = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", **os.environ, "MLFLOW_BACKEND_STORE_URI": store}
+    return serve(cmd, env, url, links)
 
 
 def serve(cmd: list[str], env: dict, url: str, links: str) -> int:

@@ -279,3 +279,23 @@ def exact_crossover(ratios, curves: dict, ref) -> dict:
     on_grid = positional_wins(curves["knn_semantic_hd"], curves["knn_positional_hd"])
     many = Reference(ref.e[None], ref.p[None], [ref.words], ref.groups, ref.k)
     return crossover_entry(ratios, on_grid, exact_switches(ratios, on_grid[None], many)[0], ref.k)
+
+
+# ---------------------------------------------------------------- encodings (references for tests)
+
+
+def interleaved_columns(d_model: int, layout: str):
+    """(d_model,) index: column j of the `layout` encoding is column index[j] of the interleaved one."""
+    import torch
+
+    if layout == "interleaved":
+        return torch.arange(d_model)
+    return torch.cat([torch.arange(0, d_model, 2), torch.arange(1, d_model, 2)])
+
+
+def position_norms(pe):
+    """(n,) Euclidean norm of every row, accumulated in float64 in a fixed order (on the CPU for MPS)."""
+    from pipeline.core import encoding, portable
+
+    x = encoding._float64(pe)
+    return portable.tree_sum(x * x, axis=1).sqrt()

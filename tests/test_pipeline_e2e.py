@@ -59,7 +59,7 @@ def test_dvc_repro_end_to_end(ran_project, tmp_path, private_mlflow_store):
     metrics = json.loads((checkout / "reports/metrics.json").read_text())
     committed = json.loads((REPO / "reports/metrics.json").read_text())
     assert metrics.keys() == committed.keys()
-    assert metrics["embedding"] == {"vocab_size": 11, "oov_count": 0}
+    assert metrics["embedding"] == {"vocab_size": 11, "oov_count": 0, "oov_share": 0.0}
     # the float32 table's rounding (3e-8 an entry); and the committed disparity, which the same code reproduces to
     # the bit on every machine (tests/test_machine_independence.py): 1e-6 only says which number is meant
     assert metrics["encoding"]["norm_max_abs_dev"] < 1e-6 and metrics["encoding"]["offset_distance_max_spread"] < 1e-6

@@ -51,7 +51,8 @@ def test_dvc_plots_colour_each_metric_and_fit_wide_figures(tmp_path):
     """Issue 23: the metrics of a sentence are told apart by colour (the by_metric template), the norm plot draws the
     deviation from sqrt(d/2) in the unit its axis states, and images are scaled to the page width. Issue 36: each
     sentence's lines have colours of their own (one colour per sentence and metric), and the norm plot names the
-    configured encoding (its legend, from the data: `dvc exp run -S encoding=learned` composes no dvc.yaml)."""
+    configured encoding (its legend, from the data: `dvc exp run -S encoding=learned` composes no dvc.yaml). Issue 44:
+    axis titles and whole legend labels."""
     import json
 
     from conftest import REPO
@@ -61,7 +62,9 @@ def test_dvc_plots_colour_each_metric_and_fit_wide_figures(tmp_path):
     run(["dvc", "plots", "show", "-o", str(out), *targets], REPO)
     page = (out / "index.html").read_text(encoding="utf-8")
     assert "datum.sentence + ': ' + datum.field" in page and '"color": {"field": "line"' in page
-    assert '"color": {"field": "encoding", "type": "nominal", "title": "encoding"}' in page
+    assert '"color": {"field": "encoding", "type": "nominal", "title": "encoding", "legend": {"labelLimit": 0}}' in page
+    # issue 44: the metric plot's axes say what they hold (DVC titles several y fields "y"); legend labels whole
+    assert '"title": "metric value (each a share or correlation, 0 to 1)"' in page and '"labelLimit": 0' in page
     assert "per position of the configured encoding (legend)" in page and "(sinusoidal: 0 up to" not in page
     assert '"y": {"field": "norm_dev_1e-9"' in page and "in 1e-9" in page
     assert re.search(r"img\s*{\s*max-width: 100%;", page)

@@ -1,7 +1,7 @@
 """Layer 2, configuration: conf/ (Hydra) -> params.yaml -> a validated config for the stages.
 
-The schema (pipeline/config/schema.py) declares every key, type and rule once; importing this package
-registers it with Hydra.
+The schema (pipeline/config/schema.py) declares every key, type and rule once; `compose` registers it with
+Hydra's ConfigStore (schema.register) before composing, and hydra_plugins/ does in DVC's process.
 """
 
 from pipeline.config.params import (

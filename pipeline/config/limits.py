@@ -66,8 +66,7 @@ BLOCK_MEANS_PAIR_S, BLOCK_MEANS_PAIR_DIM_S, ODD_D_PAIR_S = 2.45e-8, 5e-11, 1.43e
 LABEL_S = 2.1e-3
 # CPU seconds of the sweep per sentence of n words and weighting: 1, n^2 and n^3 terms (its metrics, the eigensolver
 # of its PCA; docs/benchmarks-measurements.md#limits); work estimated above LONG_S is announced before it starts
-SWEEP_S = (1e-4, 2e-7, 5e-9)
-LONG_S = 30.0
+SWEEP_S, LONG_S = (1e-4, 2e-7, 5e-9), 30.0
 
 # Measured (docs/benchmarks-measurements.md#limits): the RSS of the encode and sweep stage processes after their
 # imports (a Hydra job's process imports both); numba's and the compiled eigensolver's, when the sweep's eigen work
@@ -103,10 +102,10 @@ def pair_count(params: Config) -> int:
 
 def longest_sentence(params: Config, sentences: Sequence[str]) -> int:
     """n: the most words of one sentence as the tokenizer splits it, at most tokenizer.maxlen."""
-    from pipeline.inputs.tokenizer import text_to_word_sequence
+    from pipeline.inputs.tokenizer import word_sequence
 
     tok = params.tokenizer
-    n = max((len(text_to_word_sequence(s, tok.filters, tok.lower, tok.split)) for s in sentences), default=0)
+    n = max((len(word_sequence(s, tok)) for s in sentences), default=0)
     return min(n, tok.maxlen) if tok.maxlen else n
 
 
@@ -191,13 +190,13 @@ def block_means_seconds(params: Config) -> tuple[float, str]:
 def label_seconds(params: Config, sentences: Sequence[str]) -> tuple[float, str]:
     """CPU seconds of placing the word labels of the per-sentence figures, and the formula with the numbers."""
     from pipeline.config.figure_sets import drawn_kinds, shown_sentences
-    from pipeline.inputs.tokenizer import text_to_word_sequence
+    from pipeline.inputs.tokenizer import word_sequence
 
     kinds, pairs = drawn_kinds(params.figures.name), pair_count(params) + 1  # + 1: the baseline pair
     axes = (pairs if "projection" in kinds else 0) + (min(pairs, 15) if "panels" in kinds else 0)
     tok = params.tokenizer
     shown = sentences[: shown_sentences(len(sentences), params.figures.max_sentences)]
-    lengths = [len(text_to_word_sequence(s, tok.filters, tok.lower, tok.split)) for s in shown]
+    lengths = [len(word_sequence(s, tok)) for s in shown]
     lengths = [min(n, tok.maxlen) if tok.maxlen else n for n in lengths]
     seconds = LABEL_S * axes * sum(lengths)
     return seconds, (
@@ -272,12 +271,10 @@ def check_limits(params: Config, sentences: Sequence[str], memory: int | None = 
 
 
 def check_conf_lists(conf_dir: Path) -> None:
-    """Refuse a file of conf/ holding a list of more than MAX_PAIRS items, or whose aliases (`*name`) expand it by
-    more than MAX_PAIRS values, before Hydra composes it, which expands every alias: the limit of
-    `check_list_overrides` for what the command line does not show (composing such a list takes minutes:
-    docs/benchmarks-measurements.md#files-and-parsing; a few lines of aliases expand to billions). Only files large
-    enough to hold such a list, or holding an alias, are parsed, by libyaml's composer, which keeps an alias as one
-    shared node: nothing is expanded."""
+    """Refuse a file of conf/ with a list of more than MAX_PAIRS items, or aliases (`*name`) that expand it by more
+    than MAX_PAIRS values, before Hydra composes (and expands) it: `check_list_overrides` for what the command line
+    does not show (docs/benchmarks-measurements.md#files-and-parsing). Only a file large enough for such a list, or
+    with an alias, is parsed, by libyaml's composer, which keeps an alias as one shared node."""
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

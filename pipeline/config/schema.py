@@ -283,7 +283,7 @@ class TextsConfig(_Checked):
 
 @dataclass
 class TokenizerConfig(_Checked):
-    """Keras's Tokenizer + pad_sequences (conf/tokenizer/keras.yaml: the notebook's calls)."""
+    """Keras's Tokenizer + pad_sequences (conf/tokenizer/keras.yaml: the notebook's calls; glove.yaml: GloVe's splits)."""
 
     KEY = "tokenizer"
     name: str = MISSING
@@ -293,6 +293,7 @@ class TokenizerConfig(_Checked):
     filters: str = MISSING  # characters replaced by `split`
     lower: bool = MISSING
     split: str = checked(Rule("a non-empty string", lambda v: v != ""))
+    glove_splits: bool = MISSING  # GloVe's tokenization: clitics split off (do n't, it 's), quotes stripped
     maxlen: Optional[int] = checked(  # padded length (null: the longest sentence)
         Rule("an integer >= 2 (a 2-D projection needs 2 tokens per sentence)", lambda v: v >= 2), null=True
     )

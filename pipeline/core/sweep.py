@@ -312,7 +312,11 @@ def metrics(sweep: Sweep, encoded: dict) -> dict:
     return _finite(
         {
             "encoding": {key: value for key, value in encoded.items() if key not in ENCODE_INFO},
-            "embedding": {"vocab_size": encoded["vocab_size"], "oov_count": encoded["oov_count"]},
+            "embedding": {
+                "vocab_size": encoded["vocab_size"],
+                "oov_count": encoded["oov_count"],
+                "oov_share": encoded["oov_count"] / encoded["vocab_size"],  # of the distinct words
+            },
             "sweep": {f"s{s}": sentence.pairs for s, sentence in enumerate(sweep.sentences)},
             "crossover": {f"s{s}": sentence.crossover for s, sentence in enumerate(sweep.sentences)},
             "transformer_scaling": scaling,

@@ -192,7 +192,9 @@ def rope_scalings(arrays: dict, summary: dict, path: Path, *, dpi: int) -> None:
     )
     for ax in (bound, score, wave):
         ax.grid(True, which="both", alpha=0.25)
-        ax.legend(fontsize=8)
+    bound.legend(fontsize=8)
+    wave.legend(fontsize=8)
+    score.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncols=2)  # below: the curves fill it
     figure.suptitle(f"RoPE scalings, d = {d}: bound, exact expectation and wavelengths")
     save(figure, path, dpi)
 

@@ -221,7 +221,7 @@ def render_comparisons(params: Config, layout: Layout, meta: dict, shown: int, k
                 path(f"panels_s{s}.png"),
                 arrows=cfg.arrows,
                 dpi=cfg.dpi,
-                title=f"Sentence {s + 1}, d={d}: W1 * embedding + W2 * PE on one shared PCA basis\n{quoted}",
+                title=f"Sentence {s}, d={d}: W1 * embedding + W2 * PE on one shared PCA basis\n{quoted}",
             )
         if "ratio_sweep" in kinds:
             column = ratio_sweeps[s]
@@ -234,5 +234,5 @@ def render_comparisons(params: Config, layout: Layout, meta: dict, shown: int, k
                 r_star=metrics["crossover"][f"s{s}"]["r_star"],
                 marks=marks,
                 dpi=cfg.dpi,
-                title=f"Sentence {s + 1}, d={d}: when does position overtake meaning?\n{quoted}",
+                title=f"Sentence {s}, d={d}: when does position overtake meaning?\n{quoted}",
             )

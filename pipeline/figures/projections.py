@@ -189,7 +189,7 @@ def render_projections(params: Config, meta: dict, shown: int, layout: Layout, p
                     if pair["baseline"]
                     else f"{pair['title']}: W1 * embedding + W2 * PE"
                 )
-                title = f"{what}, sentence {s + 1}, d={d}, PCA to 2-D\n" + short_text(sentence["words"])
+                title = f"{what}, sentence {s}, d={d}, PCA to 2-D\n" + short_text(sentence["words"])
                 batch.add(
                     projection,
                     coords[j],

@@ -65,20 +65,25 @@ def crossover_summary(r_star: Sequence[float | None], path: Path, *, shown: int,
     with more sentences than get figures of their own."""
     found = np.array([r for r in r_star if r is not None], dtype=np.float64)
     fig, ax = plt.subplots(figsize=(9, 4.5), layout="constrained")
+    # a log axis where r* spans a factor of 10 or more; a narrower spread on a plain one (a log axis would tick it once)
+    log = len(found) > 0 and found.max() >= 10 * found.min()
+    scale = log10_values if log else np.asarray
     if len(found):
-        log_found = log10_values(found)
-        lo, hi = float(log_found.min()), float(log_found.max())
-        ax.hist(log_found, bins=np.linspace(lo - 0.05, hi + 0.05, 31), color="tab:blue", edgecolor="white")
-        median = float(np.median(found))
-        ax.axvline(log10_values(median), color="black", linestyle="--", label=f"median r* = {median:.3g}")
+        x, median = scale(found), float(np.median(found))
+        margin = 0.05 if log else 0.02 * (x.max() - x.min()) or 0.05 * x.max()
+        ax.hist(x, bins=np.linspace(x.min() - margin, x.max() + margin, 31), color="tab:blue", edgecolor="white")
+        ax.axvline(scale(median), color="black", linestyle="--", label=f"median r* = {median:.3g}")
         ax.legend(loc="upper right")
-    log_axis(ax.xaxis)
+    if log:
+        log_axis(ax.xaxis)
     integer_ticks(ax.yaxis)
+    missing = len(r_star) - len(found)
     ax.set(
-        xlabel="r* = W2 / W1 where positional neighbours overtake semantic ones",
+        xlabel="r* = W2 / W1 where positional neighbours overtake semantic ones" + (" (log scale)" if log else ""),
         ylabel="sentences",
-        title=f"Crossover r* of all {len(r_star)} sentences ({len(r_star) - len(found)} without a crossover on "
-        f"the grid)\nper-sentence figures for the first {shown} only (figures.max_sentences)",
+        title=f"Crossover r* of all {len(r_star)} sentences"
+        + (f" ({missing} without a crossover on the grid)" if missing else "")
+        + f"\nper-sentence figures for the first {shown} only (figures.max_sentences)",
     )
     ax.grid(True, alpha=0.3)
     save(fig, path, dpi)

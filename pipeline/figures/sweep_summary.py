@@ -4,8 +4,8 @@ Drawn from the sweep's summary (pipeline.outputs.multirun.summarize: one row per
 as given on the command line, the metrics that vary), in the launching process once the jobs have ended.
 
 - One row of panels per plotted metric: r* (the median over the sentences, then each listed sentence's), then the
-  other headline numbers that vary, then the families table's property numbers that vary; at most MAX_METRICS (every
-  metric is in sweep_summary.csv). When no metric varies, r* is drawn anyway, flat: the sweep does not move it.
+  other headline numbers that vary but for the encoding's rounding checks, then the families table's property numbers
+  that vary; at most MAX_METRICS (every metric is in sweep_summary.csv). When no metric varies, r* is drawn anyway, flat: the sweep does not move it.
 - One column per swept numeric key (x: its value; a log axis when every value is positive and they span a factor of
   100 or more); in each panel one line per combination of the other swept keys' values (the legend).
 - A sweep whose keys are all categorical (texts, glove, encoding, encoding.layout) gets a point chart: x the first
@@ -27,6 +27,8 @@ MAX_KEYS = 3  # numeric keys, one column of panels each
 MAX_LEGEND = 12  # series named in the legend (the rest are drawn, and counted in its last entry)
 WIDE = 100.0  # a numeric key whose values span this factor or more gets a log axis
 PROPERTIES = "properties."  # pipeline.outputs.multirun.PROPERTIES (not imported: that module stays free of matplotlib)
+# the encoding's property checks, in units of 1e-9: what moves them is float rounding, not the swept keys (in the CSV)
+ROUNDING = ("pe_norm_dev_1e-9", "pe_offset_spread_1e-9")
 
 
 def number(value: object) -> float | None:
@@ -67,7 +69,7 @@ def _moves(rows: list[dict], metric: str) -> bool:
 
 def plotted_metrics(summary: dict) -> tuple[list[str], int]:
     """(the metrics the figure draws, how many varying metrics it leaves out)."""
-    moving = [metric for metric in summary["varying"] if _moves(summary["rows"], metric)]
+    moving = [metric for metric in summary["varying"] if metric not in ROUNDING and _moves(summary["rows"], metric)]
     varying = sorted(moving, key=_order)  # a stable sort: ties keep the summary's column order
     if not varying:  # nothing moves: show r* flat, which is what the sweep was run for
         varying = sorted((m for m in summary["same"] if m.startswith("r_star.")), key=_order)
@@ -88,8 +90,11 @@ def _series(rows: list[dict], keys: list[str]) -> dict[str, list[int]]:
     return groups
 
 
-def _colour(i: int) -> str:
-    return GROUP_COLOURS[i % len(GROUP_COLOURS)] if i < 3 * len(GROUP_COLOURS) else OTHER_COLOUR
+def _style(i: int) -> dict:
+    """Series i's colour, and a marker and line that shrink with i: a series drawn over an equal one leaves it in
+    sight around its own."""
+    colour = GROUP_COLOURS[i % len(GROUP_COLOURS)] if i < 3 * len(GROUP_COLOURS) else OTHER_COLOUR
+    return {"color": colour, "markersize": 9 - 2 * (i % 3), "linewidth": 2.6 - 0.8 * (i % 3)}
 
 
 def _numeric_panel(ax, rows, summary, metric: str, key: str, others: list[str]) -> list:
@@ -102,9 +107,7 @@ def _numeric_panel(ax, rows, summary, metric: str, key: str, others: list[str]) 
         points = sorted((x, y) for x, y in points if y is not None)
         if not points:  # this metric does not exist in these jobs (a sentence their texts lack)
             continue
-        (line,) = ax.plot(
-            [x for x, _ in points], [y for _, y in points], marker="o", color=_colour(g), label=literal(label)
-        )
+        (line,) = ax.plot([x for x, _ in points], [y for _, y in points], marker="o", label=literal(label), **_style(g))
         handles.append(line)
     if log:
         log_axis(ax.xaxis)
@@ -130,9 +133,8 @@ def _categorical_panel(ax, rows, summary, metric: str, key: str, others: list[st
             [y for _, y in points],
             linestyle="none",
             marker="o",
-            markersize=7,
-            color=_colour(g),
             label=literal(label),
+            **_style(g),
         )
         handles.append(dots)
     ax.set_xticks(range(len(categories)), [clip_label(c, 20) for c in categories])

@@ -129,7 +129,7 @@ def _padding_figure(mask: np.ndarray, words: list[list[str]], full: int, total: 
         for p in range(length):
             ax.text(p, s, clip_label(words[s][p], 9), ha="center", va="center", fontsize=7, rotation=90)
     ax.set_xticks(range(length))
-    ax.set_yticks(range(n), [f"sentence {s + 1}" for s in range(n)])
+    ax.set_yticks(range(n), [f"sentence {s}" for s in range(n)])
     ax.set(
         xlabel="position in the padded sequence (key)",
         ylabel="sentence",

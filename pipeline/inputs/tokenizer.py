@@ -11,13 +11,15 @@ Reproduces the semantics of ``tf.keras.preprocessing.text.Tokenizer`` and
   OOV index when an ``oov_token`` is set).
 
 Additions over Keras: argument validation with actionable ``ValueError``s,
-``padding_mask`` and ``pad_sequences_with_mask`` (length-based mask that stays
-correct when the padding value collides with a token id).
+``pad_sequences_with_mask`` (a length-based mask that stays correct when the
+padding value collides with a token id) and ``word_sequence`` (GloVe's own
+splits, for real text). Only what the pipeline uses of Keras's API is here.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict, defaultdict
+import re
+from collections import OrderedDict
 from typing import Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -49,6 +51,24 @@ def text_to_word_sequence(
     return [w for w in text.split(split) if w]
 
 
+# GloVe 6B's own tokenization (Stanford's PTB tokenizer, lower-cased): a clitic is a token of its own (`do n't`,
+# `it 's`, `ca n't`), a quote is none; typographic apostrophes and quotes read as ASCII ones
+CLITICS = ("n't", "'s", "'re", "'ve", "'ll", "'d", "'m")
+_CLITIC = re.compile(r"(?<=\w)(n't|'s|'re|'ve|'ll|'d|'m)\b", re.IGNORECASE)
+_ASCII_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
+
+
+def word_sequence(text: str, cfg) -> List[str]:
+    """The words of `text` as the tokenizer config `cfg` splits it: Keras's ``text_to_word_sequence``, or, with
+    ``cfg.glove_splits``, GloVe's: clitics split off first, then Keras's filters, then quotes stripped from the words'
+    ends (a lone quote is no word)."""
+    if not cfg.glove_splits:
+        return text_to_word_sequence(text, cfg.filters, cfg.lower, cfg.split)
+    text = _CLITIC.sub(lambda m: cfg.split + m.group(1), text.translate(_ASCII_QUOTES))
+    words = text_to_word_sequence(text, cfg.filters, cfg.lower, cfg.split)
+    return [w for w in (w if w.lower() in CLITICS else w.strip("'\"") for w in words) if w]
+
+
 def _is_int(x: object) -> bool:
     return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
 
@@ -62,7 +82,6 @@ class Tokenizer:
         filters: characters replaced by ``split`` before splitting.
         lower: lower-case texts before tokenizing.
         split: separator string (non-empty).
-        char_level: every character (unfiltered) is a token.
         oov_token: if set, gets index 1 and replaces unknown / out-of-range
             words in ``texts_to_sequences``.
     """
@@ -73,7 +92,6 @@ class Tokenizer:
         filters: str = DEFAULT_FILTERS,
         lower: bool = True,
         split: str = " ",
-        char_level: bool = False,
         oov_token: Optional[str] = None,
     ) -> None:
         if num_words is not None and (not _is_int(num_words) or num_words < 1):
@@ -94,20 +112,14 @@ class Tokenizer:
             )
         if not isinstance(lower, (bool, np.bool_)):
             raise ValueError(f"`lower` must be True or False, got {lower!r}.")
-        if not isinstance(char_level, (bool, np.bool_)):
-            raise ValueError(f"`char_level` must be True or False, got {char_level!r}.")
         if oov_token is not None and not isinstance(oov_token, str):
             raise ValueError(f"`oov_token` must be None or a str such as '<OOV>', got {oov_token!r}.")
         self.num_words = None if num_words is None else int(num_words)
         self.filters = filters
         self.lower = bool(lower)
         self.split = split
-        self.char_level = bool(char_level)
         self.oov_token = oov_token
         self.word_counts: "OrderedDict[str, int]" = OrderedDict()
-        self.word_docs: "defaultdict[str, int]" = defaultdict(int)
-        self.index_docs: "defaultdict[int, int]" = defaultdict(int)
-        self.document_count = 0
         self.word_index: dict = {}
         self.index_word: dict = {}
         self._fitted = False
@@ -134,10 +146,7 @@ class Tokenizer:
                     )
                 out.append([t.lower() for t in text] if self.lower else list(text))
             elif isinstance(text, str):
-                if self.char_level:
-                    out.append(list(text.lower() if self.lower else text))
-                else:
-                    out.append(text_to_word_sequence(text, self.filters, self.lower, self.split))
+                out.append(text_to_word_sequence(text, self.filters, self.lower, self.split))
             else:
                 raise ValueError(
                     f"`{arg}[{i}]` must be a str (or a list of str tokens), got "
@@ -149,11 +158,8 @@ class Tokenizer:
     def fit_on_texts(self, texts: Iterable[Text]) -> "Tokenizer":
         """Update counts and rebuild ``word_index`` from ``texts`` (n_docs,)."""
         for seq in self._tokenize_all(texts, "texts"):
-            self.document_count += 1
             for w in seq:
                 self.word_counts[w] = self.word_counts.get(w, 0) + 1
-            for w in set(seq):
-                self.word_docs[w] += 1
 
         wcounts = list(self.word_counts.items())
         wcounts.sort(key=lambda x: x[1], reverse=True)  # stable: ties keep order
@@ -163,8 +169,6 @@ class Tokenizer:
         # occurs in the texts, the later duplicate index wins).
         self.word_index = dict(zip(sorted_voc, range(1, len(sorted_voc) + 1)))
         self.index_word = {c: w for w, c in self.word_index.items()}
-        for w, c in self.word_docs.items():
-            self.index_docs[self.word_index[w]] = c
         self._fitted = True
         return self
 
@@ -246,13 +250,6 @@ def pad_sequences(
             sample_shape = np.asarray(s).shape[1:]
             break
 
-    is_str_dtype = np.issubdtype(np.dtype(dtype), np.str_)
-    if isinstance(value, str) and np.dtype(dtype) != object and not is_str_dtype:
-        raise ValueError(
-            f"`dtype` {dtype} is not compatible with `value`'s type "
-            f"{type(value)}; use dtype=object or a str dtype for string padding."
-        )
-
     x = np.full((num_samples, maxlen) + tuple(sample_shape), value, dtype=dtype)
     for idx, s in enumerate(sequences):
         if not len(s):
@@ -269,18 +266,6 @@ def pad_sequences(
         else:
             x[idx, -len(trunc) :] = trunc
     return x
-
-
-def padding_mask(padded: np.ndarray, value: Union[int, float] = 0) -> np.ndarray:
-    """Bool mask, same shape as ``padded``: True where ``padded != value``.
-
-    Only valid when ``value`` never occurs as a real token; otherwise use
-    ``pad_sequences_with_mask``.
-    """
-    padded = np.asarray(padded)
-    if isinstance(value, float) and np.isnan(value):
-        return ~np.isnan(padded)
-    return padded != value
 
 
 def pad_sequences_with_mask(
@@ -300,15 +285,8 @@ def pad_sequences_with_mask(
         truncated: n bools, True where the input sequence was longer than
             ``maxlen`` and got cut.
     """
-    padded = pad_sequences(
-        sequences,
-        maxlen=maxlen,
-        dtype=dtype,
-        padding=padding,
-        truncating=truncating,
-        value=value,
-    )
-    n, width = padded.shape[0], padded.shape[1]
+    padded = pad_sequences(sequences, maxlen=maxlen, dtype=dtype, padding=padding, truncating=truncating, value=value)
+    width = padded.shape[1]
     lengths = np.array([len(s) for s in sequences], dtype=np.int64)
     kept = np.minimum(lengths, width)
     pos = np.arange(width)[None, :]
@@ -316,16 +294,5 @@ def pad_sequences_with_mask(
         mask = pos < kept[:, None]
     else:
         mask = pos >= (width - kept)[:, None]
-    mask = mask.reshape(n, width)
     truncated = [bool(length > width) for length in lengths]
     return padded, mask, truncated
-
-
-__all__ = [
-    "DEFAULT_FILTERS",
-    "Tokenizer",
-    "text_to_word_sequence",
-    "pad_sequences",
-    "padding_mask",
-    "pad_sequences_with_mask",
-]

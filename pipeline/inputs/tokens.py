@@ -16,7 +16,7 @@ log = logging.getLogger("pipeline")
 
 def tokenize(texts: list[str], cfg: Any) -> dict:
     """Keras Tokenizer + pad_sequences as configured; every sentence keeps >= 2 tokens (PCA needs 2 points)."""
-    from pipeline.inputs.tokenizer import Tokenizer, pad_sequences_with_mask, text_to_word_sequence
+    from pipeline.inputs.tokenizer import Tokenizer, pad_sequences_with_mask, word_sequence
 
     tokenizer = Tokenizer(
         num_words=cfg.num_words,
@@ -25,12 +25,12 @@ def tokenize(texts: list[str], cfg: Any) -> dict:
         split=cfg.split,
         oov_token=cfg.oov_token,
     )
-    tokenizer.fit_on_texts(texts)
-    sequences = tokenizer.texts_to_sequences(texts)
+    words = [word_sequence(text, cfg) for text in texts]
+    tokenizer.fit_on_texts(words)  # lists of words: Keras's rules, applied to the words split as configured
+    sequences = tokenizer.texts_to_sequences(words)
     padded, mask, truncated = pad_sequences_with_mask(
         sequences, maxlen=cfg.maxlen, padding=cfg.padding, truncating=cfg.truncating, value=cfg.value
     )
-    words = [text_to_word_sequence(text, cfg.filters, cfg.lower, cfg.split) for text in texts]
     dropped = _dropped_by_num_words(words, tokenizer.word_index, cfg.num_words)
     vocabulary = len(tokenizer.word_index)
     _check_enough_tokens(texts, words, dropped, mask.sum(axis=1), cfg, vocabulary)

@@ -80,9 +80,14 @@ def draw(results: list[dict], train_length: int, symbols: int, path: Path, dpi: 
 
 
 def _legend(fig, ax) -> None:
-    """One legend for every panel, in a row below them (outside the data)."""
+    """One legend for every panel below them (outside the data): in one row where it fits the figure's width, else
+    in as many rows as it needs."""
     handles, labels = ax.get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncols=len(labels), fontsize="small", frameon=False)
+    for ncols in range(len(labels), 0, -1):
+        legend = fig.legend(handles, labels, loc="outside lower center", ncols=ncols, fontsize="small", frameon=False)
+        if ncols == 1 or legend.get_window_extent(fig.canvas.get_renderer()).width <= fig.bbox.width:
+            return
+        legend.remove()
 
 
 def draw_family(results: list[dict], family: str, train_length: int, symbols: int, path: Path, dpi: int = 110) -> Path:

@@ -124,7 +124,8 @@ def by_seed(results: list[dict]) -> dict[str, list]:
 
 
 def table(summary: dict, task: str, metric: str = "token_accuracy") -> str:
-    """The documented table (docs/length-experiment.md): one row per family, one column per bucket, `mean ± std (min-max)` over seeds."""
+    """The documented table (docs/length-experiment.md): one row per family, one column per bucket, `mean ± std (min-max)` over seeds
+    (one seed: its value)."""
     names = list(summary["buckets"])
     seeds = len(summary["experiment"]["seeds"])
     header = (
@@ -133,7 +134,7 @@ def table(summary: dict, task: str, metric: str = "token_accuracy") -> str:
     lines = [header, "|---" * (len(names) + 1) + "|"]
     for family, metrics in summary["tasks"][task].items():
         cells = [
-            f"{s['mean']:.3f} ± {s['std']:.3f} ({s['min']:.2f}-{s['max']:.2f})"
+            f"{s['mean']:.3f}" + (f" ± {s['std']:.3f} ({s['min']:.2f}-{s['max']:.2f})" if seeds > 1 else "")
             for s in (metrics[metric][name] for name in names)
         ]
         lines.append(f"| {family} | " + " | ".join(cells) + " |")

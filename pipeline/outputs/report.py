@@ -292,7 +292,7 @@ def build_report(
 ) -> str:
     """The report as one HTML string.
 
-    params: reads encoding, metrics.groups and figures.name only; metrics: reports/metrics.json; meta, arrays:
+    params: reads encoding, metrics.groups, figures.name, tokenizer.glove_splits and texts.file only; metrics: reports/metrics.json; meta, arrays:
     data/sweep's projections.json and projections.npz; columns: the ratio-sweep tables of the sentences shown (the first
     figures.max_sentences; the page stays small for any number of sentences); layout: the Layout whose figures (its
     figures_dir's stage folders) the page shows; relative: reports/relative.json (RoPE and ALiBi; None leaves their
@@ -326,7 +326,7 @@ def build_report(
         .get_template(TEMPLATE)
         .render(
             enc=metrics["encoding"],
-            oov=metrics["embedding"]["oov_count"],
+            oov={**metrics["embedding"], "words": meta["oov_words"], "glove_splits": params.tokenizer.glove_splits},
             glove=meta["glove"],
             encoding=encoding_facts(params.encoding, metrics["encoding"]),
             metrics=metrics,
@@ -346,5 +346,6 @@ def build_report(
             properties=properties,
             property_docs=PROPERTY_DOCS,
             study=study,
+            texts_file=params.texts.file,
         )
     )

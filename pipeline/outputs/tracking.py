@@ -59,17 +59,22 @@ COMPRESS_ABOVE = 1 << 20  # bytes
 
 
 def runs_view() -> str:
-    """The runs table view (JSON): r* of the first sentences and the encoding's two property checks (MLflow metric
-    names: metrics.json's paths, `pipeline.core.sweep.HEADLINE`) first, then the datasets."""
+    """The runs table view (JSON): r* of the first sentences (MLflow metric names: metrics.json's paths,
+    `pipeline.core.sweep.HEADLINE`) first, then the datasets, then the encoding's two property checks."""
     from pipeline.core.sweep import HEADLINE
 
-    metrics = [HEADLINE["r_star.{s}"].format(s=f"s{i}") for i in range(VIEW_SENTENCES)]
-    metrics += [HEADLINE["pe_norm_dev_1e-9"], HEADLINE["pe_offset_spread_1e-9"]]
-    columns = [f"metrics.`{name}`" for name in metrics]
-    # columnOrder: the headline right after the run's name and start (seen in chromium at 1,400 px, with MLflow's
-    # assistant panel open), the wide Dataset column after it
+    r_star = [HEADLINE["r_star.{s}"].format(s=f"s{i}") for i in range(VIEW_SENTENCES)]
+    checks = [f"metrics.`{HEADLINE[key]}`" for key in ("pe_norm_dev_1e-9", "pe_offset_spread_1e-9")]
+    columns, dataset = [f"metrics.`{name}`" for name in r_star], "attributes.`Dataset`"
+    # columnOrder: r* right after the run's name and start, then the datasets, then the encoding's checks; columnWidths:
+    # each r* header whole (its name's characters at the table's font) with the datasets still in sight beside the
+    # assistant panel MLflow opens on a browser's first visit (seen in chromium at 1,400 px)
     return json.dumps(
-        {"selectedColumns": [*columns, "attributes.`Dataset`"], "columnOrder": ["attributes.`Run Name`", *columns]}
+        {
+            "selectedColumns": [*columns, *checks, dataset],
+            "columnOrder": ["attributes.`Run Name`", *columns, dataset, *checks],
+            "columnWidths": {column: 32 + 6 * len(name) for column, name in zip(columns, r_star)},
+        }
     )
 
 
@@ -514,13 +519,25 @@ def _log_run(
     client.log_batch(
         run_id,
         params=_params(params),
-        tags=input_tags,
+        tags=[*input_tags, *_note(layout.headline_metrics)],
         metrics=[Metric(k, v, now, 0) for k, v in _numeric_metrics(metrics).items()],
     )
     if layout.glove_manifest.exists() and layout.tokens.exists():
         _log_inputs(client, run_id, _datasets(params, layout))
     _log_artifacts(client, run_id, layout, artifacts, inputs)
     return where
+
+
+def _note(headline: Path) -> list:
+    """The run's description (MLflow shows it on the run's page in its GenAI and model-training modes alike): the
+    numbers of reports/headline.json, one line each; none without that file."""
+    from mlflow.entities import RunTag
+
+    from pipeline.base.files import read_json
+
+    lines = [f"- `{name}` = {value}" for name, value in (read_json(headline) if headline.exists() else {}).items()]
+    intro = "The headline (reports/headline.json; every metric under Model metrics):"
+    return [RunTag("mlflow.note.content", "\n".join([intro, "", *lines]))] if lines else []
 
 
 def _end_unfinished(client, uri: str, run_id: str, exc: BaseException) -> None:

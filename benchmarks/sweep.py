@@ -24,7 +24,7 @@ The torch projection's coordinates must equal the numpy ones within 1e-9 and the
 makes its texts file; random 50-d vectors, positions 0..n-1) with the default config's 4 pairs and 41 ratios:
 
   together    pipeline.core.sweep.run_sweep: the sentences of one length swept together
-  alone       pipeline.core.sweep.sweep_sentence for each sentence (a batch of one), timed on --loop-sentences
+  alone       pipeline.core.sweep.sweep_sentences for each sentence (a batch of one), timed on --loop-sentences
               sentences and extrapolated; its results must have the bits of the batched ones
 
 Also timed: the weight-pair validation of --pairs pairs (pipeline.core.weights.weight_pairs, linear) against the
@@ -120,11 +120,14 @@ def import_seconds(module: str, repeat: int = 3) -> float:
 
 def loop_measure(pair, coords, explained, baseline, e, p, words, groups, k) -> dict[str, float]:
     """One pair at a time, the reference: all metrics of one weighting, then the scipy disparity."""
-    from pipeline.core.metrics import sentence_metrics
-    from pipeline.core.projection import procrustes_disparity
+    from pipeline.core.metrics import procrustes_disparities, sentence_metrics
 
     values = sentence_metrics(pair.w1 * e + pair.w2 * p, coords, e, p, words, groups, k)
-    values["pca_disparity"] = 0.0 if pair.is_baseline else procrustes_disparity(baseline, coords)
+    values["pca_disparity"] = (
+        0.0
+        if pair.is_baseline
+        else float(procrustes_disparities(np.asarray(baseline)[None], np.asarray(coords)[None, None])[0, 0])
+    )
     values["explained_variance_2d"] = float(explained.sum())
     return values
 
@@ -233,7 +236,7 @@ def first_hour_sentences(count: int, d: int) -> tuple[dict, np.ndarray, np.ndarr
 
 
 def bench_sentences(args, d: int = 50) -> dict:
-    from pipeline.core.sweep import ratio_grid, run_sweep, sweep_sentence
+    from pipeline.core.sweep import ratio_grid, run_sweep, sweep_sentences
     from pipeline.core.weights import weight_pairs
 
     tokens, embeddings, pe = first_hour_sentences(args.sentences, d)
@@ -248,7 +251,7 @@ def bench_sentences(args, d: int = 50) -> dict:
 
     def one(s: int):
         e, p = embeddings[tokens["ids"][s]], pe[tokens["positions"][s]]
-        return sweep_sentence(e, p, tokens["words"][s], pairs, ratios, d, GROUPS, 3)
+        return sweep_sentences(e[None], p[None], [tokens["words"][s]], pairs, ratios, d, GROUPS, 3)[0]
 
     sample = np.random.default_rng(1).choice(args.sentences, min(args.loop_sentences, args.sentences), replace=False)
     t_together = cpu_together = t_alone = cpu_alone = math.inf

@@ -196,10 +196,17 @@ def app(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
-    if os.environ.get(LAUNCHER_ENV, str(os.getpid())) != str(os.getpid()):
+    launcher = int(os.environ.get(LAUNCHER_ENV, os.getpid()))
+    if launcher != os.getpid():  # a job in a process of its own: the launcher stops it
         import signal
 
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a job in a process of its own: the launcher stops it
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if os.getppid() == launcher:  # its worker (joblib's loky, submitit_local): dies with it, even by kill -9
+            from pipeline.base.processes import dying_with_parent
+
+            dying_with_parent()()
+            if os.getppid() != launcher:  # it died just before
+                os._exit(128 + signal.SIGKILL)
     hydra_cfg = HydraConfig.get()
     multirun = hydra_cfg.mode == RunMode.MULTIRUN
     num = OmegaConf.select(hydra_cfg, "job.num", default=0)
@@ -330,13 +337,15 @@ if __name__ == "__main__":
     import os
     import sys
 
-    from pipeline.base.stops import Interrupted, on_stop_signals, raise_interrupted
+    from pipeline.base import stops
 
     check_command_line(sys.argv[1:])
     os.environ[LAUNCHER_ENV] = str(os.getpid())
-    on_stop_signals(raise_interrupted)
+    stops.on_stop_signals(stops.raise_interrupted)
     try:
         app()
-    except Interrupted as interrupted:
-        stop(interrupted)
+    except (stops.Interrupted, SystemExit):  # Hydra reports a stop that OmegaConf hid as its own error, and exits
+        if stops.received is None:
+            raise
+        stop(stops.Interrupted(stops.received))
     gc.freeze()  # no final collection of the jobs' heap (pipeline.stages._cli.stage_main says why)

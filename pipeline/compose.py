@@ -52,7 +52,8 @@ def main(argv: list[str] | None = None) -> int:
         with workspace_lock(workspace, " ".join(["python -m pipeline.compose", *argv])):
             if length:
                 return _compose_length([a for a in argv if a != LENGTH_FLAG], root)
-            return _compose(argv, root)
+            compose_params(argv, root)
+            return 0
     except PipelineError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -80,15 +81,6 @@ def checked(argv: list[str], root: Path) -> tuple[dict, Config]:
     return params, check(params, root)
 
 
-def _compose(argv: list[str], root: Path) -> int:
-    try:
-        compose_params(argv, root)
-    except PipelineError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0
-
-
 def _compose_length(argv: list[str], root: Path) -> int:
     from pipeline.base.worker_pool import usable_cores
     from pipeline.config.limits import check_length
@@ -96,17 +88,13 @@ def _compose_length(argv: list[str], root: Path) -> int:
     from pipeline.dvcyaml import write_if_changed
     from pipeline.stages.registry import LENGTH_PIPELINE
 
-    try:
-        params = compose(argv, root, LENGTH)
-        cfg = validate(params, LENGTH.schema)
-        # the time limit where the device is known without importing torch (the stage checks `auto` again)
-        check_length(cfg.length, cfg.length.workers or usable_cores(), on_cpu=cfg.length.device == "cpu")
-        path = write_params(params, root, argv, LENGTH)
-        if write_if_changed(root, LENGTH_PIPELINE, params):
-            print(f"wrote {getattr(Layout(root), LENGTH_PIPELINE.dvc_yaml)}")
-    except PipelineError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    params = compose(argv, root, LENGTH)  # a PipelineError: main says it
+    cfg = validate(params, LENGTH.schema)
+    # the time limit where the device is known without importing torch (the stage checks `auto` again)
+    check_length(cfg.length, cfg.length.workers or usable_cores(), on_cpu=cfg.length.device == "cpu")
+    path = write_params(params, root, argv, LENGTH)
+    if write_if_changed(root, LENGTH_PIPELINE, params):
+        print(f"wrote {getattr(Layout(root), LENGTH_PIPELINE.dvc_yaml)}")
     print(f"wrote {path}" + (f" with {' '.join(argv)}" if argv else ""))
     return 0
 

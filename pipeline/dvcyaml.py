@@ -151,7 +151,7 @@ def stage_entry(stage: Stage, root: Path, params: dict | None = None, pipeline: 
     if pipeline.wdir:
         entry["wdir"] = pipeline.wdir
     inputs = [_rel(layout, name) for name in stage.inputs]
-    files = input_file_deps(params or {}, root, stage.input_files, inside=tuple(inputs))
+    files = input_file_deps(params or {}, root, stage.input_files)
     # Outside a DVC project's root (a wdir above it: the length experiment's) DVC applies no .dvcignore, so a directory
     # dep would count the __pycache__/ that Python writes there: such a stage's code deps are its import closure's files
     code = (
@@ -191,7 +191,7 @@ LENGTH_HEADER = (
 
 def render(root: Path, pipeline: Pipeline = PIPELINE, params: dict | None = None) -> str:
     """The dvc.yaml of `pipeline` (default: the pipeline's) for the registry and the config `params` (default: its
-    params file's; the input files it names outside data/texts/ are deps)."""
+    params file's; the input files it names are deps)."""
     from pipeline.config.params_file import read_params_file
 
     params_path = getattr(Layout(root), pipeline.params)

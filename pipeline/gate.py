@@ -15,7 +15,7 @@ Tolerances live in .ci/tolerances.yaml: rules of fnmatch patterns over the flatt
 matching rule applies, and a metric that no rule matches must not change at all. `spread: K` allows K times the
 baseline's own spread of the statistic: its sibling `std` (a.b.mean -> a.b.std), for statistics over seeds of trained
 models. A metric present on one side only is a failure too. (`dvc metrics diff` shows differences but always exits
-0.)
+0.) It compares metrics only: `python -m pipeline.verify` checks the data and figures by content.
 """
 
 from __future__ import annotations
@@ -151,30 +151,37 @@ def compare(baseline: dict, current: dict, rules: list[Rule]) -> list[str]:
     return problems
 
 
+def parsed(where: Path | str, text: str | None = None) -> dict:
+    """The JSON of the file `where` (or of `text`, read from `where`), or a PipelineError naming it."""
+    try:  # json's message names no file
+        return json.loads(Path(where).read_text(encoding="utf-8") if text is None else text)
+    except ValueError as exc:
+        raise PipelineError(
+            f"{where} is not valid JSON ({exc}). Fix: `python -m pipeline.repro` writes it again (`git checkout` "
+            "restores a committed one), or pass another --baseline / --current."
+        ) from None
+
+
 def read_revision(rev: str, path: str, root: Path) -> dict:
     shown = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=root, capture_output=True, text=True)
     if shown.returncode != 0:
         raise PipelineError(
             f"no baseline {path} at git revision {rev!r} ({shown.stderr.strip()}): pass --baseline REV or a .json file."
         )
-    return json.loads(shown.stdout)
+    return parsed(f"{path} at git revision {rev}", shown.stdout)
 
 
 def read_sides(baseline: str, current: str | None, root: Path) -> tuple[dict, dict]:
     """(baseline, current) metric trees. A .json baseline or an explicit --current compares one file (metrics.json
     by default); otherwise every gated file is compared with its version at the git revision `baseline`."""
-    if current is not None or (Path(baseline).suffix == ".json" and (root / baseline).exists()):
-        current_path = root / (current or METRICS)
-        base_path = Path(baseline)
-        if base_path.suffix == ".json" and (root / base_path).exists():
-            old = json.loads((root / base_path).read_text(encoding="utf-8"))
-        else:
-            old = read_revision(baseline, METRICS, root)
-        return old, json.loads(current_path.read_text(encoding="utf-8"))
+    as_file = Path(baseline).suffix == ".json" and (root / baseline).exists()
+    if current is not None or as_file:
+        old = parsed(root / baseline) if as_file else read_revision(baseline, METRICS, root)
+        return old, parsed(root / (current or METRICS))
     old, new = {}, {}
     for prefix, path in gated_files().items():
         old.update(prefixed(prefix, read_revision(baseline, path, root)))
-        new.update(prefixed(prefix, json.loads((root / path).read_text(encoding="utf-8"))))
+        new.update(prefixed(prefix, parsed(root / path)))
     return old, new
 
 
@@ -209,7 +216,10 @@ def main(argv: list[str] | None = None) -> int:
         if len(shown) < len(problems):
             print(f"  ... and {len(problems) - len(shown)} more: `python -m pipeline.gate --all` lists every one")
         return 1
-    print(f"gate: all {checked} metrics within tolerance of the baseline ({args.baseline})")
+    print(
+        f"gate: all {checked} metrics within tolerance of the baseline ({args.baseline}); the metrics only: "
+        "`python -m pipeline.verify` checks the data and figures by content"
+    )
     return 0
 
 

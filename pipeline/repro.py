@@ -57,25 +57,6 @@ JOURNAL = Path(".dvc") / "tmp" / "repro-journal"
 NOTHING_CHANGED = "nothing was changed: params.yaml, dvc.yaml, dvc.lock, data/ and reports/ are as they were"
 
 
-def _own_group_dying_with_parent():
-    """For the dvc child, before it runs: a process group of its own, and (Linux) a SIGKILL when this process dies,
-    even by kill -9. Its stages watch this process themselves (pipeline.stages._cli)."""
-    import signal
-
-    prctl = None
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-
-    def setup() -> None:
-        os.setpgid(0, 0)
-        if prctl is not None:
-            prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-    return setup
-
-
 # The dvc child: it imports what every `dvc repro` imports first (about half of a no-op `dvc repro`:
 # docs/benchmarks-measurements.md#process-start-and-exit) while this process composes params.yaml on the other core,
 # then runs `dvc repro` once
@@ -121,14 +102,18 @@ class MachineErrors(logging.Handler):
 def _start_dvc(args: list[str], root: Path, env: dict) -> subprocess.Popen:
     """`dvc repro ARGS`, started now (its imports) and waiting for `_run_dvc`, in a process group of its own, so that
     a stop signal reaches this process only (one clean message, no traceback of each stage): on one, the whole group
-    (dvc, its stages, their workers) is killed (`_end_dvc`)."""
+    (dvc, its stages, their workers) is killed (`_end_dvc`); and (Linux) a SIGKILL when this process dies, even by
+    kill -9 (its stages watch this process themselves: pipeline.stages._cli)."""
+    from pipeline.base.processes import dying_with_parent
+
+    die_with_parent = dying_with_parent()
     return subprocess.Popen(
         [sys.executable, "-c", _DVC_CHILD, *args],
         cwd=root,
         env=env,
         stdin=subprocess.PIPE,
         text=True,
-        preexec_fn=_own_group_dying_with_parent(),
+        preexec_fn=lambda: (os.setpgid(0, 0), die_with_parent()),
     )
 
 
@@ -169,12 +154,13 @@ def _finish_stopped_run(journal, root: Path) -> None:
     """Put back what a run stopped by kill -9 (or a failed rollback) left half done, before anything else."""
     import time
 
-    record = journal.rollback()
+    record = journal.pending()
+    ended = _rollback(journal, [], root)
     if record is not None:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record["started"]))
         print(
             f"repro: the run started at {when} (pid {record['pid']}: `{record.get('command', '?')}`) did not finish: "
-            "put the workspace back as it was before it",
+            f"put the workspace back as it was before it{ended}",
             file=sys.stderr,
         )
 
@@ -203,19 +189,18 @@ def main(argv: list[str] | None = None) -> int:
     on_stop_signals(raise_interrupted)
     try:
         with workspace_lock(root, command):
-            try:
-                on_stop_signals(signal.SIG_IGN)  # quick renames: let them finish
-                _finish_stopped_run(journal, root)
-                on_stop_signals(raise_interrupted)
-            except OSError as exc:
-                print(_restore_failed(root, exc), file=sys.stderr)
-                return 1
+            on_stop_signals(signal.SIG_IGN)  # quick renames: let them finish
+            _finish_stopped_run(journal, root)  # a failure: _RestoreFailed
+            on_stop_signals(raise_interrupted)
             if restore_only:
                 print("repro: the workspace is as the last finished run left it")
                 return 0
             return _transaction(journal, root, command, overrides, dvc_args)
     except Interrupted as stop:
-        print(f"interrupted by {stop.name}: stopped dvc repro and its stages; {NOTHING_CHANGED}", file=sys.stderr)
+        ended = "".join(getattr(stop, "__notes__", ()))  # the MLflow run of a run put back (_rollback)
+        print(
+            f"interrupted by {stop.name}: stopped dvc repro and its stages; {NOTHING_CHANGED}{ended}", file=sys.stderr
+        )
         return stop.status
     except _RestoreFailed as failed:
         print(_restore_failed(root, failed.cause), file=sys.stderr)
@@ -250,11 +235,10 @@ def _transaction(journal, root: Path, command: str, overrides: list[str], dvc_ar
     from pipeline.base.paths import Layout, download_cache
     from pipeline.compose import compose_params
     from pipeline.stages._cli import ERROR_FILE_ENV
+    from pipeline.stages.tokenize import check_tracking
 
     work_dirs = [*Layout(root).work_dirs, download_cache(root)]
     clean_stale_temporaries(work_dirs)  # what a killed run left
-    # a full disk here: nothing changed yet. The DVC cache is only added to: a run put back leaves no object in it
-    journal.begin(guarded_paths(root), added=integrity.cache_folders(root), command=command)
     with tempfile.TemporaryDirectory(prefix="pe-repro-") as tmp:
         error_file = Path(tmp) / "error.txt"
         # the stage commands say `python`: make it this interpreter even when its venv is not activated
@@ -265,56 +249,62 @@ def _transaction(journal, root: Path, command: str, overrides: list[str], dvc_ar
         )
         dvc = _start_dvc(dvc_args, root, env)
         try:
-            for finding in integrity.check(root):  # what DVC would take for its cached or recorded outputs
-                print(f"repro: {finding.message}", file=sys.stderr)
+            for problem, then in integrity.check(root):  # what DVC would take for its cached or recorded outputs
+                print(f"repro: {problem}: removed, so that {then}", file=sys.stderr)
+            # a full disk here changes nothing; the DVC cache is only added to: a run put back leaves no object in it
+            journal.begin(guarded_paths(root), added=integrity.cache_folders(root), command=command)
             try:  # validates and checks input files before writing params.yaml
                 cfg, composed = compose_params(overrides, root), 0
             except PipelineError as exc:
                 print(f"error: {exc}", file=sys.stderr)
                 composed = 2
             if composed == 0:
-                _check_tracking_server(cfg.tracking, root)
+                check_tracking(cfg, root)  # a dead MLflow server now, not after the computing
                 status = _run_dvc(dvc)
                 if status == 0:
                     journal.commit()
+                    integrity.settle(root)  # the ctimes the journal's hard links moved
                     return 0
-        except BaseException:
+        except BaseException as exc:
             on_stop_signals(signal.SIG_IGN)  # a second Ctrl-C must not cut the rollback short
             _end_dvc(dvc)
-            _rollback(journal, work_dirs)
+            exc.add_note(_rollback(journal, work_dirs, root))
             raise
         on_stop_signals(signal.SIG_IGN)
         _end_dvc(dvc)
-        if composed:
-            _rollback(journal, work_dirs)
-            return composed  # compose said why; it writes nothing before its checks pass
         stage_error = error_file.exists()  # a stage reported a user error (and DVC its own failure after it)
         if stage_error:  # said first, so that it is not lost if putting the workspace back fails too
             print(error_file.read_text(encoding="utf-8").strip(), file=sys.stderr)
-        _rollback(journal, work_dirs)
-        print(
-            f"{NOTHING_CHANGED[0].upper()}{NOTHING_CHANGED[1:]}." if stage_error else f"repro: {NOTHING_CHANGED}",
-            file=sys.stderr,
-        )
+        done = NOTHING_CHANGED + _rollback(journal, work_dirs, root)
+        if composed:
+            return composed  # compose said why; it writes nothing before its checks pass
+        print(f"{done[0].upper()}{done[1:]}." if stage_error else f"repro: {done}", file=sys.stderr)
         return 2 if stage_error else status
 
 
-def _rollback(journal, work_dirs: list[Path]) -> None:
-    from pipeline.base.files import clean_stale_temporaries
+def _rollback(journal, work_dirs: list[Path], root: Path) -> str:
+    """Put the workspace back; an MLflow run that the run's figures stage logged (its record, mlflow_last_run.json,
+    is put back too) is ended FAILED. Returns the words that say so ("" when no run was logged)."""
+    from pipeline.base.files import clean_stale_temporaries, read_json
+    from pipeline.base.paths import Layout
 
+    def logged() -> dict:  # the record of the MLflow run the figures stage logged last (pipeline.outputs.run_record)
+        try:
+            return read_json(Layout(root).mlflow_last_run)
+        except (OSError, ValueError):
+            return {}
+
+    record = logged()
     try:
         journal.rollback()
     except OSError as exc:
         raise _RestoreFailed(exc) from None
     clean_stale_temporaries(work_dirs)  # the killed stages' temporaries
+    if record.get("run_id") in (None, logged().get("run_id")):
+        return ""
+    from pipeline.outputs.tracking import fail_put_back
 
-
-def _check_tracking_server(tracking, root: Path) -> None:
-    """A dead MLflow server is reported now, not after the computing (the figures stage, last, logs the run)."""
-    if tracking.enabled:
-        from pipeline.outputs.tracking import check_reachable
-
-        check_reachable(tracking.uri, root)
+    return fail_put_back(record, root)
 
 
 if __name__ == "__main__":

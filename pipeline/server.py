@@ -29,6 +29,7 @@ import sys
 from pathlib import Path
 
 from pipeline.base.errors import PipelineError
+from pipeline.base.secrets import redact_password as redacted  # a URI's password as ***
 
 
 def loopback(host: str) -> bool:
@@ -121,13 +122,6 @@ def server_command(artifact_root: Path, host: str, port: int, workers: int, allo
 
 
 DATABASES = ("sqlite:////", "postgresql://", "postgresql+")
-
-
-def redacted(uri: str) -> str:
-    """The URI with the password of its user:password@ part replaced by ***."""
-    from pipeline.base.secrets import redact_password
-
-    return redact_password(uri)
 
 
 def with_driver(store_uri: str) -> str:
@@ -270,16 +264,18 @@ def _serve(args: argparse.Namespace, store: str, artifact_root: Path, experiment
 def serve(cmd: list[str], env: dict, url: str, links: str) -> int:
     """Run `mlflow server` (cmd) as a child, print `links` once its /health answers (a link printed earlier opens on
     an error page: a loaded machine has taken minutes to start it), then wait for it; returns its exit status.
-    SIGINT, SIGTERM and SIGHUP to this process reach the server too (Ctrl+C reaches both anyway)."""
+    SIGINT, SIGTERM and SIGHUP to this process reach the server too (Ctrl+C reaches both anyway); a stop ends with one
+    line and the signal's status (130, 143, 129)."""
     import signal
     import subprocess
     import time
     import urllib.request
 
     print(f"starting the MLflow server on {url} (its links follow once it answers) ...", file=sys.stderr, flush=True)
-    server = subprocess.Popen(cmd, env=env)
+    server, stops = subprocess.Popen(cmd, env=env), []
 
     def forward(signum, frame) -> None:
+        stops.append(signal.Signals(signum))
         if server.poll() is None:
             server.send_signal(signum)
 
@@ -295,6 +291,9 @@ def serve(cmd: list[str], env: dict, url: str, links: str) -> int:
         except OSError:  # not listening yet, or not answering yet
             time.sleep(0.25)
     status = server.wait()
+    if stops:
+        print(f"interrupted by {stops[0].name}: stopped the MLflow server on {url}", file=sys.stderr)
+        return 128 + stops[0]
     if status and status > 0:
         print(f"error: the MLflow server exited with status {status} (its own message is above)", file=sys.stderr)
     return status if status >= 0 else 128 - status  # killed by a signal: the shell's convention

@@ -276,6 +276,14 @@ def typed(params):
     return params if not isinstance(params, dict) else config.validate(params)
 
 
+def stages_upto(name: str) -> tuple:
+    """The registry's in-process stages (a Hydra job's), in order, up to and including `name`."""
+    from pipeline.stages.registry import job_stages
+
+    stages = job_stages()
+    return stages[: [s.name for s in stages].index(name) + 1]
+
+
 def stages_needed(upto: str):
     """The registry's in-process stages that `upto` reads from (its inputs' producers, and theirs), and `upto`, in
     order: a stage's outputs depend only on its declared inputs (tests/test_architecture.py checks every read), so
@@ -313,3 +321,55 @@ def pipeline_log(caplog, monkeypatch):
     monkeypatch.setattr(logging.getLogger("pipeline"), "propagate", True)
     caplog.set_level(logging.INFO, logger="pipeline")
     return caplog
+
+
+# ---------------------------------------------------------------- one sentence of the sweep (references for tests)
+
+
+def sweep_sentence(e, p, words, pairs, ratios, d_model, groups, neighbours, n_components=2):
+    """The sweep of one sentence: e, p (n, d) float64 word embeddings and positional encodings of its words."""
+    from pipeline.core.sweep import sweep_sentences
+
+    return sweep_sentences(e[None], p[None], [words], pairs, ratios, d_model, groups, neighbours, n_components)[0]
+
+
+def positional_wins_at(ref):
+    """wins(r): True when, at W1 = 1, W2 = r, positional neighbours (d-dimensional k-NN) are at least as many as
+    semantic ones; computed exactly as the grid's points are (ref: one sentence)."""
+    import numpy as np
+
+    from pipeline.core.metrics import Reference
+    from pipeline.core.sweep import wins_at
+
+    many = Reference(ref.e[None], ref.p[None], [ref.words], ref.groups, ref.k)
+    return lambda r: bool(wins_at(many, np.zeros(1, dtype=int), np.array([[r]]))[0, 0])
+
+
+def exact_crossover(ratios, curves: dict, ref) -> dict:
+    """The sweep's crossover entry of one sentence from its k-NN curves along the grid (ref: that sentence)."""
+    from pipeline.core.metrics import Reference, positional_wins
+    from pipeline.core.sweep import crossover_entry, exact_switches
+
+    on_grid = positional_wins(curves["knn_semantic_hd"], curves["knn_positional_hd"])
+    many = Reference(ref.e[None], ref.p[None], [ref.words], ref.groups, ref.k)
+    return crossover_entry(ratios, on_grid, exact_switches(ratios, on_grid[None], many)[0], ref.k)
+
+
+# ---------------------------------------------------------------- encodings (references for tests)
+
+
+def interleaved_columns(d_model: int, layout: str):
+    """(d_model,) index: column j of the `layout` encoding is column index[j] of the interleaved one."""
+    import torch
+
+    if layout == "interleaved":
+        return torch.arange(d_model)
+    return torch.cat([torch.arange(0, d_model, 2), torch.arange(1, d_model, 2)])
+
+
+def position_norms(pe):
+    """(n,) Euclidean norm of every row, accumulated in float64 in a fixed order (on the CPU for MPS)."""
+    from pipeline.core import encoding, portable
+
+    x = encoding._float64(pe)
+    return portable.tree_sum(x * x, axis=1).sqrt()

@@ -119,10 +119,11 @@ def test_unknown_option_is_one_clear_error(override, expected):
 
 
 def _project(tmp_path: Path) -> Path:
-    """The smallest project: conf/, a dvc.yaml (the root marker) and params.yaml composed from conf/."""
+    """The smallest project: conf/, the texts, a dvc.yaml (the root marker) and params.yaml composed from conf/."""
     import shutil
 
     shutil.copytree(REPO / "conf", tmp_path / "conf")
+    shutil.copytree(REPO / "data" / "texts", tmp_path / "data" / "texts")  # study.texts_file: checked at compose
     (tmp_path / "dvc.yaml").write_text("stages: {}\n")
     config.write_params(config.compose([], tmp_path), tmp_path)
     return tmp_path
@@ -441,7 +442,7 @@ def test_unknown_key_in_params_yaml_is_refused_on_load(tmp_path):
 
 
 def _texts_file(name: str) -> dict:
-    return config.compose(["texts=file", f"texts.file={name}"], REPO)
+    return config.compose(["texts=file", f"texts.file={name}", "study.texts_file=null"], REPO)
 
 
 @pytest.mark.parametrize(
@@ -557,7 +558,7 @@ def test_check_inputs_names_a_fifo_or_device_as_such(tmp_path, kind, monkeypatch
 
 
 def _glove(source: str, value: str) -> dict:
-    return config.compose([f"glove={source}", "glove.dim=3", f"glove.{source}={value}"], REPO)
+    return config.compose([f"glove={source}", "glove.dim=3", f"glove.{source}={value}", "study.texts_file=null"], REPO)
 
 
 @pytest.mark.parametrize(

@@ -21,6 +21,7 @@ import pytest
 import torch
 
 from benchmarks.sweep import torch_weighted_pca
+from conftest import interleaved_columns, position_norms
 from pipeline.base.errors import PipelineError
 from pipeline.core import alibi, relative, rope
 from pipeline.core import encoding as E
@@ -86,7 +87,7 @@ def test_float32_encoding_is_bit_identical(layout, d, start, record_property):
     ulps = int((bits_gpu.long() - bits_cpu.long()).abs().max())
     record_property("differing_values", differ)
     assert differ == 0, f"{differ} of {cpu.numel()} float32 values differ from the CPU's, by up to {ulps} ulp"
-    ref = reference_pe(np.arange(start, start + 2100), d)[:, E.interleaved_columns(d, layout).numpy()]
+    ref = reference_pe(np.arange(start, start + 2100), d)[:, interleaved_columns(d, layout).numpy()]
     err = np.abs(cpu.double().numpy() - ref).max()
     record_property("max_abs_err_vs_float64", float(err))
     # the reference's angles are off by (P + 2) eps p where the machine's numpy power kernel is P ulp off (an ulp
@@ -155,7 +156,7 @@ def test_generic_path(record_property):
     """Norms, Gram and distance matrices, block means and the offset band of any matrix."""
     x = learned()
     for name, fn in {
-        "norms": E.position_norms,
+        "norms": position_norms,
         "dot": E.dot_product_matrix,
         "distance": E.distance_matrix,
         "band_gram": lambda t: E.band_gram(t, 20),

@@ -9,6 +9,7 @@ import pytest
 import torch
 from scipy.spatial.distance import cdist
 
+from conftest import interleaved_columns, position_norms
 from pipeline.core import encoding as E
 from pipeline.core.device import has_float64, resolve_device
 from pipeline.core.encoding import (
@@ -18,7 +19,6 @@ from pipeline.core.encoding import (
     inverse_frequencies,
     offset_distance_closed_form,
     offset_distances,
-    position_norms,
     sinusoidal_encoding,
 )
 from pipeline.base.errors import PipelineError
@@ -357,10 +357,10 @@ def test_concatenated_layout(d):
     angle = np.arange(n)[:, None] * reference_freqs(d)[None, :]
     assert np.abs(conc[:, :h] - np.sin(angle)).max() < 1e-12
     assert np.allclose(conc[:, h:], np.cos(angle[:, : d // 2]), rtol=0, atol=1e-12)  # empty for d = 1
-    order = E.interleaved_columns(d, "concatenated").numpy()
+    order = interleaved_columns(d, "concatenated").numpy()
     assert sorted(order) == list(range(d))
     assert np.array_equal(conc, inter[:, order])
-    assert np.array_equal(E.interleaved_columns(d, "interleaved").numpy(), np.arange(d))
+    assert np.array_equal(interleaved_columns(d, "interleaved").numpy(), np.arange(d))
 
 
 def test_unknown_layout_raises():
@@ -378,7 +378,7 @@ def test_every_dtype_within_its_rounding_up_to_a_million(dtype, layout):
     for start, n in ((0, 300), (999_000, 2_100)):
         pe = sinusoidal_encoding(n, d, layout=layout, start=start, dtype=dtype)
         assert pe.dtype == dtype and pe.shape == (n, d)
-        ref = reference_pe(np.arange(start, start + n), d)[:, E.interleaved_columns(d, layout).numpy()]
+        ref = reference_pe(np.arange(start, start + n), d)[:, interleaved_columns(d, layout).numpy()]
         assert_within_rounding(pe, ref, max_angle=float(start + n))
 
 
@@ -612,7 +612,7 @@ def test_encode_stage_writes_block_means_not_full_matrices(tmp_path, small_store
     out = layout.encode_dir
     pe = np.load(out / "pe.npy")
     assert pe.shape == (3000, DIM)
-    ref = reference_pe(np.arange(3000), DIM)[:, E.interleaved_columns(DIM, "concatenated").numpy()]
+    ref = reference_pe(np.arange(3000), DIM)[:, interleaved_columns(DIM, "concatenated").numpy()]
     # a float32 file (rounding: 3e-8 on values <= 1); the reference's spread (angles < 3000, d = 8) is below 1e-11
     assert np.abs(pe - ref).max() < 1e-6
     dot, dist = np.load(out / "dot.npy"), np.load(out / "distance.npy")
@@ -686,7 +686,7 @@ def test_bad_layout_or_matrix_size_is_refused_naming_the_key():
 def test_cuda_encoding_within_rounding_and_diagnostics_match_cpu(dtype):
     pe = sinusoidal_encoding(2100, 64, start=999_000, layout="concatenated", device="cuda", dtype=dtype)
     assert pe.device.type == "cuda"
-    ref = reference_pe(np.arange(999_000, 1_001_100), 64)[:, E.interleaved_columns(64, "concatenated").numpy()]
+    ref = reference_pe(np.arange(999_000, 1_001_100), 64)[:, interleaved_columns(64, "concatenated").numpy()]
     assert_within_rounding(pe.cpu(), ref, max_angle=1_001_100.0)
     gpu = E.sinusoidal_diagnostics(sinusoidal_encoding(1000, 51, device="cuda"), 1e4, 20, 64)
     cpu = E.sinusoidal_diagnostics(sinusoidal_encoding(1000, 51), 1e4, 20, 64)

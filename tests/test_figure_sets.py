@@ -108,6 +108,11 @@ def _fail(message: str) -> None:
     raise ValueError(message)
 
 
+def kept_pool(worker_pool):
+    """The pool worker_pool keeps for this process, if any."""
+    return worker_pool._kept[1] if worker_pool._kept else None
+
+
 @pytest.fixture
 def kept_pools(monkeypatch):
     """pipeline.base.worker_pool.keep() for one test; the kept pool is ended after it."""
@@ -134,13 +139,13 @@ def test_a_kept_pool_serves_every_batch_and_draws_the_same_bytes(summary_run, tm
         out.mkdir()
         render(params, dataclasses.replace(summary_run, shared=out.with_suffix(".cache")), out)  # every figure drawn
         if out == outs[0]:
-            pool = kept_pools.kept_pool()
+            pool = kept_pool(kept_pools)
             pids = sorted(worker.pid for worker in pool._pool)
-    assert kept_pools.kept_pool() is pool and sorted(worker.pid for worker in pool._pool) == pids and len(pids) == 2
+    assert kept_pool(kept_pools) is pool and sorted(worker.pid for worker in pool._pool) == pids and len(pids) == 2
     for png in summary_run.sweep_figures_dir.iterdir():  # drawn by a pool of its own (not kept)
         assert (outs[0] / png.name).read_bytes() == (outs[1] / png.name).read_bytes() == png.read_bytes(), png.name
     kept_pools._end_kept()
-    assert kept_pools.kept_pool() is None and not any(running(pid) for pid in pids)
+    assert kept_pool(kept_pools) is None and not any(running(pid) for pid in pids)
 
 
 def test_a_failed_batch_ends_the_kept_pool_and_the_next_starts_afresh(kept_pools):
@@ -153,13 +158,13 @@ def test_a_failed_batch_ends_the_kept_pool_and_the_next_starts_afresh(kept_pools
     batch.add(_fail, "a figure that cannot be drawn")
     with pytest.raises(ValueError, match="cannot be drawn"):
         batch.run(2)
-    assert kept_pools.kept_pool() is None
+    assert kept_pool(kept_pools) is None
     again = Batch()
     again.add(os.getpid)
     again.add(os.getpid)
     pids = again.run(2)
-    assert os.getpid() not in pids and kept_pools.kept_pool() is not None
-    assert set(pids) <= {worker.pid for worker in kept_pools.kept_pool()._pool}
+    assert os.getpid() not in pids and kept_pool(kept_pools) is not None
+    assert set(pids) <= {worker.pid for worker in kept_pool(kept_pools)._pool}
 
 
 def test_the_kept_pool_ends_when_its_process_exits(tmp_path):
@@ -175,7 +180,7 @@ def test_the_kept_pool_ends_when_its_process_exits(tmp_path):
         "batch = Batch()\n"
         "[batch.add(os.getpid) for _ in range(4)]\n"
         "drawn_by = set(batch.run(2))\n"
-        "print(*sorted(drawn_by | {w.pid for w in worker_pool.kept_pool()._pool}))\n"
+        "print(*sorted(drawn_by | {w.pid for w in worker_pool._kept[1]._pool}))\n"
     )
     out = run([sys.executable, "-c", script], REPO)
     pids = [int(pid) for pid in out.stdout.split()]
@@ -198,7 +203,7 @@ def test_the_workers_of_a_killed_process_exit():
         "batch = Batch()\n"
         "[batch.add(os.getpid) for _ in range(4)]\n"
         "batch.run(2)\n"
-        "print(*sorted(w.pid for w in worker_pool.kept_pool()._pool), flush=True)\n"
+        "print(*sorted(w.pid for w in worker_pool._kept[1]._pool), flush=True)\n"
         "os.kill(os.getpid(), signal.SIGKILL)\n"
     )
     out = run([sys.executable, "-c", script], REPO, check=False)

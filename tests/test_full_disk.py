@@ -9,7 +9,9 @@ Mounting a tmpfs needs root (CAP_SYS_ADMIN): skipped without it.
 
 from __future__ import annotations
 
+import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -78,7 +80,7 @@ def point_reached(result: subprocess.CompletedProcess) -> str:
     return "journal"
 
 
-def test_a_full_disk_at_each_point_of_a_run(project, tmp_path):
+def test_a_full_disk_at_each_point_of_a_run(project, tmp_path, private_mlflow_store):
     """With more room, the disk fills later: while the journal copies the small outputs (the 4 MB report among them)
     before anything changes, then while a stage writes (the figures stage's 21 projections), then while DVC copies the
     new outputs into its cache (its copy names no file: the message names the project DVC writes in), then the run
@@ -90,7 +92,8 @@ def test_a_full_disk_at_each_point_of_a_run(project, tmp_path):
     each point one handler sees every full disk it meets, whichever file fills it (an OSError caught in
     `pipeline.repro` while it saves the journal, in `pipeline.stages._cli.stage_main` for every write of a stage, in
     `pipeline.repro.MachineErrors` for DVC's), and the workspace is put back on a disk that is full at every one of
-    them; a margin only chooses the file that fills it."""
+    them; a margin only chooses the file that fills it. Where DVC's copy fills it, the MLflow run the figures stage had
+    logged is ended FAILED (results put back are not reported done)."""
     order = ["journal", "stage", "dvc", "finished"]
     reached: dict[int, str] = {}
 
@@ -98,6 +101,12 @@ def test_a_full_disk_at_each_point_of_a_run(project, tmp_path):
         if margin not in reached:
             result = run_on_full_disk(project, tmp_path / f"disk{margin}", margin, PAIRS, "sweep.w1=1")
             reached[margin] = point_reached(result)
+            if reached[margin] == "dvc":
+                run = re.search(r"the MLflow run (\w+) it logged is ended FAILED\.", result.stderr)
+                assert run, result.stderr
+                with sqlite3.connect(private_mlflow_store.removeprefix("sqlite:///")) as store:
+                    query = "SELECT status FROM runs WHERE run_uuid = ?"
+                    assert store.execute(query, (run[1],)).fetchall() == [("FAILED",)]
         return reached[margin]
 
     margin = 1

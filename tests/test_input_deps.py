@@ -23,8 +23,7 @@ from pipeline.stages.registry import BY_NAME
 def test_input_file_deps_inside_and_outside_the_workspace(tmp_path):
     root = tmp_path / "project"
     params = {"texts": {"file": "data/texts/example.txt"}, "glove": {"path": str(tmp_path / "g.txt"), "zip": None}}
-    assert input_file_deps(params, root, ("texts.file",), inside=("data/texts",)) == []  # data/texts is a dep
-    assert input_file_deps(params, root, ("texts.file",)) == ["data/texts/example.txt"]
+    assert input_file_deps(params, root, ("texts.file",)) == ["data/texts/example.txt"]  # the file, not its folder
     assert input_file_deps(params, root, ("glove.path", "glove.zip")) == ["../g.txt"]  # relative: no machine path
     params["texts"]["file"] = "../elsewhere/t.txt"
     assert input_file_deps(params, root, ("texts.file",)) == ["../elsewhere/t.txt"]

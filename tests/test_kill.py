@@ -233,4 +233,6 @@ def test_kill_9_at_random_points_of_every_stage_loses_nothing(checkout, monkeypa
         f"MLflow runs by status: {statuses}"
     )
     assert not problems, "\n".join(problems)
-    assert statuses.get("FINISHED", 0) >= 2  # the clean run's and at least the final run's
+    # the clean run's; a killed run's results are put back, and the MLflow run it had logged, FINISHED or not, is
+    # ended FAILED (the final run re-runs nothing: the workspace is the clean run's)
+    assert statuses.get("FINISHED", 0) >= 1

@@ -100,11 +100,11 @@ import json, resource, sys
 from pathlib import Path
 from pipeline import config
 from pipeline.base.paths import Layout
-from pipeline.stages.registry import stages_upto
+from pipeline.stages.registry import job_stages
 
 params, out, store, stages = json.loads(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4].split(",")
 layout = Layout(out, glove=store)
-for stage in stages_upto(stages[-1]):
+for stage in job_stages():
     if stage.name in stages:
         stage.run(config.validate(params), layout, out)
 # VmHWM: the peak RSS of this program's own memory. ru_maxrss would not do: Linux folds the RSS the process had

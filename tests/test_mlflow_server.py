@@ -356,7 +356,8 @@ def test_serving_beyond_this_machine_needs_public_and_says_there_is_no_authentic
 @pytest.mark.slow
 def test_the_link_is_printed_only_once_the_server_answers(tmp_path):
     """The links `python -m pipeline.server` prints: by the time they are in its output, /health answers (it checks
-    first), so the first click opens MLflow, not an error page. `--help` prints the description once."""
+    first), so the first click opens MLflow, not an error page. `--help` prints the description once. SIGTERM to the
+    command ends it, and the server, with the usual line and exit 143 (before: no line)."""
     server = Server(tmp_path / "server")
     try:
         deadline = time.monotonic() + 300  # the link follows /health: a loaded machine can take minutes for both
@@ -368,9 +369,12 @@ def test_the_link_is_printed_only_once_the_server_answers(tmp_path):
         # the UI's telemetry is off with the rest (MLflow's home page shows its notice about it whatever this says)
         with urllib.request.urlopen(server.url + "/ajax-api/3.0/mlflow/ui-telemetry", timeout=30) as response:
             assert json.loads(response.read())["disable_ui_telemetry"] is True
+        server.proc.send_signal(signal.SIGTERM)  # to the command alone
+        server.proc.wait(timeout=300)  # MLflow ends its own workers first
     finally:
         server.stop()
-    assert server.proc.returncode is not None
+    assert server.proc.returncode == 143
+    assert server.output().rstrip().endswith(f"interrupted by SIGTERM: stopped the MLflow server on {server.url}")
     helped = run([PY, "-m", "pipeline.server", "--help"], REPO)
     assert helped.stdout.count("serve the project's MLflow store over HTTP") == 1
 

@@ -18,7 +18,13 @@ from scipy.stats import ortho_group
 from sklearn.decomposition import PCA
 
 from pipeline.core.encoding import sinusoidal_encoding
-from pipeline.core.projection import procrustes_disparity, weighted_pca
+from pipeline.core.metrics import procrustes_disparities
+from pipeline.core.projection import weighted_pca
+
+
+def procrustes_disparity(reference, other) -> float:
+    """procrustes_disparities for one pair of (n_points, 2) projections."""
+    return float(procrustes_disparities(np.asarray(reference)[None], np.asarray(other)[None, None])[0, 0])
 
 
 def sklearn_pca(batch: np.ndarray, k: int = 2) -> tuple[np.ndarray, np.ndarray]:
@@ -318,7 +324,8 @@ def test_sweep_project_is_sklearn_pca_at_fixed_precision():
 
 def test_sweep_sentence_measures_pairs_grid_and_scaling():
     from pipeline.core.metrics import crossover, positional_wins
-    from pipeline.core.sweep import SCALING_METRICS, sweep_sentence
+    from conftest import sweep_sentence
+    from pipeline.core.sweep import SCALING_METRICS
     from pipeline.core.weights import weight_pairs
 
     e, p = (x[0] for x in weighted_batch(16, 1))

@@ -58,6 +58,6 @@ def test_the_readme_main_commands_run_in_order_on_a_fresh_clone(checkout, monkey
             if args[:2] == ["python", "-m"] and args[2] == "pipeline.experiments":
                 assert "queen_king" in result.stdout and "[1, 2, 4]" in result.stdout
         done.append(line)
-    assert len(done) == 8
+    assert len(done) == 9
     [summary] = (checkout / "outputs" / "multirun").glob("*/sweep_summary.png")  # the 6-job sweep's figure
     assert summary.stat().st_size > 0

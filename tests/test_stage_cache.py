@@ -17,7 +17,7 @@ def files(base: Path) -> dict[str, bytes]:
 @pytest.mark.slow
 def test_sweep_points_share_tokens_and_encoding(tmp_path, small_store):
     from pipeline.base.paths import Layout
-    from pipeline.stages.registry import stages_upto
+    from conftest import stages_upto
     from pipeline.stages.stage_cache import run_stages
 
     stages = stages_upto("sweep")

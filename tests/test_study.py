@@ -47,7 +47,7 @@ def one_at_a_time(e: np.ndarray, p: np.ndarray, neighbours: int, ratios: np.ndar
     import math
 
     from pipeline.core.metrics import Reference, knn_scores, pairwise_distances, valid_neighbours
-    from pipeline.core.sweep import exact_crossover, positional_wins_at
+    from conftest import exact_crossover, positional_wins_at
 
     ref = Reference(e, p, [], [], valid_neighbours(neighbours, len(e)))
     semantic, positional = knn_scores(pairwise_distances(1.0 * e + ratios[:, None, None] * p), ref)

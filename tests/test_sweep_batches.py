@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import REPO, params_for, run_stages, stages_needed, typed
+from conftest import REPO, params_for, run_stages, stages_needed, sweep_sentence, typed
 from pipeline.config import dump_params
 from pipeline.core import sweep
 from pipeline.core.study import sinusoid
@@ -55,7 +55,7 @@ def test_sentences_swept_together_have_each_sentences_own_bits(monkeypatch):
     cfg = typed(params_for("sweep.w1=1", "sweep.w2=[1,10,0.3]", "metrics.groups=[[w0,w1],[w2,w3,w4]]"))
     pairs, ratios = weight_pairs(1, [1, 10, 0.3], d_model=16), sweep.ratio_grid(cfg.sweep.ratios)
     expected = [
-        sweep.sweep_sentence(
+        sweep_sentence(
             data["embeddings"][data["ids"][s]],
             data["pe"][data["positions"][s]],
             data["words"][s],

@@ -1,8 +1,8 @@
 """What is on disk is what dvc.lock says: DVC's cache objects and the workspace's outputs, checked by content.
 
 DVC names a cache object by the MD5 of its bytes but never reads it again before it checks it out, and re-hashes a
-workspace output only when its size or mtime changed. A byte changed by hand (root writes through DVC's read-only
-bit), by a tool writing in place or by a failing disk then passes as "up to date", and a corrupt object comes back
+workspace output only when its inode, size or mtime changed: bytes changed by hand (root writes through DVC's
+read-only bit), by a tool writing in place or by a failing disk pass as "up to date", and a corrupt object comes back
 out of the cache as the recorded output. `check`, run by pipeline.repro before `dvc repro`:
 
 - every object under .dvc/cache/files/md5/ must hash to its name (a directory's `.dir` listing too); one that does
@@ -12,11 +12,11 @@ out of the cache as the recorded output. `check`, run by pipeline.repro before `
   recorded one out of its cache or, lacking it, runs its stage again. A file holding another cached version (a
   `git checkout` without `dvc checkout`) is DVC's to replace, as it always does.
 
-A file is hashed again only when its inode, size or mtime changed since it was last hashed (the record
-.dvc/tmp/pe-hashes.json; a cache object also when its ctime did, which nobody can set back: an object written in place
-with its mtime reset is seen too; a workspace output's ctime also moves when the run's journal hard-links it), so an
-unchanged workspace costs a stat per file. Only the project's own cache (.dvc/cache) is checked; entries of dvc.lock
-hashed the DVC 2 way (no `hash: md5`) are left to DVC.
+A file is hashed again only when its inode, size, mtime or ctime (which nobody can set back) changed since it was
+last hashed (the record .dvc/tmp/pe-hashes.json), so an unchanged workspace costs a stat per file. The run's journal
+hard-links the files above LINK_ABOVE, which moves their ctime: `settle`, after a run finished, records it. With
+`repair=False` (`python -m pipeline.verify`) every file is hashed and nothing removed. Only the project's own cache
+(.dvc/cache) is checked; entries of dvc.lock hashed the DVC 2 way (no `hash: md5`) are left to DVC.
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
+
+from pipeline.base.snapshot import LINK_ABOVE
 
 CACHE = Path(".dvc") / "cache"
 CACHE_FILES = CACHE / "files" / "md5"  # DVC 3's objects: <2 hex digits>/<30 more>[.dir]
@@ -47,55 +48,69 @@ def md5_file(path: Path, chunk: int = 1 << 20) -> str:
     return digest.hexdigest()
 
 
-@dataclass
+def _key(path: Path) -> list[int]:
+    stat = path.stat()
+    return [stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns]
+
+
 class _Hashes:
-    """MD5s of files, kept by (inode, size, mtime, ctime) in the record between runs."""
+    """MD5s of files, kept by (inode, size, mtime, ctime) in the record between runs (none: every file hashed)."""
 
-    root: Path
-    known: dict[str, list] = field(default_factory=dict)
-    seen: dict[str, list] = field(default_factory=dict)
+    def __init__(self, root: Path, record: bool) -> None:
+        self.root, self.known, self.seen = root, _load(root) if record else {}, {}
 
-    def md5(self, path: Path, ctime: bool = False) -> str:
-        """The MD5 of `path`, hashed again unless its inode, size, mtime (and with `ctime`, its ctime) are those
-        recorded with it."""
-        stat = path.stat()
-        key = [stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns if ctime else 0]
-        name = path.relative_to(self.root).as_posix()
+    def md5(self, path: Path) -> str:
+        key, name = _key(path), path.relative_to(self.root).as_posix()
         entry = self.known.get(name)
         digest = entry[4] if entry is not None and entry[:4] == key else md5_file(path)
         self.seen[name] = [*key, digest]
         return digest
 
 
-@dataclass
-class Finding:
-    """A file that is not what its name or dvc.lock says, and what was done about it."""
+def _load(root: Path) -> dict:
+    try:
+        known = json.loads((root / RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return known if isinstance(known, dict) else {}
 
-    path: str  # relative to the project
-    message: str
 
-
-def check(root: Path) -> list[Finding]:
-    """Check the project's DVC cache objects and the outputs dvc.lock records, and remove each one found corrupt
-    (module docstring). Returns what was found, in the order checked."""
+def _save(root: Path, seen: dict) -> None:
     from pipeline.base.files import write_text
 
-    record = root / RECORD
     try:
-        known = json.loads(record.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        known = {}
-    hashes = _Hashes(root, known if isinstance(known, dict) else {})
-    found: list[Finding] = []
-    intact = _check_cache(root, hashes, found)
-    _check_outputs(root, hashes, intact, found)
-    if record.parent.is_dir():
-        write_text(record, json.dumps(hashes.seen))
+        write_text(root / RECORD, json.dumps(seen))
+    except OSError:  # no .dvc/tmp, a full disk: the next check hashes these files again
+        pass
+
+
+def settle(root: Path) -> None:
+    """After a finished run: a recorded file above LINK_ABOVE bytes whose inode, size and mtime are those hashed keeps
+    its hash with the ctime it has now (the journal's hard link moved it)."""
+    seen = _load(root)
+    for name, entry in seen.items():
+        key = _key(root / name) if (root / name).exists() else []
+        if key[:3] == entry[:3] and key[1] > LINK_ABOVE:
+            entry[3] = key[3]
+    _save(root, seen)
+
+
+Finding = tuple[str, str]  # a file that is not what its name or dvc.lock says; what removing it makes DVC do
+
+
+def check(root: Path, repair: bool = True) -> list[Finding]:
+    """Check the project's DVC cache objects and the outputs dvc.lock records, and (`repair`) remove each one found
+    corrupt (module docstring). Returns what was found, in the order checked."""
+    hashes, found = _Hashes(root, record=repair), []
+    intact = _check_cache(root, hashes, found, repair)
+    _check_outputs(root, hashes, intact, found, repair)
+    if repair:
+        _save(root, hashes.seen)
     return found
 
 
-def _check_cache(root: Path, hashes: _Hashes, found: list[Finding]) -> set[str]:
-    """The names (md5, md5.dir) of the cache objects whose bytes hash to their name; the others removed."""
+def _check_cache(root: Path, hashes: _Hashes, found: list[Finding], repair: bool) -> set[str]:
+    """The names (md5, md5.dir) of the cache objects whose bytes hash to their name; the others (`repair`) removed."""
     intact: set[str] = set()
     cache = root / CACHE_FILES
     if not cache.is_dir():
@@ -108,20 +123,16 @@ def _check_cache(root: Path, hashes: _Hashes, found: list[Finding]) -> set[str]:
                 continue  # DVC's own temporaries, a killed copy's leftovers
             name = prefix.name + entry.name
             path = Path(entry.path)
-            actual = hashes.md5(path, ctime=True)
+            actual = hashes.md5(path)
             if actual == name.removesuffix(".dir"):
                 intact.add(name)
                 continue
             rel = path.relative_to(root).as_posix()
-            found.append(
-                Finding(
-                    rel,
-                    f"the DVC cache object {rel} is corrupt (its bytes hash to {actual}, not to its name): removed, "
-                    "so that DVC recomputes what it held",
-                )
-            )
-            path.unlink(missing_ok=True)
-            hashes.seen.pop(rel, None)
+            problem = f"the DVC cache object {rel} is corrupt (its bytes hash to {actual}, not to its name)"
+            found.append((problem, "DVC recomputes what it held"))
+            if repair:
+                path.unlink(missing_ok=True)
+                hashes.seen.pop(rel, None)
     return intact
 
 
@@ -144,12 +155,12 @@ def _locked_outputs(root: Path) -> list[tuple[str, str, str]]:
     return outputs
 
 
-def _check_outputs(root: Path, hashes: _Hashes, intact: set[str], found: list[Finding]) -> None:
+def _check_outputs(root: Path, hashes: _Hashes, intact: set[str], found: list[Finding], repair: bool) -> None:
     cache = root / CACHE_FILES
     for stage, out, md5 in _locked_outputs(root):
         if md5.endswith(".dir"):
             if md5 not in intact:
-                continue  # not in this cache (or removed just now): DVC runs the stage again
+                continue  # not in this cache (or corrupt): DVC runs the stage again
             listing = json.loads((cache / md5[:2] / md5[2:]).read_bytes())
             files = [(Path(out) / item["relpath"], item["md5"]) for item in listing]
         else:
@@ -159,20 +170,19 @@ def _check_outputs(root: Path, hashes: _Hashes, intact: set[str], found: list[Fi
             if not path.is_file() or path.is_symlink():
                 continue  # missing, or DVC's own link: DVC restores or re-runs
             actual = hashes.md5(path)
-            if actual == expected or actual in intact:
+            if actual == expected or (repair and actual in intact):
                 continue  # as recorded, or another version DVC has cached and replaces itself
+            kind = "a version DVC has cached" if actual in intact else "no version DVC has cached: edited or corrupted"
+            problem = (
+                f"{rel.as_posix()} is not the output dvc.lock records for stage {stage} (its bytes hash to {actual}, "
+                f"not {expected}; {kind})"
+            )
             then = (
                 "DVC checks the recorded one out of its cache"
                 if expected in intact
                 else f"DVC runs stage {stage} again (its cache has no copy of the recorded one)"
             )
-            found.append(
-                Finding(
-                    rel.as_posix(),
-                    f"{rel.as_posix()} is not the output dvc.lock records for stage {stage} (its bytes hash to "
-                    f"{actual}, not {expected}; no version DVC has cached: edited or corrupted): removed, so that "
-                    f"{then}",
-                )
-            )
-            path.unlink()
-            hashes.seen.pop(rel.as_posix(), None)
+            found.append((problem, then))
+            if repair:
+                path.unlink()
+                hashes.seen.pop(rel.as_posix(), None)

@@ -100,11 +100,6 @@ class Layout:
     def params(self) -> Path:
         return self.base / "params.yaml"
 
-    @property
-    def texts_dir(self) -> Path:
-        """Sentence files of texts=file (under DVC's eye: an edit re-runs the pipeline)."""
-        return self.data_dir / "texts"
-
     # ---- data/ (DVC-cached stage outputs)
     @property
     def data_dir(self) -> Path:

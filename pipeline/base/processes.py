@@ -8,6 +8,10 @@ macOS and Windows APIs alike).
 
 from __future__ import annotations
 
+import ctypes
+import signal
+import sys
+
 import psutil
 
 # psutil dates a start from the boot time, which Linux gives in whole seconds: a start can read up to 1 s early
@@ -33,3 +37,12 @@ def running(pid: int, *, started_by: float | None = None) -> bool:
         return False
     except psutil.AccessDenied:  # another user's process: it exists, and nothing more can be told
         return True
+
+
+def dying_with_parent():
+    """A function that makes the process calling it get SIGKILL when its parent dies, even by kill -9 (Linux's
+    PR_SET_PDEATHSIG; elsewhere it does nothing), resolved now, so that a forked child can call it before exec."""
+    if not sys.platform.startswith("linux"):
+        return lambda: None
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    return lambda: prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG

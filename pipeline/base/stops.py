@@ -48,7 +48,13 @@ def on_stop_signals(handler) -> None:
         sys.unraisablehook = redeliver_dropped
 
 
+# the stop signal raise_interrupted saw: a library may turn the Interrupted it raised into an error of its own
+received: int | None = None
+
+
 def raise_interrupted(signum: int, frame) -> None:
+    global received
+    received = signum
     raise Interrupted(signum)
 
 

@@ -46,11 +46,6 @@ def keep() -> None:
     _keep = True
 
 
-def kept_pool() -> Pool | None:
-    """The pool kept for this process, if any (for tests)."""
-    return _kept[1] if _kept else None
-
-
 @contextlib.contextmanager
 def pool(processes: int) -> Iterator[Pool]:
     """A fork pool of `processes` workers for one batch: new and ended after it, or the kept one (see keep()). A

@@ -44,10 +44,11 @@ in one list, typed in an override or written in a file of conf/ (`check_conf_lis
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from pipeline.base.errors import PipelineError
 
@@ -63,27 +64,21 @@ MAX_SECONDS = 300  # CPU seconds of one such part (block means, figure labels)
 BLOCK_MEANS_PAIR_S, BLOCK_MEANS_PAIR_DIM_S, ODD_D_PAIR_S = 2.45e-8, 5e-11, 1.43e-8
 # CPU seconds per word of an axes with word labels (docs/benchmarks-measurements.md#limits)
 LABEL_S = 2.1e-3
+# CPU seconds of the sweep per sentence of n words and weighting: 1, n^2 and n^3 terms (its metrics, the eigensolver
+# of its PCA; docs/benchmarks-measurements.md#limits); work estimated above LONG_S is announced before it starts
+SWEEP_S, LONG_S = (1e-4, 2e-7, 5e-9), 30.0
 
-# The RSS of a stage process after its imports: encode (numpy, torch) at max_len=100 342 MB; the sweep (numpy only)
-# 80 MB, fitted to its peak RSS at n = 100-400 words and 43-642 weightings (67-467 MB measured, the formula within
-# -13 %..+28 %, closest for the large batches it exists to refuse); a Hydra job's process imports both.
-ENCODE_BASE = 345e6
-SWEEP_BASE = 80e6
-# numba's import (65 MB) and the eigensolver it compiles (98 MB the first time, 70 MB loaded from its cache) when the
-# sweep's eigen work exceeds pipeline.core.eigen.INTERPRETED_WORK: ru_maxrss above the sweep module's import
-SWEEP_COMPILED = 150e6
-# A Hydra job kept by the sweeper until the sweep ends (hydra.core.utils.JobReturn: the job's config and a copy of
-# the Hydra config): 219 kB, the RSS of holding 200 deep copies of a composed config; its override list 170 B
-# (BasicSweeper.split_arguments of range(0, 10**6): 169 B a job).
-JOB_HELD = 220e3
-# Seconds a job of a basic-launcher sweep takes per figure set, on a loaded machine (an upper estimate; how they were
-# measured: docs/benchmarks-measurements.md#limits)
+# Measured (docs/benchmarks-measurements.md#limits): the RSS of the encode and sweep stage processes after their
+# imports (a Hydra job's process imports both); numba's and the compiled eigensolver's, when the sweep's eigen work
+# exceeds pipeline.core.eigen.INTERPRETED_WORK; a job Hydra's sweeper keeps to the sweep's end; the seconds a
+# basic-launcher job takes per figure set on a loaded machine (upper estimates)
+ENCODE_BASE, SWEEP_BASE, SWEEP_COMPILED, JOB_HELD = 345e6, 80e6, 150e6, 220e3
 JOB_SECONDS = {"none": 1.6, "summary": 3.3, "all": 18.5}
-# Beyond this, a multirun is refused whatever the memory: 100,000 jobs take hours and 22 GB of kept configs; a longer
-# study is split into sweeps, or sweeps the weights inside one job.
+# Beyond this, a multirun is refused whatever the memory (hours and 22 GB of kept configs): split it into sweeps, or
+# sweep the weights inside one job.
 MAX_JOBS = 100_000
-# Items of a list override that are counted (commas) before Hydra parses it: composing a list takes time linear in its
-# items (docs/benchmarks-measurements.md#limits), and one job's sweep stage then keeps about 6 kB a pair per sentence.
+# Items of a list (counted by commas before Hydra parses an override): composing takes time linear in them, and one
+# job's sweep stage then keeps about 6 kB a pair per sentence.
 MAX_PAIRS = 100_000
 PAIR_KEYS = ("sweep.w1", "sweep.w2")
 
@@ -210,6 +205,21 @@ def label_seconds(params: Config, sentences: Sequence[str]) -> tuple[float, str]
     )
 
 
+def sweep_seconds(params: Config, lengths: Sequence[int]) -> float:
+    """CPU seconds of the sweep stage for sentences of `lengths` words (as tokenized): per sentence and weighting,
+    SWEEP_S[0] + SWEEP_S[1] n^2 + SWEEP_S[2] n^3 (its metrics, its PCA's eigensolver). Above LONG_S, it says so
+    before the work starts: how long, and what shortens it."""
+    batch = pair_count(params) + 2 + params.sweep.ratios.points  # + the baseline and the Transformer's scaling
+    seconds = batch * sum(SWEEP_S[0] + SWEEP_S[1] * n * n + SWEEP_S[2] * n**3 for n in lengths)
+    if seconds > LONG_S:
+        logging.getLogger("pipeline").warning(
+            f"sweep: about {_duration(seconds)} of CPU to come ({len(lengths):,} sentence(s) of up to "
+            f"{max(lengths, default=0):,} words x {batch} weightings; measured on 2 cores). Shorter: tokenizer.maxlen "
+            "(it cuts long sentences), fewer sentences, sweep.ratios.points or weight pairs."
+        )
+    return seconds
+
+
 def time_estimates(params: Config, sentences: Sequence[str]) -> list[tuple[str, float, str, str]]:
     """(what, CPU seconds, formula with the numbers, knobs) for each time estimate of the module docstring."""
     return [
@@ -261,47 +271,65 @@ def check_limits(params: Config, sentences: Sequence[str], memory: int | None = 
 
 
 def check_conf_lists(conf_dir: Path) -> None:
-    """Refuse a file of conf/ holding a list of more than MAX_PAIRS items, before Hydra composes it: the limit of
-    `check_list_overrides` for what the command line does not show (composing such a list takes minutes:
-    docs/benchmarks-measurements.md#files-and-parsing). Only files large enough to hold one are parsed (libyaml's
-    loader)."""
+    """Refuse a file of conf/ with a list of more than MAX_PAIRS items, or aliases (`*name`) that expand it by more
+    than MAX_PAIRS values, before Hydra composes (and expands) it: `check_list_overrides` for what the command line
+    does not show (docs/benchmarks-measurements.md#files-and-parsing). Only a file large enough for such a list, or
+    with an alias, is parsed, by libyaml's composer, which keeps an alias as one shared node."""
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     for path in sorted(conf_dir.rglob("*.yaml")):
-        if path.stat().st_size <= 2 * MAX_PAIRS:  # an item takes two bytes at least ("1,")
+        data = path.read_bytes()
+        if len(data) <= 2 * MAX_PAIRS and b"*" not in data:  # an item takes two bytes at least ("1,")
             continue
         try:
-            tree = yaml.load(path.read_bytes(), Loader=loader)
+            tree = yaml.compose(data, Loader=loader)
         except yaml.YAMLError:
             continue  # Hydra reports it, with its own message
-        for key, items in _long_lists(tree):
+        sizes, long = {}, []
+        expanded = _expanded(tree, "", sizes, long) if tree is not None else 0
+        for key, items in long:
             raise PipelineError(
                 f"{path} lists {items:,} items at {key}, more than {MAX_PAIRS:,} in one list (composing it alone "
                 "takes minutes, and the sweep stage keeps about 6 kB a weight pair per sentence). Fix: use fewer "
                 "values (the ratio grid sweep.ratios covers many ratios W2/W1 at once), or split them over several "
                 "runs."
             )
+        if expanded - len(sizes) > MAX_PAIRS:
+            raise PipelineError(
+                f"{path}: its aliases (*name) expand its {len(sizes):,} values to {expanded:,}, more than "
+                f"{MAX_PAIRS:,} beyond those written (composing expands every alias: hours and all the memory). Fix: "
+                "write the values out, or use fewer aliases."
+            )
 
 
-def _long_lists(tree, key: str = "") -> Iterator[tuple[str, int]]:
-    """(dotted key, length) of each list of more than MAX_PAIRS items in a parsed YAML tree."""
-    if isinstance(tree, dict):
-        for name, value in tree.items():
-            yield from _long_lists(value, f"{key}.{name}" if key else str(name))
-    elif isinstance(tree, list):
-        if len(tree) > MAX_PAIRS:
-            yield key or "the top level", len(tree)
-        for i, value in enumerate(tree):
-            if isinstance(value, (dict, list)):
-                yield from _long_lists(value, f"{key}[{i}]")
+def _expanded(node, key: str, sizes: dict, long: list) -> int:
+    """How many values a YAML node holds with its aliases expanded, each shared node counted once (`sizes`: by node);
+    (dotted key, length) of each list of more than MAX_PAIRS items into `long`."""
+    import yaml
+
+    if id(node) not in sizes:
+        size, value = 1, node.value
+        if isinstance(node, yaml.MappingNode):
+            size += sum(_expanded(v, f"{key}.{k.value}" if key else str(k.value), sizes, long) for k, v in value)
+        elif isinstance(node, yaml.SequenceNode):
+            long += [(key or "the top level", len(value))] if len(value) > MAX_PAIRS else []
+            size += sum(_expanded(v, f"{key}[{i}]", sizes, long) for i, v in enumerate(value))
+        sizes[id(node)] = size
+    return sizes[id(node)]
 
 
 def check_list_overrides(overrides: Sequence[str]) -> None:
     """Refuse a sweep.w1 / sweep.w2 list override of more than MAX_PAIRS items, counted by its commas before Hydra
-    parses it (parsing and composing millions of items is itself the exhaustion)."""
+    parses it (parsing and composing millions of items is itself the exhaustion), and an unquoted URL with credentials
+    in its query (Hydra's grammar refuses its `=` before the schema, which refuses the others, could name the key)."""
+    from pipeline.config.schema import NETRC_FIX, TRACKING_FIX, refuse_credentials
+
     for override in overrides:
         key, _, value = override.partition("=")
+        if "://" in value and "=" in value and value[:1] not in "'\"[":
+            fix = TRACKING_FIX if key.lstrip("+~").startswith("tracking.") else NETRC_FIX
+            refuse_credentials(key.lstrip("+~"), value, fix)
         if key.lstrip("+~") in PAIR_KEYS and value.lstrip().startswith("["):
             items = value.count(",") + 1
             if items > MAX_PAIRS:

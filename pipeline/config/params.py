@@ -50,6 +50,7 @@ def compose(overrides: Iterable[str] = (), root: Path | None = None, composition
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
+    from pipeline.base import stops
     from pipeline.config.schema import register
 
     register()
@@ -61,6 +62,8 @@ def compose(overrides: Iterable[str] = (), root: Path | None = None, composition
         with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3"):
             cfg = hydra_compose(config_name=composition.config_name, overrides=overrides)
     except (HydraException, OmegaConfBaseException) as exc:
+        if stops.received is not None:  # OmegaConf turns the Interrupted of a stop signal into its own error
+            raise stops.Interrupted(stops.received) from None
         raise PipelineError(
             redact(f"cannot compose conf/ with overrides {list(overrides)}: {_explain(exc, composition.schema)}")
         ) from None
@@ -157,10 +160,10 @@ def check_runnable(cfg: Config, root: Path) -> None:
 
 
 def check_inputs(params: Config, root: Path) -> list[str]:
-    """texts.file (a file of sentences) and the local file of the GloVe source (glove.<kind>, for the kinds of
-    pipeline.inputs.glove_sources.SOURCES that read one), relative to `root`: project data
-    (pipeline.inputs.input_files; the study stage checks study.texts_file the same way before it reads it). Returns
-    the sentences (of texts.file or texts.sentences).
+    """texts.file and study.texts_file (files of sentences, dvc.yaml deps: DVC hashes them) and the local file of the
+    GloVe source (glove.<kind>, for the kinds of pipeline.inputs.glove_sources.SOURCES that read one), relative to
+    `root`: project data, regular files (pipeline.inputs.input_files). Returns the sentences (of texts.file or
+    texts.sentences).
 
     Raises PipelineError naming the key, the file and the fix.
     """
@@ -168,6 +171,8 @@ def check_inputs(params: Config, root: Path) -> list[str]:
         sentences = read_sentences(params.texts.file, root)  # the tokenize stage's own parser
     else:
         sentences = list(params.texts.sentences)
+    if params.study.texts_file is not None:
+        read_sentences(params.study.texts_file, root, "study.texts_file")
     check_local_file(params.glove, root)
     return sentences
 

@@ -139,14 +139,6 @@ def sinusoidal_encoding(
     return pe.to(device)
 
 
-def interleaved_columns(d_model: int, layout: str) -> torch.Tensor:
-    """(d_model,) index: column j of the `layout` encoding is column index[j] of the interleaved one."""
-    check_layout(layout)
-    if layout == "interleaved":
-        return torch.arange(d_model)
-    return torch.cat([torch.arange(0, d_model, 2), torch.arange(1, d_model, 2)])
-
-
 def expected_norm(d_model: int) -> float:
     """sqrt(d/2): the norm of every row for even d_model (each sin/cos pair contributes 1)."""
     return math.sqrt(d_model / 2)
@@ -381,12 +373,6 @@ def _block_mean(rows: torch.Tensor, f: int) -> torch.Tensor:
 
 
 # ---------------------------------------------------------------- generic path: any encoding matrix
-
-
-def position_norms(pe: torch.Tensor) -> torch.Tensor:
-    """(n,) Euclidean norm of every row, accumulated in float64 in a fixed order (on the CPU for MPS)."""
-    x = _float64(pe)
-    return portable.tree_sum(x * x, axis=1).sqrt()
 
 
 def dot_product_matrix(pe: torch.Tensor) -> torch.Tensor:

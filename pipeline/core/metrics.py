@@ -247,11 +247,6 @@ def angular_orders(coords: np.ndarray) -> np.ndarray:
     return np.maximum((cross > 0).mean(axis=-1), (cross < 0).mean(axis=-1))
 
 
-def angular_order(coords: np.ndarray) -> float:
-    """Share of steps i -> i+1 that turn the dominant way around the centroid of (n, 2) coords."""
-    return float(angular_orders(np.asarray(coords)[None])[0])
-
-
 def procrustes_disparities(reference: np.ndarray, others: np.ndarray) -> np.ndarray:
     """(..., B) scipy.spatial.procrustes disparity of each of others (..., B, n, 2) against reference (..., n, 2)
     (one per sentence), batched; nan where either projection collapsed to one point.

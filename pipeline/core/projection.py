@@ -90,12 +90,3 @@ def _signs(e_c: np.ndarray, p_c: np.ndarray, w1: np.ndarray, w2: np.ndarray, u: 
         pivot = np.take_along_axis(v, np.abs(v).argmax(axis=-2)[..., None, :], axis=-2)[..., 0, :]
         sign[s, j] = np.where(pivot < 0, -1.0, 1.0)
     return sign
-
-
-def procrustes_disparity(reference, other) -> float:
-    """scipy.spatial.procrustes disparity in [0, 1]: 0 when `other` is `reference` up to shift, scale,
-    rotation and reflection; 1 when nothing of its shape is left; nan when either collapsed to one point. Both
-    (n_points, 2) (pipeline.core.metrics.procrustes_disparities, for one pair)."""
-    from pipeline.core.metrics import procrustes_disparities
-
-    return float(procrustes_disparities(np.asarray(reference)[None], np.asarray(other)[None, None])[0, 0])

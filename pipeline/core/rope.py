@@ -141,12 +141,6 @@ def apply_rope(
     return rotate(x, cos, sin, layout)
 
 
-def pair_permutation(d_head: int) -> torch.Tensor:
-    """(d,) index: column j of the half-split layout is column index[j] of the interleaved one."""
-    check_head_dim(d_head)
-    return torch.cat([torch.arange(0, d_head, 2), torch.arange(1, d_head, 2)])
-
-
 # ---------------------------------------------------------------- diagnostics
 
 

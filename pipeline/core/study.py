@@ -1,4 +1,4 @@
-"""The crossover study: the exact r* (as pipeline.core.sweep.exact_crossover finds it) of many sentences and GloVe
+"""The crossover study: the exact r* (as the sweep finds it: pipeline.core.sweep.exact_switches) of many sentences and GloVe
 dimensions, and its distribution; arrays and dicts in, dicts out, no files.
 
 A sentence here is its words' vectors e (n, d) at positions 0..n-1 with the sinusoidal encoding p (n, d); r* is

@@ -135,13 +135,6 @@ def measure(pairs: Sequence[WeightPair], coords: np.ndarray, explained: np.ndarr
     return values
 
 
-def positional_wins_at(ref: Reference):
-    """wins(r): True when, at W1 = 1, W2 = r, positional neighbours (d-dimensional k-NN) are at least as many as
-    semantic ones; computed exactly as the grid's points are (ref: one sentence)."""
-    many = Reference(ref.e[None], ref.p[None], [ref.words], ref.groups, ref.k)
-    return lambda r: bool(wins_at(many, np.zeros(1, dtype=int), np.array([[r]]))[0, 0])
-
-
 def wins_at(ref: Reference, rows: np.ndarray, r: np.ndarray) -> np.ndarray:
     """positional_wins of sentences `rows` (A,) of a Reference of S sentences at W1 = 1, W2 = r (A, j): (A, j)
     bool, computed as the grid's points are, in chunks of bounded memory (CHUNK_BYTES)."""
@@ -189,13 +182,6 @@ def crossover_entry(ratios: np.ndarray, on_grid: np.ndarray, switches: list, k: 
     }
 
 
-def exact_crossover(ratios: np.ndarray, curves: dict[str, np.ndarray], ref: Reference) -> dict:
-    """crossover_entry of one sentence from its k-NN curves along the grid (ref: that sentence)."""
-    on_grid = positional_wins(curves["knn_semantic_hd"], curves["knn_positional_hd"])
-    many = Reference(ref.e[None], ref.p[None], [ref.words], ref.groups, ref.k)
-    return crossover_entry(ratios, on_grid, exact_switches(ratios, on_grid[None], many)[0], ref.k)
-
-
 def sweep_sentences(
     e: np.ndarray,
     p: np.ndarray,
@@ -238,21 +224,6 @@ def sweep_sentences(
             )
         )
     return out
-
-
-def sweep_sentence(
-    e: np.ndarray,
-    p: np.ndarray,
-    words: Sequence[str],
-    pairs: list[WeightPair],
-    ratios: np.ndarray,
-    d_model: int,
-    groups: Sequence[Sequence[str]],
-    neighbours: int,
-    n_components: int = 2,
-) -> SentenceSweep:
-    """The sweep of one sentence: e, p (n, d) float64 word embeddings and positional encodings of its words."""
-    return sweep_sentences(e[None], p[None], [words], pairs, ratios, d_model, groups, neighbours, n_components)[0]
 
 
 def sentence_batches(lengths: Sequence[int], pairs: int = 0, d: int = 0) -> list[list[int]]:

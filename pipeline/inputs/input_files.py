@@ -127,21 +127,17 @@ def check_portable(params: dict, root: Path, keys: tuple[str, ...]) -> None:
         )
 
 
-def input_file_deps(params: dict, root: Path, keys: tuple[str, ...], inside: tuple[str, ...] = ()) -> list[str]:
+def input_file_deps(params: dict, root: Path, keys: tuple[str, ...]) -> list[str]:
     """The files that the config keys `keys` (e.g. 'texts.file') name, as dvc.yaml deps: POSIX paths relative to
-    `root` (`../` for a file outside it, which DVC follows), so that dvc.yaml names no machine's folders; files under
-    one of the folders `inside` (already deps, e.g. data/texts) left out."""
+    `root` (`../` for a file outside it, which DVC follows), so that dvc.yaml names no machine's folders."""
     deps = []
     for key in keys:
         group, name = key.split(".")
         value = (params.get(group) or {}).get(name)
-        if value is None:
-            continue
-        path = Path(value).expanduser()
-        path = Path(os.path.normpath(path if path.is_absolute() else root / path))
-        dep = Path(os.path.relpath(path, root)).as_posix()
-        if not any(dep == folder or dep.startswith(folder.rstrip("/") + "/") for folder in inside):
-            deps.append(dep)
+        if value is not None:
+            path = Path(value).expanduser()
+            path = Path(os.path.normpath(path if path.is_absolute() else root / path))
+            deps.append(Path(os.path.relpath(path, root)).as_posix())
     return deps
 
 

@@ -26,6 +26,7 @@ import hashlib
 import json
 import logging
 import os
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -34,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from pipeline.base.trees import flatten
 from pipeline.base.errors import PipelineError
 from pipeline.base.paths import mlflow_artifacts, mlflow_db, project_root
+from pipeline.base.secrets import redact_password as redact  # `http://bob:***@host`: the user stays
 
 if TYPE_CHECKING:
     from pipeline.base.paths import Layout
@@ -129,13 +131,6 @@ HTTP_DEFAULTS = {
 }
 
 _CLIENTS: dict[tuple[str, str], tuple[Any, str]] = {}  # (uri, experiment) -> (client, experiment id), per process
-
-
-def redact(text: str) -> str:
-    """`text` with the password of every URL's user info replaced (`http://bob:***@host`)."""
-    from pipeline.base.secrets import redact_password
-
-    return redact_password(text)
 
 
 def _client(configured: str | None, experiment: str, root: Path | None):
@@ -644,14 +639,18 @@ def _server_errors(uri: str, doing: str, run_id: str | None = None):
     try:
         yield
     except Exception as exc:
-        if not uri.startswith(("http://", "https://")) or not _unreachable(exc):
+        http = uri.startswith(("http://", "https://"))
+        garbled = http and "not in a valid JSON format" in str(exc)  # something else answers there: 200 OK, no JSON
+        if not garbled and not (http and _unreachable(exc)):
             raise
         reason = redact(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)[:300]
         outcome = f"run {run_id} is incomplete: the next run that reaches the server ends it FAILED" if run_id else ""
+        what = "answers, but not with MLflow's JSON" if garbled else "stopped answering"
         raise PipelineError(
-            f"the MLflow tracking server at {redact(uri)} stopped answering while logging ({doing}: {reason}); "
-            f"{outcome or 'nothing was logged'}. Fix: start it again (`python -m pipeline.server`, see README) and "
-            "re-run; or log locally (unset MLFLOW_TRACKING_URI) or use tracking=disabled."
+            f"the MLflow tracking server at {redact(uri)} {what} while logging ({doing}: {reason}); "
+            f"{outcome or 'nothing was logged'}. Fix: start it again, or point tracking.uri / MLFLOW_TRACKING_URI at "
+            "a running one (`python -m pipeline.server`, see README), and re-run; or log locally (unset "
+            "MLFLOW_TRACKING_URI) or use tracking=disabled."
         ) from None
 
 
@@ -659,8 +658,6 @@ def _pending(root: Path | None, uri: str, run_id: str) -> Path:
     """Record that this process is logging `run_id` (a job's run, or a sweep's parent run), until it ends the run and
     removes the record. A record left behind (the process was killed, or the server stopped answering) lets the next
     process that opens the store end the run as FAILED (`close_abandoned_runs`). Holds no URI, only its hash."""
-    import socket
-
     from pipeline.base.files import write_json
     from pipeline.base.paths import mlflow_pending
 
@@ -677,8 +674,6 @@ def _store_key(uri: str) -> str:
 def _alive(record: dict) -> bool:
     """Whether the process that wrote a pending record may still be logging (same host and pid alive, or another
     host and less than a day old)."""
-    import socket
-
     if record.get("host") != socket.gethostname():
         return time.time() - record.get("created", 0) < 86400
     from pipeline.base.processes import running
@@ -702,7 +697,7 @@ def close_abandoned_runs(
             record = read_json(path)
         except (OSError, ValueError):
             continue
-        mine = ours and record.get("pid") == os.getpid() and record.get("host") == _host()
+        mine = ours and record.get("pid") == os.getpid() and record.get("host") == socket.gethostname()
         if record.get("store") != _store_key(uri) or (_alive(record) and not mine):
             continue
         run_id = record["run_id"]
@@ -731,10 +726,18 @@ def close_abandoned_runs(
     return closed
 
 
-def _host() -> str:
-    import socket
+def fail_put_back(record: dict, root: Path) -> str:
+    """End FAILED the run of `record` (mlflow_last_run.json, pipeline.outputs.run_record), whose results
+    pipeline.repro put back; returns the words that say so, for the run's last line."""
+    from mlflow.tracking import MlflowClient
 
-    return socket.gethostname()
+    run_id, uri = record["run_id"], record["tracking_uri"]
+    uri = tracking_uri(None, root) if "***" in uri else uri  # the password came from MLFLOW_TRACKING_URI
+    try:
+        _end_unfinished(MlflowClient(uri), uri, run_id, RuntimeError("its results were put back by pipeline.repro"))
+    except Exception as exc:  # noqa: BLE001 - the workspace is back; say what became of the run
+        return f"; the MLflow run {run_id} it logged could not be ended FAILED ({redact(str(exc))[:300]})"
+    return f"; the MLflow run {run_id} it logged is ended FAILED"
 
 
 def log_failed_run(
@@ -773,6 +776,7 @@ def check_reachable(configured: str | None, root: Path | None = None) -> None:
     if not uri.startswith(("http://", "https://")):
         return
     import base64
+    import http.client
     import urllib.parse
     import urllib.request
 
@@ -799,6 +803,8 @@ def check_reachable(configured: str | None, root: Path | None = None) -> None:
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             answer = response.read(64)
+    except http.client.HTTPException:  # not HTTP (e.g. BadStatusLine): refused below as no MLflow server
+        answer = b""
     except (OSError, ValueError) as exc:
         raise PipelineError(
             f"MLflow server {redact(uri)} does not answer ({redact(str(exc))}): start it (`python -m "

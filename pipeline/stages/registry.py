@@ -32,8 +32,9 @@ from typing import Any
 from pipeline.config.schema import LENGTH, MAIN, Composition
 from pipeline.inputs.glove_sources import FILE_KEYS as GLOVE_FILE_KEYS
 
-# Inputs that no stage produces (Layout attributes): the config and the user's sentence files.
-EXTERNAL_INPUTS = ("conf_dir", "params", "texts_dir")
+# Inputs that no stage produces (Layout attributes): the config. The files it names are deps one by one
+# (`input_files`), never their folder: DVC would hash every file there, a FIFO or a link to /dev/zero forever.
+EXTERNAL_INPUTS = ("conf_dir", "params")
 
 
 # The figure settings the encode stage reads (figures.max_heatmap_size too: heatmaps of many positions); the figures
@@ -103,27 +104,21 @@ def logged_outputs(stages: tuple[Stage, ...] | None = None) -> tuple[tuple[str, 
 
 
 _COMPUTE: tuple[Stage, ...] = (
-    # No stage of its own checks params.yaml: a process per params edit costs more than the check
-    # (docs/benchmarks-measurements.md#stage-layout). `python -m pipeline.repro` checks everything when it composes;
-    # under a plain `dvc repro` / `dvc exp run` every stage checks, before its work, what costs it nothing more
-    # (pipeline.stages._cli.check_params: params.yaml valid, not stale against conf/, its input files and limits, its
-    # own `input_files` listed in dvc.yaml), so that no stage, in whatever order DVC runs them, computes from a stale
-    # or invalid config. tokenize is the gate: it depends on conf/ (an edit of conf/ alone changes no param, and a
-    # stale params.yaml would pass unseen; such an edit re-runs tokenize, the cheapest stage) and checks the tracking
-    # store (tokenize.check_tracking). It comes first in dvc.yaml, and DVC 3
-    # runs independent stages in dvc.yaml order (networkx's DFS post-order over its stage graph), so a fresh
-    # `dvc repro` reports a dead MLflow server before glove runs. Were glove run first, it would compute before the
-    # store is checked: time lost, never a result from a stale config (glove checks freshness too). The code deps
-    # this costs: tokenize imports the tracking module for that check, so pipeline/outputs/ is one of its deps (code
-    # deps per package) and it re-runs on any edit there, and tokenize and glove read their own `input_files` here,
-    # so they re-run on an edit of this file, and their outputs keep the same bytes, so DVC skips
-    # what follows (encode, study and figures depend on pipeline/outputs/ themselves).
+    # No stage of its own checks params.yaml (a process per params edit costs more than the check:
+    # docs/benchmarks-measurements.md#stage-layout): `python -m pipeline.repro` checks it when it composes, and under
+    # a plain `dvc repro` / `dvc exp run` every stage checks what costs it nothing more (_cli.check_params) before its
+    # work, so that none computes from a stale or invalid config. tokenize is the gate: it depends on conf/
+    # (an edit there alone changes no param) and checks the tracking store (tokenize.check_tracking); first in
+    # dvc.yaml, it runs first (DVC 3 runs independent stages in dvc.yaml order), so a dead MLflow server is reported
+    # before glove computes. The deps this costs: tokenize re-runs on an edit of pipeline/outputs/ (the tracking
+    # module), and tokenize, glove and study on an edit of this file (their `input_files`); tokenize's and glove's
+    # outputs keep their bytes, so DVC skips what follows.
     Stage(
         "tokenize",
         "texts -> word index, sequences, padded ids, padding mask (data/tokens/tokens.json); depends on conf/ and, "
         "first in a plain `dvc repro`, stops it on a stale params.yaml or an MLflow store that does not answer",
         params=("texts", "tokenizer"),
-        inputs=("conf_dir", "texts_dir"),
+        inputs=("conf_dir",),
         outputs=(Output("tokens_dir"),),
         input_files=("texts.file",),
     ),
@@ -223,9 +218,10 @@ _COMPUTE: tuple[Stage, ...] = (
             "metrics.neighbours",
             "figures.dpi",
         ),
-        inputs=("glove_dir", "texts_dir"),
+        inputs=("glove_dir",),
         outputs=(Output("study_dir", cache=False, log="study"),),  # in the report and the MLflow run
         in_jobs=False,
+        input_files=("study.texts_file",),
     ),
     # (the figures stage, which ends the pipeline and logs the MLflow run, comes after these: STAGES below)
 )
@@ -250,15 +246,12 @@ _LOGGED_FROM = ("params", "glove_dir", "tokens_dir", "encode_dir", *(name for na
 
 STAGES: tuple[Stage, ...] = (
     *_COMPUTE,
-    # The sweep's figures, the report page that shows them and the MLflow run that logs them, in one process: the
-    # page and the run follow the figures whenever they change, and one process costs less than several
-    # (docs/benchmarks-measurements.md#stage-layout). The process imports mlflow and opens the store while its forked
-    # figure workers draw (`Batch.drawing`, pipeline.stages.figures.run_and_log). The run's params are the whole
-    # config, read from its params.yaml input (a file dep: `params` below), not declared key by key: the same re-runs,
-    # and dvc.lock records one hash instead of every value (DVC parses and rewrites dvc.lock, in pure Python, after
-    # each stage it runs; `dvc exp show` still lists params.yaml whole). Any key's edit re-runs it, so a `study.*`,
-    # `tracking.*` or `glove.download.*` edit re-draws the sweep's figures too. A Hydra job runs `run` (figures and
-    # report) and logs its own child run (pipeline.__main__).
+    # The sweep's figures, the report page that shows them and the MLflow run that logs them, in one process (one costs
+    # less than several: docs/benchmarks-measurements.md#stage-layout), which opens the store while its forked figure
+    # workers draw (pipeline.stages.figures.run_and_log). The run's params are the whole config, from its params.yaml
+    # input (a file dep, `params` below): dvc.lock records one hash instead of every value (DVC rewrites it, in pure
+    # Python, after each stage), and any key's edit (`study.*`, `tracking.*` too) re-runs it. A Hydra job runs `run`
+    # (figures and report) and logs its own child run (pipeline.__main__).
     Stage(
         "figures",
         "the notebook's projections, the panels and ratio sweeps, labelled (reports/figures/sweep/), "
@@ -322,9 +315,3 @@ def job_stages() -> tuple[Stage, ...]:
     """The stages a Hydra job runs in-process, in order (it validates at compose, shares GloVe stores, and logs
     to MLflow itself under the sweep's parent run)."""
     return tuple(stage for stage in STAGES if stage.in_jobs)
-
-
-def stages_upto(name: str) -> tuple[Stage, ...]:
-    """The in-process stages up to and including `name` (for tests and partial runs)."""
-    stages = job_stages()
-    return stages[: [s.name for s in stages].index(name) + 1]

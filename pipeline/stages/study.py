@@ -237,6 +237,7 @@ def _fmt(value) -> str:
 
 
 if __name__ == "__main__":
+    from pipeline.stages.registry import BY_NAME
     from pipeline.stages._cli import stage_main
 
-    stage_main("study", run)
+    stage_main("study", run, input_files=BY_NAME["study"].input_files)

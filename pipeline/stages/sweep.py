@@ -32,6 +32,7 @@ def run(params: Config, layout: Layout, root: Path) -> dict:
 
     from pipeline.base.words import counted
     from pipeline.base.files import read_json, write_columns, write_json, write_npz
+    from pipeline.config import limits
     from pipeline.core import sweep as sweep_lib
 
     listed = params.figures.max_sentences
@@ -42,6 +43,7 @@ def run(params: Config, layout: Layout, root: Path) -> dict:
         **read_json(layout.encode_summary),
         **sweep_lib.embedding_facts(params.glove.name, tokens["word_index"], missing),
     }
+    limits.sweep_seconds(params, [len(ids) for ids in tokens["ids"]])  # says so before long work
     result = sweep_lib.run_sweep(
         tokens,
         embeddings,

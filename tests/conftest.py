@@ -63,10 +63,13 @@ def pytest_collection_modifyitems(config, items) -> None:
 
 
 @pytest.fixture(scope="session")
-def empty_mlflow_store(tmp_path_factory) -> Path:
+def empty_mlflow_store(tmp_path_factory) -> Path | None:
     """An empty SQLite MLflow store (its tables and MLflow's default experiment), made once per pytest run
     (built_once): MLflow's migrations run once, and each test copies the file, for speed
-    (docs/benchmarks.md#the-test-suite)."""
+    (docs/benchmarks.md#the-test-suite). None in the GPU check's child pytest (PE_TEST_DEVICE set: benchmarks.gpu.
+    parity), whose bare machine has no MLflow and whose tests log nothing to it."""
+    if os.environ.get("PE_TEST_DEVICE"):
+        return None
     code = "import sys; from mlflow.tracking import MlflowClient; MlflowClient(sys.argv[1]).search_experiments()"
 
     def build(folder: Path) -> None:
@@ -80,7 +83,8 @@ def private_mlflow_store(tmp_path_factory, monkeypatch, empty_mlflow_store):
     """MLFLOW_TRACKING_URI -> a fresh SQLite store of this test's (a copy of empty_mlflow_store), in a folder of its
     own beside tmp_path (tests list what they write there)."""
     db = tmp_path_factory.mktemp("mlflow") / "mlflow-test.db"
-    shutil.copyfile(empty_mlflow_store, db)
+    if empty_mlflow_store is not None:
+        shutil.copyfile(empty_mlflow_store, db)
     uri = f"sqlite:///{db}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     return uri

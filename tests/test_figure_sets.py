@@ -59,7 +59,7 @@ def test_none_draws_nothing_and_the_report_keeps_its_sentences(tmp_path, small_s
     assert layout.sweep_figures_dir.is_dir() and not any(layout.figures_dir.glob("*/*"))
     page = layout.report_html.read_text(encoding="utf-8")
     assert "<img" not in page and "panels_s1.png not drawn (figures=none)" in page
-    assert "metrics against r, sentence 2: ratio_sweep_s1.png not drawn" in page  # both sentences
+    assert "metrics against r, sentence 1: ratio_sweep_s1.png not drawn" in page  # both sentences
     assert '"king queen' in page  # the explorer still has the sentences
 
 

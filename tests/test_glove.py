@@ -999,6 +999,7 @@ def test_a_source_of_an_existing_kind_is_one_small_option_file(tmp_path):
     from pipeline.stages.registry import BY_NAME
 
     shutil.copytree(ROOT / "conf", tmp_path / "conf")
+    shutil.copytree(ROOT / "data" / "texts", tmp_path / "data" / "texts")  # study.texts_file: checked with the config
     (tmp_path / "g.txt").write_text(glove_text())
     (tmp_path / "conf" / "glove" / "mine.yaml").write_text(
         "# my own vectors\ndefaults: [shared/every_source@_here_, _self_]\nname: mine\nsource: path\npath: g.txt\ndim: 3\n"

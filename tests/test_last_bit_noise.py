@@ -354,17 +354,25 @@ def run(root: Path, *, noise: int | None = None, plain: bool = False, ulps: int 
     the portable functions' place if `plain`; returns the outputs' hashes."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PE_PROJECT_ROOT", str(root))
-        for module in pipeline_modules():  # nothing computed by an earlier run in this process
-            for value in list(vars(module).values()):
-                if callable(getattr(value, "cache_clear", None)):
-                    value.cache_clear()
-        if noise is not None:
-            eigen.eigh(np.eye(2), eigen._kernel())  # numba's ufunc registry built from numpy's own ufuncs, unpatched
-            noise_kernels(mp, Kernels(noise, ulps))
-            if plain:
-                plain_portable(mp, Kernels(noise, ulps))
-        run_every_stage(root)
+        clear_caches()  # nothing computed by an earlier run in this process
+        try:
+            if noise is not None:
+                eigen.eigh(np.eye(2), eigen._kernel())  # numba's ufunc registry built from numpy's own ufuncs
+                noise_kernels(mp, Kernels(noise, ulps))
+                if plain:
+                    plain_portable(mp, Kernels(noise, ulps))
+            run_every_stage(root)
+        finally:
+            clear_caches()  # nothing computed under the noise for a later test in this process
     return output_hashes(root)
+
+
+def clear_caches() -> None:
+    """Every functools cache of the pipeline's modules emptied."""
+    for module in pipeline_modules():
+        for value in list(vars(module).values()):
+            if callable(getattr(value, "cache_clear", None)):
+                value.cache_clear()
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,7 @@ knob (pipeline.config.limits)."""
 from __future__ import annotations
 
 import re
+import shutil
 
 import pytest
 
@@ -69,6 +70,7 @@ def test_ten_million_weight_pairs_are_refused():
 def test_a_100k_word_sentence_without_maxlen_is_refused(tmp_path):
     """One 100,000-word sentence with tokenizer.maxlen=null: n^2 Gram matrices of 10^10 entries; the message points at
     tokenizer.maxlen."""
+    shutil.copytree(REPO / "data" / "texts", tmp_path / "data" / "texts")  # study.texts_file: checked with the config
     (tmp_path / "long.txt").write_text(" ".join(["king", "queen"] * 50_000) + "\n", encoding="utf-8")
     params = config.compose(["texts=file", "texts.file=long.txt", "tokenizer.maxlen=null"], REPO)
     with pytest.raises(PipelineError, match=r"100,000\^2 .*tokenizer\.maxlen cuts them"):
@@ -79,6 +81,7 @@ def test_a_100k_word_sentence_without_maxlen_is_refused(tmp_path):
 
 def test_ten_thousand_sentences_with_many_figures_are_refused(tmp_path):
     """10,000 sentences, figures for 100 of them and 30 weight pairs: 3,300 figures, refused before drawing any."""
+    shutil.copytree(REPO / "data" / "texts", tmp_path / "data" / "texts")  # study.texts_file: checked with the config
     (tmp_path / "many.txt").write_text("".join(f"king queen man woman {i}\n" for i in range(10_000)), encoding="utf-8")
     w1 = "[" + ",".join(str(i) for i in range(1, 31)) + "]"
     params = config.compose(
@@ -280,6 +283,7 @@ def test_word_labels_beyond_the_time_bound_are_refused(tmp_path):
     drawing words and placing labels; refused naming figures=none (which draws none); the issue's one 1,000-word
     sentence with the default pairs, about 21 s, passes (it took 6.5+ minutes: each label was tested against every
     label placed, one at a time)."""
+    shutil.copytree(REPO / "data" / "texts", tmp_path / "data" / "texts")  # study.texts_file: checked with the config
     sentence = " ".join(f"w{i}" for i in range(1000)) + "\n"
     (tmp_path / "long.txt").write_text(sentence * 8, encoding="utf-8")
     pairs = "[" + ",".join(str(i) for i in range(1, 41)) + "]"

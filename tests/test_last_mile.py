@@ -325,6 +325,27 @@ def test_a_stop_while_composing_ends_at_once_with_the_usual_line(fresh):
     assert (fresh / "params.yaml").read_bytes() == params
 
 
+@pytest.mark.slow
+def test_a_stop_while_the_length_experiment_trains_ends_with_the_usual_line(fresh, tmp_path):
+    """Before: `python -m pipeline.length` ended on SIGTERM with exit 143 and no line, its training workers left to
+    the signal. After: the usual line, exit 143, and no process of the ones it started left."""
+    env = dict(os.environ, PATH=f"{Path(PY).parent}{os.pathsep}{os.environ['PATH']}")
+    with open(tmp_path / "err.txt", "w+", encoding="utf-8") as err:
+        # its log lines on stdout (Hydra's), the stop's line on stderr
+        command = [PY, "-m", "pipeline.length", "length=quick"]
+        length = subprocess.Popen(command, cwd=fresh, env=env, stdout=err, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 300
+        while " steps " not in (tmp_path / "err.txt").read_text(encoding="utf-8"):  # training, its workers started
+            assert length.poll() is None and time.monotonic() < deadline, (tmp_path / "err.txt").read_text()
+            time.sleep(0.2)
+        started = psutil.Process(length.pid).children(recursive=True)
+        length.send_signal(signal.SIGTERM)
+        length.wait(timeout=120)
+    lines = (tmp_path / "err.txt").read_text(encoding="utf-8").strip().splitlines()
+    assert length.returncode == 143 and lines[-1].startswith("interrupted by SIGTERM: stopped the run and the "), lines
+    assert started and not [p for p in started if p.is_running() and p.status() != psutil.STATUS_ZOMBIE], started
+
+
 def test_a_credential_in_an_unquoted_override_gets_the_credential_message(fresh):
     """Before: `glove.url=https://host/g.zip?token=...` unquoted got Hydra's grammar error. After: the project's
     credential message, the token shown as ***, before Hydra parses anything."""

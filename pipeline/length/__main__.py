@@ -144,5 +144,12 @@ if __name__ == "__main__":
         except PipelineError as exc:
             print(f"error: {exc}", file=sys.stderr)
             raise SystemExit(2) from None
-    app()
+    from pipeline.__main__ import stop
+    from pipeline.base.stops import Interrupted, on_stop_signals, raise_interrupted
+
+    on_stop_signals(raise_interrupted)
+    try:
+        app()
+    except Interrupted as interrupted:
+        stop(interrupted)  # the workers ended, the sweep's MLflow runs KILLED, one line, exit 128 + the signal
     gc.freeze()  # no final collection of the runs' heap (pipeline.stages._cli.stage_main says why)

@@ -303,35 +303,6 @@ def check_command_line(argv: list[str]) -> None:
         raise SystemExit(2) from None
 
 
-def stop(interrupted) -> None:
-    """After a stop signal: end the figure workers and every process the run started (joblib's workers, submitit's
-    jobs), then the MLflow runs they left RUNNING and the sweep's parent run, as KILLED; one line, then exit with the
-    signal's status."""
-    import signal
-    import sys
-
-    from pipeline.base import worker_pool
-    from pipeline.base.stops import end_descendants, on_stop_signals
-
-    on_stop_signals(signal.SIG_IGN)  # a second Ctrl-C must not cut this short
-    worker_pool.stop_kept()
-    # joblib's loky resource tracker ends itself when this process exits; stopped, loky starts another, which prints
-    # a traceback for each resource the first one held
-    stopped = end_descendants(spare=("resource_tracker",))
-    sweeps = sys.modules.get("pipeline.outputs.parent_run")  # imported by Hydra for a multirun's callback
-    parents, jobs = sweeps.end_interrupted(interrupted.name) if sweeps else ([], [])
-    runs = (
-        f"; MLflow: the sweep's parent run {', '.join(parents)} and {len(jobs)} job run(s) ended KILLED"
-        if parents
-        else ""
-    )
-    print(
-        f"interrupted by {interrupted.name}: stopped the run and the {stopped} process(es) it started{runs}",
-        file=sys.stderr,
-    )
-    raise SystemExit(interrupted.status)
-
-
 if __name__ == "__main__":
     import gc
     import os
@@ -347,5 +318,5 @@ if __name__ == "__main__":
     except (stops.Interrupted, SystemExit):  # Hydra reports a stop that OmegaConf hid as its own error, and exits
         if stops.received is None:
             raise
-        stop(stops.Interrupted(stops.received))
+        stops.end_command(stops.Interrupted(stops.received))
     gc.freeze()  # no final collection of the jobs' heap (pipeline.stages._cli.stage_main says why)

@@ -101,3 +101,28 @@ def end_descendants(wait: float = END_WAIT_S, spare: tuple[str, ...] = ()) -> in
             pass
     psutil.wait_procs(alive, timeout=wait)
     return len(processes)
+
+
+def end_command(interrupted: Interrupted) -> None:
+    """After a stop signal: end the figure workers and every process the run started (joblib's workers, submitit's
+    jobs), then the MLflow runs they left RUNNING and the sweep's parent run, as KILLED; one line, then exit with the
+    signal's status."""
+    from pipeline.base import worker_pool
+
+    on_stop_signals(signal.SIG_IGN)  # a second Ctrl-C must not cut this short
+    worker_pool.stop_kept()
+    # joblib's loky resource tracker ends itself when this process exits; stopped, loky starts another, which prints
+    # a traceback for each resource the first one held
+    stopped = end_descendants(spare=("resource_tracker",))
+    sweeps = sys.modules.get("pipeline.outputs.parent_run")  # imported by Hydra for a multirun's callback
+    parents, jobs = sweeps.end_interrupted(interrupted.name) if sweeps else ([], [])
+    runs = (
+        f"; MLflow: the sweep's parent run {', '.join(parents)} and {len(jobs)} job run(s) ended KILLED"
+        if parents
+        else ""
+    )
+    print(
+        f"interrupted by {interrupted.name}: stopped the run and the {stopped} process(es) it started{runs}",
+        file=sys.stderr,
+    )
+    raise SystemExit(interrupted.status)

@@ -144,12 +144,13 @@ if __name__ == "__main__":
         except PipelineError as exc:
             print(f"error: {exc}", file=sys.stderr)
             raise SystemExit(2) from None
-    from pipeline.__main__ import stop
-    from pipeline.base.stops import Interrupted, on_stop_signals, raise_interrupted
+    from pipeline.base import stops
 
-    on_stop_signals(raise_interrupted)
+    stops.on_stop_signals(stops.raise_interrupted)
     try:
         app()
-    except Interrupted as interrupted:
-        stop(interrupted)  # the workers ended, the sweep's MLflow runs KILLED, one line, exit 128 + the signal
+    except (stops.Interrupted, SystemExit):  # Hydra reports a stop that OmegaConf hid as its own error, and exits
+        if stops.received is None:
+            raise
+        stops.end_command(stops.Interrupted(stops.received))  # workers ended, sweep runs KILLED, one line
     gc.freeze()  # no final collection of the runs' heap (pipeline.stages._cli.stage_main says why)

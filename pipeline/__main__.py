@@ -312,11 +312,5 @@ if __name__ == "__main__":
 
     check_command_line(sys.argv[1:])
     os.environ[LAUNCHER_ENV] = str(os.getpid())
-    stops.on_stop_signals(stops.raise_interrupted)
-    try:
-        app()
-    except (stops.Interrupted, SystemExit):  # Hydra reports a stop that OmegaConf hid as its own error, and exits
-        if stops.received is None:
-            raise
-        stops.end_command(stops.Interrupted(stops.received))
+    stops.run_app(app)
     gc.freeze()  # no final collection of the jobs' heap (pipeline.stages._cli.stage_main says why)

@@ -126,3 +126,15 @@ def end_command(interrupted: Interrupted) -> None:
         file=sys.stderr,
     )
     raise SystemExit(interrupted.status)
+
+
+def run_app(app) -> None:
+    """app() (a command's Hydra app) with stop signals raised as Interrupted, a stop ended by end_command; Hydra reports
+    a stop that OmegaConf hid as an error of its own, and exits: `received` tells that exit from others."""
+    on_stop_signals(raise_interrupted)
+    try:
+        app()
+    except (Interrupted, SystemExit):
+        if received is None:
+            raise
+        end_command(Interrupted(received))

@@ -71,11 +71,11 @@ SWEEP_S, LONG_S = (1e-4, 2e-7, 5e-9), 30.0
 # Measured (docs/benchmarks-measurements.md#limits): the RSS of the encode and sweep stage processes after their
 # imports (a Hydra job's process imports both); numba's and the compiled eigensolver's, when the sweep's eigen work
 # exceeds pipeline.core.eigen.INTERPRETED_WORK; a job Hydra's sweeper keeps to the sweep's end; the seconds a
-# basic-launcher job takes per figure set on a loaded machine (upper estimates)
+# basic-launcher job takes per figure set (upper estimates)
 ENCODE_BASE, SWEEP_BASE, SWEEP_COMPILED, JOB_HELD = 345e6, 80e6, 150e6, 220e3
 JOB_SECONDS = {"none": 1.6, "summary": 3.3, "all": 18.5}
-# Beyond this, a multirun is refused whatever the memory (hours and 22 GB of kept configs): split it into sweeps, or
-# sweep the weights inside one job.
+# Beyond this, a multirun is refused whatever the memory (its time and kept configs: docs/benchmarks-measurements.md
+# #limits): split it into sweeps, or sweep the weights inside one job.
 MAX_JOBS = 100_000
 # Items of a list (counted by commas before Hydra parses an override): composing takes time linear in them, and one
 # job's sweep stage then keeps about 6 kB a pair per sentence.

@@ -146,11 +146,5 @@ if __name__ == "__main__":
             raise SystemExit(2) from None
     from pipeline.base import stops
 
-    stops.on_stop_signals(stops.raise_interrupted)
-    try:
-        app()
-    except (stops.Interrupted, SystemExit):  # Hydra reports a stop that OmegaConf hid as its own error, and exits
-        if stops.received is None:
-            raise
-        stops.end_command(stops.Interrupted(stops.received))  # workers ended, sweep runs KILLED, one line
+    stops.run_app(app)  # a stop: its workers ended, the sweep's runs KILLED, one line
     gc.freeze()  # no final collection of the runs' heap (pipeline.stages._cli.stage_main says why)

@@ -148,6 +148,16 @@ def test_no_position_sees_a_later_token(family):
     assert torch.equal(a[:, :6], b[:, :6]) and not torch.equal(a[:, 6:], b[:, 6:])
 
 
+@pytest.mark.parametrize("family", LENGTH_FAMILIES)
+def test_the_logits_of_the_last_positions_are_those_of_every_position(family):
+    """model(ids, first) computes the last block for positions first .. T-1 only: their logits, bit for bit those of
+    model(ids) (a bias, RoPE angle or query out of line by one position would change them)."""
+    model = M.build(spec(family, layers=2, rope_scaling="yarn", rope_factor=2.0, rope_context=8))
+    ids = torch.randint(0, 5, (3, 12), generator=torch.Generator().manual_seed(0))
+    last = model(ids, 7)
+    assert last.shape == (3, 5, 5) and torch.equal(last, model(ids)[:, 7:])
+
+
 def test_bad_model_shapes_are_one_clear_error():
     with pytest.raises(PipelineError, match="must split into 3 heads"):
         M.build(spec("nope", heads=3))

@@ -2,7 +2,7 @@
 
     ids (B, T) -> token embedding (B, T, d)   [+ rows 0 .. T-1 of the position table: sinusoidal, learned]
       -> layers x Block:   x + Attention(LN(x)),   x + MLP(LN(x))
-      -> LN -> head: logits (B, T, vocab)
+      -> LN -> head: logits (B, T - first, vocab)    [the last block computes only positions first .. T-1]
 
     Attention: q, k, v (B, H, T, d/H)  [rope: q and k rotated]  ->  softmax(q k^T / sqrt(d/H) + bias) v
 
@@ -91,14 +91,15 @@ class Attention(nn.Module):
         self.qkv = nn.Linear(spec.d_model, 3 * spec.d_model)
         self.proj = nn.Linear(spec.d_model, spec.d_model)
 
-    def forward(self, x: torch.Tensor, bias: torch.Tensor, rope: tuple | None) -> torch.Tensor:
-        """x (B, T, d); bias (H or 1, T, T); rope: (cos, sin), each (T, d_head/2), or None -> (B, T, d)."""
+    def forward(self, x: torch.Tensor, bias: torch.Tensor, rope: tuple | None, first: int = 0) -> torch.Tensor:
+        """x (B, T, d); bias (H or 1, T - first, T); rope: (cos, sin) (T, d_head/2) or None -> (B, T - first, d)."""
         B, T, d = x.shape
         q, k, v = self.qkv(x).view(B, T, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)  # (B, H, T, d_h)
+        q = q[:, :, first:]
         if rope is not None:
-            q, k = rotate(q, *rope, self.layout), rotate(k, *rope, self.layout)
-        scores = q @ k.transpose(-2, -1) / math.sqrt(d // self.heads) + bias  # (B, H, T, T)
-        return self.proj((scores.softmax(dim=-1) @ v).transpose(1, 2).reshape(B, T, d))
+            q, k = rotate(q, rope[0][first:], rope[1][first:], self.layout), rotate(k, *rope, self.layout)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(d // self.heads) + bias  # (B, H, T - first, T)
+        return self.proj((scores.softmax(dim=-1) @ v).transpose(1, 2).reshape(B, T - first, d))
 
 
 class Block(nn.Module):
@@ -109,8 +110,8 @@ class Block(nn.Module):
         width = spec.mlp * spec.d_model
         self.mlp = nn.Sequential(nn.Linear(spec.d_model, width), nn.GELU(), nn.Linear(width, spec.d_model))
 
-    def forward(self, x: torch.Tensor, bias: torch.Tensor, rope: tuple | None) -> torch.Tensor:
-        x = x + self.attention(self.norm1(x), bias, rope)
+    def forward(self, x: torch.Tensor, bias: torch.Tensor, rope: tuple | None, first: int = 0) -> torch.Tensor:
+        x = x[:, first:] + self.attention(self.norm1(x), bias[:, first:], rope, first)
         return x + self.mlp(self.norm2(x))
 
 
@@ -147,8 +148,8 @@ class Model(nn.Module):
             self._rope[length] = (cos * factor, sin * factor) if factor != 1.0 else (cos, sin)
         return self._rope[length]
 
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        """ids (B, T) int64 -> logits (B, T, vocab)."""
+    def forward(self, ids: torch.Tensor, first: int = 0) -> torch.Tensor:
+        """ids (B, T) int64 -> logits (B, T - first, vocab) of positions first .. T-1."""
         T = ids.shape[1]
         if T > self.spec.positions:
             raise PipelineError(
@@ -160,8 +161,8 @@ class Model(nn.Module):
             x = x + self.table[:T]
         bias = self.bias[:, :T, :T]
         rope = self.rope_tables(T) if self.spec.family == "rope" else None
-        for block in self.blocks:
-            x = block(x, bias, rope)
+        for i, block in enumerate(self.blocks):
+            x = block(x, bias, rope, first if i == len(self.blocks) - 1 else 0)
         return self.head(self.norm(x))
 
 

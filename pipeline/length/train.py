@@ -85,7 +85,7 @@ def train(run: RunSpec, checkpoint: Path, device: torch.device) -> tuple[torch.n
         generator = step_generator(run.model.seed, step)
         n = int(torch.randint(1, run.train_length + 1, (1,), generator=generator))
         batch = make_batch(run.task, n, run.batch, run.symbols, generator)
-        logits = model(batch.inputs.to(device))[:, batch.answer :]  # (B, n, vocab)
+        logits = model(batch.inputs.to(device), batch.answer)  # (B, n, vocab)
         answer = batch.targets[:, batch.answer :].to(device)  # (B, n)
         loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), answer.reshape(-1))
         optimizer.zero_grad(set_to_none=True)
@@ -117,8 +117,7 @@ def evaluate(model: torch.nn.Module, run: RunSpec, device: torch.device) -> dict
     tokens, sequences = [], []
     for n in range(1, run.test_length + 1):
         batch = make_batch(run.task, n, run.eval_batch, run.symbols, step_generator(run.eval_seed, n))
-        predicted = model(batch.inputs.to(device))[:, batch.answer :].argmax(dim=-1).cpu()
-        right = predicted == batch.targets[:, batch.answer :]
+        right = model(batch.inputs.to(device), batch.answer).argmax(dim=-1).cpu() == batch.targets[:, batch.answer :]
         tokens.append(int(right.sum()))
         sequences.append(int(right.all(dim=1).sum()))
     return {"token_correct": tokens, "sequence_correct": sequences}

@@ -134,6 +134,8 @@ def test_one_row_per_family_at_one_d(rows):
     ]
     assert {row.d for row in rows.values()} == {None, D}  # NoPE and ALiBi have no d
     assert "Phi-3-medium-128k-instruct" in rows["rope_longrope"].what
+    # no copy of that model's config.json ships here to check the factors against: the row says so (issue 45)
+    assert rows["rope_longrope"].label == "RoPE longrope (unverified)" and "unverified" in rows["rope_longrope"].what
 
 
 def test_random_init_is_berts_initialiser(rows):
@@ -174,6 +176,20 @@ def test_sampled_row_reports_the_mean_and_its_standard_error(rows):
         values = np.array([s[name] for s in per_pair])
         assert cells[name]["value"] == pytest.approx(values.mean(), rel=1e-12)
         assert cells[name]["standard_error"] == pytest.approx(values.std(ddof=1) / math.sqrt(len(values)), rel=1e-9)
+
+
+def test_every_multi_head_row_gives_the_mean_and_spread_of_its_heads_scores(rows):
+    """ALiBi's rows: each head scored alone (pe_properties.scores), then their mean, sample sd, min and max: one way
+    of combining heads for every multi-head row (MiniLM's layer 0 too: tests/test_minilm.py)."""
+    row = rows["alibi_bidirectional"]
+    per_head = [pp.scores(p, a) for p, a in zip(row.proximities, row.priors)]
+    cells = families.cells(row)
+    values = np.array([s["chen_locality"] for s in per_head])
+    assert row.over == "heads" and len(per_head) == 8 and values.std() > 0.01
+    assert cells["chen_locality"]["value"] == pytest.approx(values.mean(), rel=1e-12)
+    assert cells["chen_locality"]["std"] == pytest.approx(values.std(ddof=1), rel=1e-9)
+    assert (cells["chen_locality"]["min"], cells["chen_locality"]["max"]) == (values.min(), values.max())
+    assert cells["wang_monotonicity"]["by_construction"] and cells["wang_monotonicity"]["std"] == 0.0
 
 
 def test_temperature_sets_chen_locality(rows):

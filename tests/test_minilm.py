@@ -90,3 +90,19 @@ def test_probe_is_the_models_own_layer_0_attention(model):
     np.testing.assert_allclose(attention, theirs, rtol=0, atol=5e-6)
     assert attention.shape == (12, n, n)
     np.testing.assert_allclose(softmax_rows(logits), attention, rtol=0, atol=1e-15)  # one word: its own softmax
+
+
+def test_layer_0_scores_each_head_and_keeps_the_head_mean_matrix_as_its_own_row(model):
+    """minilm_l6_layer0 is the heads' scores combined as every multi-head row is (mean, sd, min, max of the per-head
+    scores minilm_heads gives); averaging the heads' matrices first is its own labelled row, with other numbers."""
+    from pipeline.core import families
+
+    rows, logits, attention = families.minilm_families(model, 16, probing.probe_words(model.vocab, 4, 0))
+    heads, mean_matrix = (families.row(r) for r in rows[1:])
+    per_head = families.minilm_heads(logits, attention)["per_head"]
+    values = np.array([scores["wang_symmetry"] for scores in per_head.values()])
+    assert heads["heads"] == 12 and heads["wang_symmetry"]["value"] == pytest.approx(values.mean(), rel=1e-12)
+    assert heads["wang_symmetry"]["std"] == pytest.approx(values.std(ddof=1), rel=1e-9)
+    assert [heads["wang_symmetry"][k] for k in ("min", "max")] == [values.min(), values.max()]
+    assert "heads' mean matrix" in mean_matrix["label"] and "std" not in mean_matrix["wang_symmetry"]
+    assert mean_matrix["wang_symmetry"]["value"] != pytest.approx(heads["wang_symmetry"]["value"], abs=0.01)

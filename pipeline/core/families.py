@@ -14,14 +14,18 @@ here once (docs/science.md, "Position-encoding families side by side", repeats t
     alibi_causal         P[i, j] = -m_h (i - j) for j <= i, -inf (masked) after; per head h, the scores averaged
     alibi_bidirectional  P[i, j] = -m_h |i - j|; per head, averaged
     minilm_l6_learned    P = T T^T of the first N rows of all-MiniLM-L6-v2's trained 512 x 384 position table
-    minilm_l6_layer0     the model's layer-0 logits under identical word probing (pipeline.core.probing), the mean
-                         over its 12 heads (each head: pipeline.core.families.minilm_heads)
+    minilm_l6_layer0     the model's layer-0 logits under identical word probing (pipeline.core.probing), per head
+                         (12), the scores' mean and spread like every multi-head row
+    minilm_l6_layer0_head_mean  the same probe's mean over the heads of the logits and of the attention, scored
+                         as one matrix (its own row: averaging matrices first is another quantity)
 
 The temperature rule: a dot-product proximity's prior is A = softmax(P / sqrt(d)), the attention's own scaling of
 q . k at that d; ALiBi's bias is in logit units already (it is added to q . k / sqrt(d)): A = softmax(P), in closed
 form (pipeline.core.alibi.prior); the probe's P are the model's own logits: A = softmax(P), per head and word.
 
-A cell is {"value": v} (v: the score, or the mean over samples with "standard_error"), or {"value": v,
+Rows of several heads or samples give the scores' mean as the value: over heads with their sample "std", "min" and
+"max", over samples with their "standard_error".
+A cell is {"value": v} (v: the score, or that mean), or {"value": v,
 "by_construction": true, "reason": ...} where the family's definition forces the score (checked: the computed
 value must equal it within BY_CONSTRUCTION_TOLERANCE), or {"value": null, "reason": ...} where the property is
 undefined for the family.
@@ -58,8 +62,8 @@ ALIBI_MONOTONE = "-m |i - j| falls strictly with the distance on every unmasked 
 
 @dataclass(frozen=True)
 class Family:
-    """One row of the table. proximities, priors: (M, N, N), M = 1, or M heads (`over="heads"`: the scores' mean),
-    or M samples (`over="samples"`: the scores' mean and standard error)."""
+    """One row of the table. proximities, priors: (M, N, N), M = 1, or M heads (`over="heads"`: the scores' mean,
+    sd, min and max), or M samples (`over="samples"`: the scores' mean and standard error)."""
 
     key: str
     label: str
@@ -164,7 +168,7 @@ def _rope_families(rel: Any, n: int) -> list[Family]:
         out.append(
             Family(
                 f"rope_{key}",
-                f"RoPE {key}",
+                f"RoPE {key}" + (" (unverified)" if key == "longrope" and rel.scaling.longrope_long_factor else ""),
                 f"RoPE {_scaling_text(key, rel)}, k = q: E[a^2 q . R(i - j) q] = 2 a^2 sum_k cos((i - j) theta_k), "
                 f"a = {freq.attention_factor:.6g}",
                 d,
@@ -212,7 +216,7 @@ def _alibi_families(rel: Any, n: int) -> list[Family]:
                 key,
                 f"ALiBi {'causal' if causal else 'bidirectional'}",
                 f"ALiBi {'causal' if causal else 'bidirectional'}: the bias {form}, {len(slopes)} heads, the scores' "
-                "mean; A = softmax(bias) in closed form",
+                "mean and spread over heads; A = softmax(bias) in closed form",
                 None,
                 "softmax(P)",
                 bias,
@@ -240,7 +244,9 @@ def _scaling_text(key: str, rel: Any) -> str:
     if not sc.longrope_long_factor:
         return "longrope (illustrative factors s^(2i/(d-2)), no released model's)"
     return (
-        f"longrope ({sc.longrope_source}'s factors, {sc.longrope_original_context:,} -> {sc.longrope_context:,} tokens)"
+        f"longrope ({sc.longrope_source}'s factors, {sc.longrope_original_context:,} -> {sc.longrope_context:,} tokens; "
+        "unverified: transcribed from that model's config.json, no revision recorded and no copy of the file ships "
+        "with the project's packages to check them against)"
     )
 
 
@@ -265,9 +271,21 @@ def minilm_families(model: Any, n: int, words: np.ndarray) -> tuple[list[Family]
         ),
         Family(
             "minilm_l6_layer0",
-            "MiniLM-L6 layer 0, mean of heads",
+            "MiniLM-L6 layer 0",
             f"all-MiniLM-L6-v2 layer 0, identical word probing ({len(words)} words): q_i . k_j / sqrt({d_head}), "
-            f"logits and attention averaged over the words and the {model.heads} heads",
+            f"logits and attention averaged over the words; each of the {model.heads} heads scored, the scores' mean "
+            "and spread over heads",
+            d_head,
+            "the model's softmax",
+            logits,
+            attention,
+            over="heads",
+        ),
+        Family(
+            "minilm_l6_layer0_head_mean",
+            "MiniLM-L6 layer 0, heads' mean matrix",
+            f"the same probe's logits and attention averaged over the {model.heads} heads first, then scored as one "
+            "matrix (not a head's scores: averaging smooths each head's asymmetries and shifts)",
             d_head,
             "the model's softmax",
             logits.mean(axis=0)[None],
@@ -302,6 +320,8 @@ def cells(family: Family) -> dict[str, dict]:
         cell: dict[str, Any] = {"value": float(np.mean(values))}
         if family.over == "samples":
             cell["standard_error"] = float(np.std(values, ddof=1) / math.sqrt(len(values)))
+        elif family.over == "heads":
+            cell |= {"std": float(np.std(values, ddof=1)), "min": float(min(values)), "max": float(max(values))}
         if name in family.by_construction:
             if abs(cell["value"] - 1.0) > BY_CONSTRUCTION_TOLERANCE:
                 raise AssertionError(f"{family.key}: {name} = {cell['value']!r}, 1 by construction")
@@ -334,12 +354,8 @@ def temperature_sensitivity(families: list[Family]) -> dict[str, dict[str, float
 
 
 def minilm_heads(logits: np.ndarray, attention: np.ndarray) -> dict:
-    """Per head of the probe (H, N, N each): its scores, and each property's range over the heads."""
-    heads = {f"h{h + 1}": pp.scores(p, a) for h, (p, a) in enumerate(zip(logits, attention))}
-    spans = {
-        name: [min(s[name] for s in heads.values()), max(s[name] for s in heads.values())] for name in pp.PROPERTIES
-    }
-    return {"per_head": heads, "range": spans}
+    """Per head of the probe (H, N, N each): its scores (their spread: the minilm_l6_layer0 row)."""
+    return {"per_head": {f"h{h + 1}": pp.scores(p, a) for h, (p, a) in enumerate(zip(logits, attention))}}
 
 
 def table_scores(table: np.ndarray) -> dict[str, float | None]:

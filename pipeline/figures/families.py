@@ -78,9 +78,8 @@ def cell_text(cell: dict) -> str:
         return "undefined"
     if cell.get("by_construction"):
         return f"{cell['value']:.3g} (by constr.)"
-    if "standard_error" in cell:
-        return f"{cell['value']:.3f} \u00b1 {cell['standard_error']:.3f}"
-    return f"{cell['value']:.3f}"
+    spread = cell.get("standard_error", cell.get("std"))  # over samples: the mean's; over heads: the heads'
+    return f"{cell['value']:.3f}" + ("" if spread is None else f" \u00b1 {spread:.3f}")
 
 
 def row_label(row: dict, d: int) -> str:
@@ -203,9 +202,9 @@ def minilm_probing(
     arrays: dict, summary: dict, rows: list, path: Path, *, cmap: str, sequential: str, dpi: int
 ) -> None:
     """arrays: data/families/minilm.npz (table_proximity (N, N), head_attention (H, N, N)); summary: reports/
-    properties.json's `minilm`; rows: its family rows minilm_l6_layer0 (the head mean) and minilm_l6_learned. Left:
+    properties.json's `minilm`; rows: its family rows minilm_l6_layer0 (the heads' mean) and minilm_l6_learned. Left:
     the trained table's T T^T; middle: layer 0's attention under identical word probing, the mean over heads; right:
-    every head's properties, the head mean's and the table's (a score that holds by construction: "by constr.").
+    every head's properties, their mean and the table's (a score that holds by construction: "by constr.").
 
     Longer than 60 lines because it draws one figure top to bottom, a sequence of matplotlib calls."""
     import matplotlib.pyplot as plt
@@ -238,7 +237,7 @@ def minilm_probing(
         integer_ticks(ax.xaxis, ax.yaxis)
     names = list(PROPERTY_NAMES)
     heads = summary["per_head"]
-    labels = [*heads, "head mean", "table"]
+    labels = [*heads, "mean of heads", "table"]
 
     def measured(row: dict) -> list[float]:
         return [np.nan if row[n]["value"] is None or row[n].get("by_construction") else row[n]["value"] for n in names]

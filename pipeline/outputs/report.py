@@ -246,8 +246,9 @@ def cell_text(cell: dict) -> str:
     if cell["value"] is None:
         return "undefined"
     text = fmt(cell["value"])
-    if "standard_error" in cell:
-        text += f" \u00b1 {fmt(cell['standard_error'])}"
+    spread = cell.get("standard_error", cell.get("std"))  # over samples: the mean's; over heads: the heads' sd
+    if spread is not None:
+        text += f" \u00b1 {fmt(spread)}"
     return text + (" (by construction)" if cell.get("by_construction") else "")
 
 

@@ -168,7 +168,9 @@ def test_check_measures_every_row_and_the_largest_n(cpu_run):
     assert projected["seconds"] == pytest.approx(
         30 * (2000 * projected["seconds_per_step"] + projected["evaluation_seconds"])
     )
-    assert "length experiment, the documented config (30 runs of 2,000 steps) on the device: about" in done.stdout
+    assert (
+        "length experiment, the documented config (60 runs of at most 3,000 steps) on the device: about" in done.stdout
+    )
     assert results["bandwidth"]["peak_used"] == "measured copy"
     assert f"largest n for the full float64 matrices: {memory['n_max']}" in done.stdout
     assert "PipelineError: the full" in done.stdout and "Fix: ask for block means" in done.stdout

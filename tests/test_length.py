@@ -19,7 +19,7 @@ from pipeline.config.schema import LengthConfig, RopeScalingConfig, TrackingConf
 from pipeline.core import alibi, encoding, random_tables, rope, rope_scaling
 from pipeline.core.choices import LENGTH_FAMILIES
 from pipeline.length import model as M
-from pipeline.length.summary import accuracies, buckets, stats, summarize
+from pipeline.length.summary import UNTRAINED_ROWS, accuracies, buckets, stats, summarize, table
 from pipeline.length.tasks import chance, make_batch
 from pipeline.length.train import evaluate, run_one
 
@@ -37,8 +37,11 @@ TINY = dict(
     device="cpu",
     workers=1,
     model=replace(DEFAULT.model, d_model=32, layers=1, heads=2),
-    train=replace(DEFAULT.train, steps=200, batch=32, lr=0.003, checkpoint_every=100),
+    train=replace(DEFAULT.train, steps=200, batch=32, lrs=[0.003], checkpoint_every=100, validate_every=100),
 )
+
+
+EXTENDED = [f"rope_{name}_{s}x" for name in ("pi", "ntk", "yarn") for s in (2, 3)]  # the default rope.extend
 
 
 def tiny(**changes) -> LengthConfig:
@@ -46,7 +49,10 @@ def tiny(**changes) -> LengthConfig:
 
 
 def spec(family: str, **changes) -> M.Spec:
-    return M.Spec(**{**dict(family=family, vocab=5, positions=16, seed=3, d_model=16, heads=2), **changes})
+    drawn = 64 if family == "randomized" else 0
+    return M.Spec(
+        **{**dict(family=family, vocab=5, positions=16, seed=3, d_model=16, heads=2, random_range=drawn), **changes}
+    )
 
 
 # ---------------------------------------------------------------- the model is the core's encodings
@@ -262,9 +268,9 @@ def test_every_family_learns_its_training_lengths(trained):
 
     base, summaries = trained
     trained_bucket = summaries[0]["tasks"]["copy"]
-    assert list(trained_bucket) == list(LENGTH_FAMILIES)
-    for family, metrics in trained_bucket.items():
-        assert metrics["token_accuracy"]["1-4"]["mean"] > 0.5, family
+    assert list(trained_bucket) == list(LENGTH_FAMILIES) + EXTENDED
+    for family in LENGTH_FAMILIES:
+        assert trained_bucket[family]["token_accuracy"]["1-4"]["mean"] > 0.5, family
     for run in plan(tiny()):
         untrained = evaluate(M.build(run.model), run, torch.device("cpu"))
         tokens = sum(untrained["token_correct"][:4]) / (32 * (1 + 2 + 3 + 4))
@@ -290,7 +296,9 @@ def test_results_hold_every_length_and_family(trained):
     assert summary["buckets"] == {"1-4": [1, 4], "5-8": [5, 8]} and summary["chance"]["token_accuracy"] == 0.25
     assert summary["experiment"]["test_length"] == 8 and summary["experiment"]["seeds"] == [0]
     table = read_columns(base / "out0" / "accuracy_by_length.csv", ["length", "trained", "token_accuracy_mean"])
-    assert table["length"].tolist() == list(range(1, 9)) * 5 and table["trained"].tolist() == ([1] * 4 + [0] * 4) * 5
+    rows = len(LENGTH_FAMILIES) + len(EXTENDED)
+    assert table["length"].tolist() == list(range(1, 9)) * rows
+    assert table["trained"].tolist() == ([1] * 4 + [0] * 4) * rows
     assert np.all((table["token_accuracy_mean"] >= 0) & (table["token_accuracy_mean"] <= 1))
 
 
@@ -301,7 +309,9 @@ def test_a_second_run_reads_the_store_and_a_change_trains_only_what_it_changes(t
 
     base, _ = trained
     store = base / "store0"
-    again = train_runs(tiny(), base, store=store)
+    again, chosen = train_runs(tiny(), base, store=store)
+    assert chosen == {} and len(again) == len(LENGTH_FAMILIES) + len(EXTENDED)  # one learning rate: no search
+    again = again[: len(LENGTH_FAMILIES)]
     assert not any(cost["trained"] for _, cost in again)  # read back, not trained again
     assert [cost["train_seconds"] for _, cost in again] == [
         json.loads((folder / "cost.json").read_text())["train_seconds"]
@@ -322,7 +332,8 @@ def test_an_interrupted_run_resumes_to_the_same_bits(tmp_path, monkeypatch):
     from pipeline.length import train as T
     from pipeline.length.runs import plan
 
-    run = next(r for r in plan(tiny(train=replace(DEFAULT.train, steps=300, batch=16, checkpoint_every=100))))
+    train = replace(TINY["train"], steps=300, batch=16, checkpoint_every=100, validate_every=300)  # no early stop
+    run = next(r for r in plan(tiny(train=train)))
     whole, _ = run_one(run, tmp_path / "whole", torch.device("cpu"))
     calls = {"n": 0}
     original = T.make_batch
@@ -337,7 +348,7 @@ def test_an_interrupted_run_resumes_to_the_same_bits(tmp_path, monkeypatch):
     monkeypatch.setattr(T, "make_batch", stop_at_150)
     with pytest.raises(KeyboardInterrupt):
         run_one(run, tmp_path / "cut", torch.device("cpu"))
-    assert torch.load(tmp_path / "cut" / "checkpoint.pt", weights_only=True)["step"] == 100
+    assert torch.load(tmp_path / "cut" / "checkpoint.pt", weights_only=True)["record"]["steps"] == 100
     monkeypatch.setattr(T, "make_batch", original)
     resumed, _ = run_one(run, tmp_path / "cut", torch.device("cpu"))
     assert resumed == whole and not (tmp_path / "cut" / "checkpoint.pt").exists()
@@ -354,6 +365,7 @@ def test_summary_statistics_over_seeds():
     lengths = [1, 2, 3, 4]
     runs = [
         {"task": "copy", "family": "nope", "seed": s, "lengths": lengths, "eval_batch": 10, "loss_curve": [1.0]}
+        | {"lr": 0.001, "steps": 100 * (s + 1), "converged": s == 0}
         | {"token_correct": tokens, "sequence_correct": sequences}
         for s, tokens, sequences in ((0, [10, 20, 15, 0], [10, 10, 5, 0]), (1, [10, 10, 30, 20], [10, 0, 10, 5]))
     ]
@@ -369,6 +381,101 @@ def test_summary_statistics_over_seeds():
     assert stats(np.array([0.3])) == {"mean": 0.3, "std": 0.0, "min": 0.3, "max": 0.3}
     assert [b.name for b in buckets(20, 60, 10)] == ["1-20", "21-30", "31-40", "41-50", "51-60"]
     assert [b.name for b in buckets(20, 45)] == ["1-20", "21-40", "41-45"]
+    training = summary["tasks"]["copy"]["nope"]["training"]
+    assert training["converged"] == 1 and training["runs"] == 2 and training["steps"]["mean"] == 150
+    assert "**not converged** (1/2)" in table(summary, "copy")
+
+
+def test_the_learned_tables_cells_beyond_its_trained_rows_are_marked_by_construction():
+    """Every bucket beyond L reads rows of the learned table no step trained: those cells say so, in the summary and
+    the table; the trained bucket and the other families' cells do not."""
+    runs = [
+        {"task": "copy", "family": family, "seed": 0, "lengths": [1, 2, 3, 4], "eval_batch": 1}
+        | {"token_correct": [1, 2, 0, 0], "sequence_correct": [1, 1, 0, 0], "lr": 0.001, "steps": 10, "converged": True}
+        for family in ("learned", "alibi")
+    ]
+    summary = summarize(runs, {"train_length": 2, "seeds": [0]}, symbols=10)
+    assert summary["tasks"]["copy"]["learned"]["by_construction"] == {"3-4": UNTRAINED_ROWS}
+    assert "by_construction" not in summary["tasks"]["copy"]["alibi"]
+    rows = table(summary, "copy").splitlines()
+    assert rows[2].endswith("by construction |") and "by construction" not in rows[2].split("|")[2]
+    assert "by construction" not in rows[3]
+
+
+# ---------------------------------------------------------------- trained to a criterion, the search
+
+
+def test_a_run_stops_at_the_criterion_and_else_at_the_cap(tmp_path):
+    """Validated every 50 steps on held-out strings: a reachable criterion stops the run at the first validation that
+    meets it (converged, fewer steps than the cap); an unreachable one trains to the cap (not converged)."""
+    from pipeline.length.runs import plan
+
+    train = replace(TINY["train"], steps=400, validate_every=50, criterion=0.8)
+    run = plan(tiny(families=["rope"], train=train))[0]
+    stopped, _ = run_one(run, tmp_path / "a", torch.device("cpu"))
+    assert stopped["converged"] and stopped["steps"] < 400 and stopped["steps"] % 50 == 0
+    assert stopped["validations"][-1] >= 0.8 > max(stopped["validations"][:-1], default=0)
+    capped, _ = run_one(run._replace(criterion=1.01), tmp_path / "b", torch.device("cpu"))
+    assert not capped["converged"] and capped["steps"] == 400 and len(capped["validations"]) == 8
+
+
+def test_the_search_chooses_on_validation_only():
+    """The fastest rate to the criterion; none converged: the best last validation; ties: the smaller rate. Nothing
+    of the test lengths enters (the results' test counts are absent)."""
+    from pipeline.length.runs import choose
+
+    def run(lr, steps, converged, validation):
+        return {"task": "copy", "family": "rope", "lr": lr, "steps": steps, "converged": converged} | {
+            "validations": [0.1, validation]
+        }
+
+    assert choose([run(0.001, 900, True, 0.99), run(0.003, 500, True, 1.0)])["copy"]["rope"]["lr"] == 0.003
+    assert choose([run(0.001, 900, True, 0.99), run(0.003, 900, False, 0.9)])["copy"]["rope"]["lr"] == 0.001
+    none = choose([run(0.001, 900, False, 0.5), run(0.003, 900, False, 0.7), run(0.01, 900, False, 0.7)])
+    assert none["copy"]["rope"]["lr"] == 0.003 and none["copy"]["rope"]["search"]["0.01"]["validation"] == 0.7
+
+
+# ---------------------------------------------------------------- randomized positions, test-time extension
+
+
+def test_randomized_positions_are_ordered_distinct_draws_from_the_larger_range():
+    """Ruoss et al.: T distinct positions of 0 .. R-1 in increasing order, the same for the same generator; the model
+    adds the sinusoid's rows at them; every other family keeps 0 .. T-1."""
+    s = spec("randomized")
+    where = M.positions(s, 10, torch.Generator().manual_seed(5))
+    assert where.shape == (10,) and torch.all(where[1:] > where[:-1]) and 0 <= where[0] and where[-1] < 64
+    assert torch.equal(where, M.positions(s, 10, torch.Generator().manual_seed(5)))
+    assert M.positions(spec("sinusoidal"), 10, torch.Generator()) is None
+    model = M.build(s)
+    assert torch.equal(model.table, encoding.sinusoidal_encoding(64, 16))
+    seen = {}
+    model.blocks[0].register_forward_pre_hook(lambda module, args: seen.update(x=args[0]))
+    ids = torch.randint(0, 5, (2, 10), generator=torch.Generator().manual_seed(0))
+    model(ids, 0, where)
+    assert torch.equal(seen["x"], model.embed(ids) + encoding.sinusoidal_encoding(64, 16)[where])
+    with pytest.raises(PipelineError, match="randomized: drawn from at least 16 positions"):
+        M.build(spec("randomized", random_range=8))
+
+
+@pytest.mark.parametrize("scaling", ["linear", "ntk", "yarn"])
+def test_a_test_time_extension_is_the_cores_scaling_of_the_same_weights(scaling):
+    """rescaled: the trained weights unchanged, the angle tables those of pipeline.core.rope_scaling's scaling for the
+    factor over the training context (the families table's implementation), times its attention factor."""
+    s = spec("rope", rope_context=6)
+    model = M.build(s)
+    weights = {k: v.clone() for k, v in model.state_dict().items()}
+    model.rope_tables(12)
+    extended = M.rescaled(model, scaling, 2.0)
+    d_head = 8
+    theta, factor = {
+        "linear": rope_scaling.linear(d_head, 10000.0, 2.0),
+        "ntk": rope_scaling.ntk(d_head, 10000.0, 2.0),
+        "yarn": rope_scaling.yarn(d_head, 10000.0, 2.0, 6, *M.YARN_BETAS),
+    }[scaling]
+    cos, sin = rope.angle_tables(torch.arange(12), d_head, theta=torch.from_numpy(theta))
+    got_cos, got_sin = extended.rope_tables(12)
+    assert torch.equal(got_cos, cos * factor) and torch.equal(got_sin, sin * factor)
+    assert all(torch.equal(v, weights[k]) for k, v in extended.state_dict().items())
 
 
 # ---------------------------------------------------------------- limits and config
@@ -378,8 +485,12 @@ def test_limits_estimate_and_refuse():
     from pipeline.config.limits import LENGTH_MAX_HOURS, check_length, length_estimate
 
     seconds, peak, formula = length_estimate(DEFAULT, workers=2)
-    assert 300 < seconds < 1800 and 0.5e9 < peak < 2e9  # the documented config: minutes on 2 cores, about 1 GB
-    assert "30 run(s) (2 tasks x 5 families x 3 seeds) of 2,000 steps" in formula
+    assert 600 < seconds < 4 * 3600 and 0.5e9 < peak < 2e9  # the documented config at its cap: hours at most, ~1 GB
+    runs = len(DEFAULT.tasks) * len(DEFAULT.families) * (len(DEFAULT.seeds) + len(DEFAULT.train.lrs))
+    assert (
+        f"{runs} run(s) (2 tasks x 6 families x 5 seeds, and the search's) of at most {DEFAULT.train.steps:,}"
+        in formula
+    )
     big = replace(DEFAULT, name="big", train=replace(DEFAULT.train, steps=10_000_000))
     with pytest.raises(PipelineError, match=f"more than {LENGTH_MAX_HOURS:.0f} hours. Fix: fewer steps"):
         check_length(big, 2)

@@ -35,8 +35,8 @@ DOCUMENTED = {
     "test_factor": 3,
     "symbols": 10,
     "eval_batch": 64,
-    "steps": 2000,
-    "runs": 2 * 5 * 3,  # tasks x families x seeds
+    "steps": 3000,  # the cap
+    "runs": 2 * 6 * 5,  # tasks x families x seeds
 }
 
 
@@ -55,6 +55,7 @@ def run_spec(family: str, steps: int, eval_batch: int | None = None) -> RunSpec:
         heads=c["heads"],
         rope_factor=float(c["test_factor"]),
         rope_context=positions(c["train_length"]),
+        random_range=4 * positions(test),
     )
     return RunSpec(
         task="copy",
@@ -70,6 +71,10 @@ def run_spec(family: str, steps: int, eval_batch: int | None = None) -> RunSpec:
         eval_batch=eval_batch or c["eval_batch"],
         eval_seed=1000,
         checkpoint_every=100 * (steps // 100 + 1),  # past the last step: no checkpoint
+        criterion=2.0,  # never reached: every step runs
+        validate_every=steps,
+        validation_batch=1,  # one validation, at the last step, of one string a length
+        validation_seed=2000,
     )
 
 

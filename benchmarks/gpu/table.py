@@ -3,6 +3,8 @@ largest n and the errors beyond it, what the budget skipped, the steps that fail
 
 from __future__ import annotations
 
+from benchmarks.gpu.length_timings import DOCUMENTED
+
 
 def _gb(x: float | None) -> str:
     return "-" if x is None else f"{x / 1e9:.1f}"
@@ -112,7 +114,8 @@ def print_report(results: dict) -> None:
     for where in (results.get("length") or {}).values():
         if where:
             print(
-                f"length experiment, the documented config (30 runs of 2,000 steps) on the {where['path']}: about "
+                f"length experiment, the documented config ({DOCUMENTED['runs']} runs of at most {DOCUMENTED['steps']:,} "
+                f"steps) on the {where['path']}: about "
                 f"{where['seconds']:.0f} s ({1e3 * where['seconds_per_step']:.1f} ms a step and "
                 f"{where['evaluation_seconds']:.2f} s an evaluation, the slowest family's)"
             )

@@ -417,38 +417,47 @@ LENGTH_WORKER = 150e6
 LENGTH_MAX_HOURS = 24.0
 
 
-def length_flops(cfg) -> tuple[float, float]:
-    """(one training step, one run's evaluation) in floating-point operations of the length config `cfg`: per token
-    2 x (12 d^2 per layer for the projections and the MLP + 2 T d for the scores and their values + 2 d V for the
-    head) forward, three times that with the backward pass; T = 2 n positions for strings of n symbols (the mean n
-    of training: (L + 1) / 2)."""
+def length_flops(cfg) -> tuple[float, float, float]:
+    """(one training step, one run's evaluation, one validation) in floating-point operations of the length config
+    `cfg`: per token 2 x (12 d^2 per layer for the projections and the MLP + 2 T d for the scores and their values +
+    2 d V for the head) forward, three times that with the backward pass; T = 2 n positions for strings of n symbols
+    (the mean n of training: (L + 1) / 2)."""
     d, layers, vocab = cfg.model.d_model, cfg.model.layers, cfg.symbols + 1
     width = cfg.model.mlp
 
     def forward(positions: float) -> float:  # per token
         return 2 * (layers * ((4 + 2 * width) * d * d + 2 * positions * d) + d * vocab)
 
+    def lengths(longest: int, batch: int) -> float:
+        return sum(forward(2 * n) * batch * 2 * n for n in range(1, longest + 1))
+
     mean_positions = cfg.train_length + 1  # 2 x (L + 1) / 2
     step = 3 * forward(mean_positions) * cfg.train.batch * mean_positions
-    test = cfg.test_factor * cfg.train_length
-    evaluation = sum(forward(2 * n) * cfg.eval_batch * 2 * n for n in range(1, test + 1))
-    return step, evaluation
+    evaluation = lengths(cfg.test_factor * cfg.train_length, cfg.eval_batch)
+    return step, evaluation, lengths(cfg.train_length, cfg.train.validation_batch)
 
 
 def length_estimate(cfg, workers: int) -> tuple[float, float, str]:
     """(wall seconds on the CPU, peak bytes, the sums with their numbers) of the length config `cfg` trained by
-    `workers` processes: every run's steps and evaluation (CPU seconds, one core a run), shared by the workers."""
-    runs = len(cfg.tasks) * len(cfg.families) * len(cfg.seeds)
-    step, evaluation = length_flops(cfg)
-    per_run = cfg.train.steps * (LENGTH_STEP_OVERHEAD + step / LENGTH_FLOPS) + evaluation / LENGTH_FLOPS
+    `workers` processes, every run to the cap (the most it takes): the search's runs and the seeds' (CPU seconds, one
+    core a run, with their validations) and the evaluations (each run's, and each RoPE run's extensions), shared by
+    the workers."""
+    grid = len(cfg.tasks) * len(cfg.families)
+    runs = grid * (len(cfg.seeds) + (len(cfg.train.lrs) if len(cfg.train.lrs) > 1 else 0))
+    evaluations = grid * len(cfg.seeds) + len(cfg.tasks) * len(cfg.seeds) * ("rope" in cfg.families) * len(
+        cfg.rope.extend
+    ) * len(cfg.rope.extend_factors)
+    step, evaluation, validation = length_flops(cfg)
+    step_seconds = LENGTH_STEP_OVERHEAD + (step + validation / cfg.train.validate_every) / LENGTH_FLOPS
+    total = runs * cfg.train.steps * step_seconds + evaluations * evaluation / LENGTH_FLOPS
     at_once = max(1, min(workers, runs))
-    seconds = per_run * -(-runs // at_once)
+    seconds = total / at_once
     peak = LENGTH_PROCESS + (at_once if at_once > 1 else 0) * LENGTH_WORKER
     formula = (
-        f"{runs} run(s) ({len(cfg.tasks)} tasks x {len(cfg.families)} families x {len(cfg.seeds)} seeds) of "
-        f"{cfg.train.steps:,} steps at {1e3 * (LENGTH_STEP_OVERHEAD + step / LENGTH_FLOPS):.1f} ms and an evaluation "
-        f"of {evaluation / LENGTH_FLOPS:.1f} s of CPU each, {runs * per_run:,.0f} CPU-s in all, {at_once} at a time: "
-        f"the start, the figure and MLflow come on top; {LENGTH_PROCESS / 1e6:.0f} MB + {at_once} x "
+        f"{runs} run(s) ({len(cfg.tasks)} tasks x {len(cfg.families)} families x {len(cfg.seeds)} seeds, and the "
+        f"search's) of at most {cfg.train.steps:,} steps at {1e3 * step_seconds:.1f} ms and {evaluations} "
+        f"evaluation(s) of {evaluation / LENGTH_FLOPS:.1f} s of CPU each, {total:,.0f} CPU-s in all, {at_once} at a "
+        f"time: the start, the figure and MLflow come on top; {LENGTH_PROCESS / 1e6:.0f} MB + {at_once} x "
         f"{LENGTH_WORKER / 1e6:.0f} MB"
     )
     return seconds, peak, formula

@@ -731,12 +731,19 @@ class LengthModelConfig(_Checked):
 
 @dataclass
 class LengthTrainConfig(_Checked):
-    """AdamW for a fixed number of steps, one length per batch (pipeline/length/train.py)."""
+    """AdamW until the criterion or the step cap, one length per batch, at the learning rate of a search on held-out
+    in-range validation (pipeline/length/train.py, runs.py)."""
 
     KEY = "length.train"
-    steps: int = checked(at_least(1))
+    steps: int = checked(at_least(1))  # the cap: a run that has not reached the criterion by then is not converged
     batch: int = checked(at_least(1))
-    lr: float = checked(above(0))
+    # the search's learning rates (each run once, seed search_seed; one rate: no search)
+    lrs: List[float] = checked(Rule("a non-empty list of numbers > 0", lambda v: len(v) > 0 and min(v) > 0))
+    search_seed: int = checked(at_least(0))
+    criterion: float = checked(in_range(0, 1))  # held-out in-range exact-sequence accuracy that stops training
+    validate_every: int = checked(at_least(1))  # steps between validations
+    validation_batch: int = checked(at_least(1))  # held-out strings per trained length
+    validation_seed: int = checked(at_least(0))
     weight_decay: float = checked(not_below(0))
     clip: float = checked(above(0))  # the gradient norm is clipped to this
     # a run's checkpoint is written every this many steps (an interrupted run resumes from its last one)
@@ -755,6 +762,14 @@ class LengthRopeConfig(_Checked):
     scaling: str = checked(one_of(SCALINGS))  # trained and tested with it
     # s of the scaling: the context it extends to over the training context; null: length.test_factor
     factor: Optional[float] = checked(not_below(1), null=True)
+    # scalings applied at test time to the trained model, at each factor (rows rope_<scaling>_<factor>x; pi: linear)
+    extend: List[str] = checked(
+        Rule(
+            f"a list of distinct scalings of {', '.join(SCALINGS)}",
+            lambda v: len(set(v)) == len(v) <= len(set(v) & set(SCALINGS)),
+        )
+    )
+    extend_factors: List[float] = checked(Rule("a list of numbers >= 1", lambda v: all(x >= 1 for x in v)))
 
 
 @dataclass
@@ -790,6 +805,12 @@ class LengthConfig(_Checked):
     train: LengthTrainConfig = MISSING
     rope: LengthRopeConfig = MISSING
     learned: LengthLearnedConfig = MISSING
+    random_range: int = checked(at_least(2))  # the randomized family's positions: drawn from 0 .. random_range - 1
+
+    def check(self) -> None:
+        self.require(
+            self.random_range >= 2 * self.test_length, "random_range", "an integer >= 2 x test_factor x train_length"
+        )
 
     @property
     def test_length(self) -> int:

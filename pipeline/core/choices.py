@@ -9,5 +9,5 @@ ROPE_LAYOUTS = ("interleaved", "half_split")  # how RoPE pairs coordinates (pipe
 DTYPES = ("float32", "float64")
 # The length-generalisation experiment (pipeline/length/): the position families its model compares and the
 # synthetic tasks it trains on
-LENGTH_FAMILIES = ("sinusoidal", "learned", "rope", "alibi", "nope")
+LENGTH_FAMILIES = ("sinusoidal", "learned", "rope", "alibi", "nope", "randomized")
 LENGTH_TASKS = ("copy", "reverse")

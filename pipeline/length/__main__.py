@@ -93,7 +93,7 @@ def app(cfg: DictConfig) -> None:
             _single_run(config, out, root, overrides)
             write_job(out, {**job, "status": "finished"})
             return None
-        computed = train_runs(config.length, root, 1 if parallel else None)
+        computed, chosen = train_runs(config.length, root, 1 if parallel else None)
     except Exception as exc:
         error = str(exc) if isinstance(exc, PipelineError) else f"{type(exc).__name__}: {exc}"
         (log.error if isinstance(exc, PipelineError) else log.exception)("%s", error)
@@ -111,6 +111,7 @@ def app(cfg: DictConfig) -> None:
             "status": "finished",
             "settings": settings(config.length),
             "results": results,
+            "search": chosen,
             "metrics": job_metrics(results, settings(config.length)),
         },
     )

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.length.runs import compute, plan
-from pipeline.length.train import RunSpec
 
 log = logging.getLogger("pipeline")
 
@@ -43,24 +42,34 @@ def workers(cfg: Any) -> int:
 
 def train_runs(
     cfg: Any, root: Path, processes: int | None = None, store: Path | None = None
-) -> list[tuple[dict, dict]]:
-    """(result, cost) of every run of `cfg`, from the run store (default: the project's, length_run_store) or trained
-    into it."""
+) -> tuple[list[tuple[dict, dict]], dict]:
+    """(result, cost) of every run of `cfg` and of its RoPE runs' test-time extensions, from the run store (default:
+    the project's, length_run_store) or trained into it, and the settings chosen per (task, family) by the
+    learning-rate search (its runs first, pipeline.length.runs.search)."""
     from pipeline.base.paths import length_run_store
     from pipeline.core.device import resolve_device
+    from pipeline.length.runs import choose, search
 
     device = resolve_device(cfg.device, key="length.device")
-    return compute(plan(cfg), store or length_run_store(root), device, processes or workers(cfg))
+    store, processes = store or length_run_store(root), processes or workers(cfg)
+    searched = compute(search(cfg), store, device, processes)
+    chosen = choose([result for result, _ in searched])
+    extensions = tuple((s, float(f)) for s in cfg.rope.extend for f in cfg.rope.extend_factors)
+    computed = compute(plan(cfg, chosen), store, device, processes, extensions)
+    log_costs(searched + computed)
+    return computed, chosen
 
 
-def write_results(results: list[dict], experiment: dict, out: Path, dpi: int = 110) -> list[Path]:
+def write_results(
+    results: list[dict], experiment: dict, out: Path, dpi: int = 110, chosen: dict | None = None
+) -> list[Path]:
     """The results folder's files (module doc) for `results` (every run's result) in `out`; returns their paths."""
     from pipeline.base.files import write_columns, write_json
     from pipeline.length.figure import FIGURE, draw
     from pipeline.length.summary import by_length, by_seed, summarize
 
     out.mkdir(parents=True, exist_ok=True)
-    summary = summarize(results, experiment, experiment["symbols"], experiment["bucket"])
+    summary = summarize(results, experiment, experiment["symbols"], experiment["bucket"], chosen or {})
     write_json(out / SUMMARY, summary)
     write_columns(out / BY_LENGTH, by_length(results, experiment["train_length"]))
     write_columns(out / BY_SEED, by_seed(results))
@@ -68,13 +77,12 @@ def write_results(results: list[dict], experiment: dict, out: Path, dpi: int = 1
     return [out / SUMMARY, out / BY_LENGTH, out / BY_SEED, out / FIGURE]
 
 
-def log_costs(runs: list[RunSpec], computed: list[tuple[dict, dict]]) -> None:
+def log_costs(computed: list[tuple[dict, dict]]) -> None:
     """One line: what training cost (the runs' CPU seconds, as measured when each was trained)."""
-    costs = [cost for _, cost in computed]
-    cpu = sum(c["cpu_seconds"] for c in costs)
-    steps = sum(run.steps for run in runs)
+    cpu = sum(cost["cpu_seconds"] for _, cost in computed)
+    steps = sum(result["steps"] for result, cost in computed if cost["cpu_seconds"]) or 1
     log.info(
-        "length: %d runs, %.0f CPU-s of training and evaluation (%.1f ms a step)", len(runs), cpu, 1e3 * cpu / steps
+        "length: %d runs, %.0f CPU-s of training and evaluation (%.1f ms a step)", len(computed), cpu, 1e3 * cpu / steps
     )
 
 
@@ -102,11 +110,9 @@ def run_experiment(
 
     from pipeline.base.files import read_json
 
-    runs = plan(cfg)
-    computed = train_runs(cfg, root, store=store)
-    log_costs(runs, computed)
+    computed, chosen = train_runs(cfg, root, store=store)
     results = [result for result, _ in computed]
-    files = write_results(results, settings(cfg), out)
+    files = write_results(results, settings(cfg), out, chosen=chosen)
     summary = read_json(files[0])
     for line in description(summary).splitlines():
         log.info("%s", line)

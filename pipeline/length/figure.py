@@ -2,7 +2,8 @@
 
 length_generalisation.png    accuracy against test length, one panel per metric (rows) and task (columns):
                              one line per family (the mean over seeds) in a band from the seeds' min to max,
-                             the training range shaded, chance dashed
+                             the training range shaded, chance dashed; RoPE's test-time extensions dashed (2x)
+                             and dotted (3x); a family some of whose seeds missed the criterion says so in the legend
 length_<family>.png          one family's seeds, each its own line, and their mean (its MLflow run's figure)
 """
 
@@ -23,7 +24,22 @@ from pipeline.figures.drawing import save  # noqa: E402
 
 FIGURE = "length_generalisation.png"
 # one colour per family, whatever families a config compares (matplotlib's tab10, colour-blind distinguishable)
-COLOURS = dict(zip(LENGTH_FAMILIES, ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple")))
+COLOURS = dict(zip(LENGTH_FAMILIES, ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")))
+COLOURS |= {"rope_pi": "tab:olive", "rope_ntk": "tab:cyan", "rope_yarn": "tab:pink"}
+
+
+def style(family: str) -> tuple[str, str]:
+    """(colour, line style) of a family: rope_<scaling>_<s>x takes its scaling's colour, dashed for s = 2, dotted
+    beyond."""
+    base, _, factor = family.rpartition("_") if family.startswith("rope_") else (family, "", "")
+    return COLOURS.get(base, "tab:gray"), ("-" if not factor else "--" if factor == "2x" else ":")
+
+
+def legend_label(family: str, runs: list[dict]) -> str:
+    converged = sum(run["converged"] for run in runs)
+    return family if converged == len(runs) else f"{family} (not converged: {converged}/{len(runs)})"
+
+
 LABELS = {"token_accuracy": "per-token accuracy", "sequence_accuracy": "exact-sequence accuracy"}
 
 
@@ -70,10 +86,12 @@ def draw(results: list[dict], train_length: int, symbols: int, path: Path, dpi: 
             _frame(ax, metric, task, train_length, int(lengths[-1]), 1.0 / symbols if metric == METRICS[0] else None)
             for family, runs in by_task[task].items():
                 values = np.array([accuracies(run)[metric] for run in runs])  # (seeds, lengths)
-                colour = COLOURS[family]
+                colour, line = style(family)
                 if len(runs) > 1:
-                    ax.fill_between(lengths, values.min(axis=0), values.max(axis=0), color=colour, alpha=0.2, lw=0)
-                ax.plot(lengths, values.mean(axis=0), color=colour, linewidth=1.8, label=family)
+                    ax.fill_between(lengths, values.min(axis=0), values.max(axis=0), color=colour, alpha=0.15, lw=0)
+                ax.plot(
+                    lengths, values.mean(axis=0), line, color=colour, linewidth=1.6, label=legend_label(family, runs)
+                )
     _legend(fig, axes[0, 0])
     save(fig, path, dpi)
     return path
@@ -103,7 +121,7 @@ def draw_family(results: list[dict], family: str, train_length: int, symbols: in
             runs = by_task[task]
             values = np.array([accuracies(run)[metric] for run in runs])
             for run, curve in zip(runs, values):
-                ax.plot(lengths, curve, color=COLOURS[family], alpha=0.45, linewidth=1, label=f"seed {run['seed']}")
+                ax.plot(lengths, curve, color=style(family)[0], alpha=0.45, linewidth=1, label=f"seed {run['seed']}")
             ax.plot(lengths, values.mean(axis=0), color="black", linewidth=1.8, label="mean")
     _legend(fig, axes[0, 0])
     save(fig, path, dpi)

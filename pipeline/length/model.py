@@ -1,6 +1,7 @@
 """A tiny causal transformer in nanoGPT's shape, in which the position-encoding family is the only difference:
 
-    ids (B, T) -> token embedding (B, T, d)   [+ rows 0 .. T-1 of the position table: sinusoidal, learned]
+    ids (B, T) -> token embedding (B, T, d)   [+ rows 0 .. T-1 of the position table: sinusoidal, learned;
+                                                rows p_0 < .. < p_T-1 drawn from 0 .. R-1: randomized]
       -> layers x Block:   x + Attention(LN(x)),   x + MLP(LN(x))
       -> LN -> head: logits (B, T - first, vocab)    [the last block computes only positions first .. T-1]
 
@@ -10,6 +11,8 @@ Where each family puts position, each with the core's own function (no second im
 
     sinusoidal  added to the embedding: pipeline.core.encoding.sinusoidal_encoding (a fixed buffer)
     learned     added to the embedding: a trained table drawn by pipeline.core.random_tables.learned_position_table
+    randomized  the sinusoid's rows at positions drawn anew for every batch, in training and in testing: T distinct
+                positions of 0 .. R-1 (R = random_range, beyond the longest test input), in order (Ruoss et al. 2023)
     rope        q and k rotated: pipeline.core.rope.rotate by the angle tables of the configured scaling
                 (pipeline.core.rope_scaling; rope.angle_tables), times the scaling's attention factor
     alibi       the bias -m_h (i - j) of pipeline.core.alibi.bias with the slopes of alibi.slopes(H)
@@ -59,6 +62,7 @@ class Spec(NamedTuple):
     rope_context: int = 1  # L: the positions the model is trained on (the scalings' original context)
     learned_init: str = "normal"
     learned_scale: float = 0.7071067811865476  # sqrt(1/2): rows of the sinusoid's norm sqrt(d/2)
+    random_range: int = 0  # R: the randomized family's positions are drawn from 0 .. R-1
 
 
 def rope_frequencies(spec: Spec, length: int) -> rope_scaling.RopeFrequencies:
@@ -125,8 +129,9 @@ class Model(nn.Module):
         self.norm = nn.LayerNorm(spec.d_model)
         self.head = nn.Linear(spec.d_model, spec.vocab)
         P, d = spec.positions, spec.d_model
-        if spec.family == "sinusoidal":
-            self.register_buffer("table", sinusoidal_encoding(P, d), persistent=False)
+        if spec.family in ("sinusoidal", "randomized"):
+            rows = spec.random_range if spec.family == "randomized" else P
+            self.register_buffer("table", sinusoidal_encoding(rows, d), persistent=False)
         elif spec.family == "learned":
             self.table = nn.Parameter(
                 learned_position_table(P, d, spec.seed, init=spec.learned_init, scale=spec.learned_scale)
@@ -148,8 +153,9 @@ class Model(nn.Module):
             self._rope[length] = (cos * factor, sin * factor) if factor != 1.0 else (cos, sin)
         return self._rope[length]
 
-    def forward(self, ids: torch.Tensor, first: int = 0) -> torch.Tensor:
-        """ids (B, T) int64 -> logits (B, T - first, vocab) of positions first .. T-1."""
+    def forward(self, ids: torch.Tensor, first: int = 0, where: torch.Tensor | None = None) -> torch.Tensor:
+        """ids (B, T) int64 -> logits (B, T - first, vocab) of positions first .. T-1; where: the table's rows (T,)
+        (`positions`; None: 0 .. T-1)."""
         T = ids.shape[1]
         if T > self.spec.positions:
             raise PipelineError(
@@ -158,7 +164,7 @@ class Model(nn.Module):
             )
         x = self.embed(ids)
         if self.table is not None:
-            x = x + self.table[:T]
+            x = x + self.table[:T] if where is None else x + self.table[where]
         bias = self.bias[:, :T, :T]
         rope = self.rope_tables(T) if self.spec.family == "rope" else None
         for i, block in enumerate(self.blocks):
@@ -166,9 +172,27 @@ class Model(nn.Module):
         return self.head(self.norm(x))
 
 
+def positions(spec: Spec, T: int, generator: torch.Generator) -> torch.Tensor | None:
+    """The randomized family's rows for an input of T positions: T distinct positions of 0 .. random_range - 1 drawn
+    from `generator`, in order; None for every other family (0 .. T-1)."""
+    if spec.family != "randomized":
+        return None
+    return torch.randperm(spec.random_range, generator=generator)[:T].sort().values
+
+
+def rescaled(model: Model, scaling: str, factor: float) -> Model:
+    """The trained RoPE `model` with its frequencies scaled at test time (`scaling` of pipeline.core.rope_scaling for
+    a context `factor` times its training context; the same weights, no fine-tuning)."""
+    model.spec, model._rope = model.spec._replace(rope_scaling=scaling, rope_factor=float(factor)), {}
+    return model
+
+
 def check_spec(spec: Spec) -> Spec:
-    if spec.family not in FAMILIES:
-        raise PipelineError(f"position family {spec.family!r} is not one of {', '.join(FAMILIES)}.")
+    if spec.family not in FAMILIES or (spec.family == "randomized" and spec.random_range < spec.positions):
+        raise PipelineError(
+            f"position family {spec.family!r} is not one of {', '.join(FAMILIES)} (randomized: drawn from at least "
+            f"{spec.positions} positions)."
+        )
     if spec.d_model % spec.heads or (spec.family == "rope" and (spec.d_model // spec.heads) % 2):
         raise PipelineError(
             f"d_model = {spec.d_model} must split into {spec.heads} heads (of an even size for RoPE, which rotates "

@@ -30,16 +30,17 @@ log = logging.getLogger("pipeline")
 CODE = ("pipeline/core", "pipeline/length/tasks.py", "pipeline/length/model.py", "pipeline/length/train.py")
 
 
-def plan(cfg: Any) -> list[RunSpec]:
-    """The runs of the length config `cfg` (pipeline.config.schema.LengthConfig): tasks x families x seeds, in
-    that order."""
+def plan(cfg: Any, chosen: dict | None = None, seeds: list[int] | None = None) -> list[RunSpec]:
+    """The runs of the length config `cfg` (pipeline.config.schema.LengthConfig): tasks x families x seeds (default
+    cfg.seeds), in that order, each at the learning rate `chosen` (`choose`) gives its task and family (default: the
+    first of the search, cfg.train.lrs[0])."""
     from pipeline.length.tasks import positions, vocabulary
 
     test_length = cfg.test_factor * cfg.train_length
     runs = []
     for task in cfg.tasks:
         for family in cfg.families:
-            for seed in cfg.seeds:
+            for seed in cfg.seeds if seeds is None else seeds:
                 model = Spec(
                     family=family,
                     vocab=vocabulary(cfg.symbols),
@@ -56,7 +57,9 @@ def plan(cfg: Any) -> list[RunSpec]:
                     rope_context=positions(cfg.train_length),
                     learned_init=cfg.learned.init,
                     learned_scale=cfg.learned.scale,
+                    random_range=cfg.random_range if family == "randomized" else 0,
                 )
+                t = cfg.train
                 runs.append(
                     RunSpec(
                         task=task,
@@ -64,17 +67,50 @@ def plan(cfg: Any) -> list[RunSpec]:
                         symbols=cfg.symbols,
                         train_length=cfg.train_length,
                         test_length=test_length,
-                        steps=cfg.train.steps,
-                        batch=cfg.train.batch,
-                        lr=cfg.train.lr,
-                        weight_decay=cfg.train.weight_decay,
-                        clip=cfg.train.clip,
+                        steps=t.steps,
+                        batch=t.batch,
+                        lr=(chosen or {}).get(task, {}).get(family, {}).get("lr", t.lrs[0]),
+                        weight_decay=t.weight_decay,
+                        clip=t.clip,
                         eval_batch=cfg.eval_batch,
                         eval_seed=cfg.eval_seed,
-                        checkpoint_every=cfg.train.checkpoint_every,
+                        checkpoint_every=t.checkpoint_every,
+                        criterion=t.criterion,
+                        validate_every=t.validate_every,
+                        validation_batch=t.validation_batch,
+                        validation_seed=t.validation_seed,
                     )
                 )
     return runs
+
+
+def search(cfg: Any) -> list[RunSpec]:
+    """The learning-rate search: every (task, family) at each of cfg.train.lrs, seed cfg.train.search_seed (none
+    for a single learning rate)."""
+    if len(cfg.train.lrs) < 2:
+        return []
+    return [run._replace(lr=lr) for run in plan(cfg, seeds=[cfg.train.search_seed]) for lr in cfg.train.lrs]
+
+
+def choose(results: list[dict]) -> dict[str, dict[str, dict]]:
+    """task -> family -> the learning rate the search chose and its evidence, on held-out in-range validation only:
+    the rate that reached the criterion in the fewest steps, else the one with the best last validation; ties go to
+    the smaller rate."""
+    chosen: dict[str, dict[str, dict]] = {}
+    for r in results:
+        entry = chosen.setdefault(r["task"], {}).setdefault(r["family"], {"search": {}})
+        entry["search"][f"{r['lr']:g}"] = {
+            "steps": r["steps"],
+            "converged": r["converged"],
+            "validation": r["validations"][-1],
+        }
+    for entry in (e for families in chosen.values() for e in families.values()):
+        rank = {
+            lr: (not s["converged"], s["steps"] if s["converged"] else -s["validation"], float(lr))
+            for lr, s in entry["search"].items()
+        }
+        entry["lr"] = float(min(rank, key=rank.get))
+    return chosen
 
 
 def code_digest(root: Path | None = None) -> str:
@@ -97,17 +133,19 @@ def run_key(run: RunSpec, device_type: str, code: str) -> str:
     return hashlib.sha256((json.dumps(spec, sort_keys=True) + code).encode()).hexdigest()[:24]
 
 
-def _train_in_store(item: tuple[RunSpec, str, str]) -> tuple[dict, dict]:
-    """(result, cost) of one run in its store folder: read when finished, else trained (resumed from a checkpoint)
-    under the key's lock; a worker's task (a module-level function: the pool pickles it)."""
+def _train_in_store(item: tuple[RunSpec, str, str, tuple]) -> tuple[dict, dict, list[dict]]:
+    """(result, cost, the extended results) of one run in its store folder: read when finished, else trained (resumed
+    from a checkpoint) under the key's lock; a RoPE run's `extensions` (scaling, factor) evaluated at test time
+    (`extend`); a worker's task (a module-level function: the pool pickles it)."""
     import torch
 
     from pipeline.base.locks import machine_lock
     from pipeline.length.train import run_one
 
-    run, folder, device = item
+    run, folder, device, extensions = item
     folder_path = Path(folder)
     done = folder_path / "result.json"
+    cost = None
     if not done.exists():
         with machine_lock(f"length-run:{folder}", f"the run {run.label} ({folder}) to be trained", timeout=7 * 86400):
             if not done.exists():  # trained meanwhile by another process
@@ -117,19 +155,51 @@ def _train_in_store(item: tuple[RunSpec, str, str]) -> tuple[dict, dict]:
                 result, cost = run_one(run, folder_path, torch.device(device))
                 write_json(folder_path / "cost.json", cost)
                 write_json(done, result)  # last: the run counts as finished once this exists
-                # as stored (floats at write_json's precision): a run read back later gives the same numbers
-                return read_json(done), {**cost, "trained": True}
-    return read_json(done), {**read_json(folder_path / "cost.json"), "trained": False}
+    # as stored (floats at write_json's precision): a run read back later gives the same numbers
+    result = read_json(done)
+    cost = {**(cost or read_json(folder_path / "cost.json")), "trained": cost is not None}
+    extended = extend(run, result, folder_path, torch.device(device), extensions) if run.model.family == "rope" else []
+    return result, cost, extended
 
 
-def compute(runs: list[RunSpec], store: Path, device: Any, workers: int) -> list[tuple[dict, dict]]:
-    """(result, cost) of every run, in order: from the store, or trained into it by `workers` forked processes (one
-    thread each) on the CPU, in this process on a GPU (CUDA does not survive a fork)."""
+def extension_family(scaling: str, factor: float) -> str:
+    """The name of a test-time extension's rows: rope_pi_2x, rope_ntk_3x, ... (position interpolation: linear)."""
+    return f"rope_{'pi' if scaling == 'linear' else scaling}_{factor:g}x"
+
+
+def extend(run: RunSpec, result: dict, folder: Path, device: Any, extensions: Iterable[tuple[str, float]]) -> list:
+    """The trained RoPE run's model (folder/model.pt) evaluated with each (scaling, factor) of pipeline.core.
+    rope_scaling applied at test time, no fine-tuning (pipeline.length.model.rescaled): one result each, its family
+    `extension_family`, kept in the folder (extended-<scaling>-<factor>.json) once computed."""
+    import torch
+
+    from pipeline.length.model import build, rescaled
+    from pipeline.length.train import deterministic, evaluate
+
+    out, model = [], None
+    for scaling, factor in extensions:
+        path = folder / f"extended-{scaling}-{factor:g}.json"
+        if not path.exists():
+            if model is None:
+                deterministic(device)
+                model = build(run.model, device)
+                model.load_state_dict(torch.load(folder / "model.pt", map_location=device, weights_only=True))
+            write_json(path, evaluate(rescaled(model, scaling, factor), run, device))
+        out.append({**result, **read_json(path), "family": extension_family(scaling, factor)})
+    return out
+
+
+def compute(
+    runs: list[RunSpec], store: Path, device: Any, workers: int, extensions: tuple = ()
+) -> list[tuple[dict, dict]]:
+    """(result, cost) of every run, in order, then of every RoPE run's test-time `extensions` ((scaling, factor)
+    pairs): from the store, or trained into it by `workers` forked processes (one thread each) on the CPU, in this
+    process on a GPU (CUDA does not survive a fork)."""
     from pipeline.base import worker_pool
 
     code = code_digest()
-    items = [(run, str(store / run_key(run, device.type, code)), str(device)) for run in runs]
-    missing = sum(not (Path(folder) / "result.json").exists() for _, folder, _ in items)
+    items = [(run, str(store / run_key(run, device.type, code)), str(device), extensions) for run in runs]
+    missing = sum(not (Path(item[1]) / "result.json").exists() for item in items)
     log.info(
         "length: %d run(s), %d in the store (%s), %d to train on %s",
         len(runs),
@@ -139,12 +209,13 @@ def compute(runs: list[RunSpec], store: Path, device: Any, workers: int) -> list
         device,
     )
     processes = min(workers, missing) if device.type == "cpu" and missing > 1 else 0
-    out, progress = [], Progress("length: runs", len(items))
+    out, extended, progress = [], [], Progress("length: runs", len(items))
     with worker_pool.imap(_train_in_store, items, processes) as results:
-        for done, (result, cost) in enumerate(results, 1):
+        for done, (result, cost, more) in enumerate(results, 1):
             out.append((result, cost))
+            extended += [(r, {"cpu_seconds": 0.0, "trained": False}) for r in more]
             progress.update(done)
-    return out
+    return out + extended
 
 
 def folders(runs: Iterable[RunSpec], store: Path, device_type: str) -> list[Path]:

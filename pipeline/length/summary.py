@@ -8,7 +8,9 @@ Two accuracies, both from the runs' counts (pipeline.length.train.evaluate), so 
 Lengths are reported one by one (the CSVs) and in buckets (summary.json, the gated file, and the documented tables): the
 training range 1 .. L, then every `width` lengths up to k L. A seed's bucket value is the mean over the bucket's
 lengths of its accuracy at each length; the spread over seeds is their mean, sample standard deviation (0 for one
-seed), min and max.
+seed), min and max. Each family also says how its runs trained (`training`: the learning rate the search chose, the
+seeds that reached the criterion, the steps) and which cells hold by construction (`by_construction`: the learned
+table's rows beyond the trained positions are never trained, so every longer string reads untrained rows).
 """
 
 from __future__ import annotations
@@ -20,6 +22,10 @@ import numpy as np
 
 METRICS = ("token_accuracy", "sequence_accuracy")
 STATS = ("mean", "std", "min", "max")
+UNTRAINED_ROWS = (
+    "rows 2L .. of the learned table are never trained (weight decay only shrinks them): a string longer than L reads "
+    "untrained rows, so this cell fails by construction"
+)
 
 
 class Bucket(NamedTuple):
@@ -64,9 +70,12 @@ def grouped(results: Iterable[dict]) -> dict[str, dict[str, list[dict]]]:
     return {task: dict(families) for task, families in out.items()}
 
 
-def summarize(results: list[dict], experiment: dict, symbols: int, width: int | None = None) -> dict[str, Any]:
-    """summary.json: the experiment's settings (`experiment`, echoed), chance, the buckets, and per task, family,
-    metric and bucket the spread over seeds."""
+def summarize(
+    results: list[dict], experiment: dict, symbols: int, width: int | None = None, chosen: dict | None = None
+) -> dict[str, Any]:
+    """summary.json: the experiment's settings (`experiment`, echoed), chance, the buckets, the learning-rate search
+    (`chosen`, pipeline.length.runs.choose), and per task, family, metric and bucket the spread over seeds, with the
+    family's training and its by-construction cells (module doc)."""
     first = results[0]
     train_length, test_length = experiment["train_length"], first["lengths"][-1]
     spans = buckets(train_length, test_length, width)
@@ -82,10 +91,19 @@ def summarize(results: list[dict], experiment: dict, symbols: int, width: int | 
                 }
                 for metric in METRICS
             }
+            tasks[task][family]["training"] = {
+                "lr": runs[0]["lr"],
+                "converged": sum(run["converged"] for run in runs),
+                "runs": len(runs),
+                "steps": stats(np.array([run["steps"] for run in runs], dtype=np.float64)),
+            }
+            if family == "learned":
+                tasks[task][family]["by_construction"] = {b.name: UNTRAINED_ROWS for b in spans if not b.trained}
     return {
         "experiment": experiment,
         "chance": {"token_accuracy": 1.0 / symbols},
         "buckets": {b.name: [b.first, b.last] for b in spans},
+        "search": chosen or {},
         "tasks": tasks,
     }
 
@@ -124,8 +142,9 @@ def by_seed(results: list[dict]) -> dict[str, list]:
 
 
 def table(summary: dict, task: str, metric: str = "token_accuracy") -> str:
-    """The documented table (docs/length-experiment.md): one row per family, one column per bucket, `mean ± std (min-max)` over seeds
-    (one seed: its value)."""
+    """The documented table (docs/length-experiment.md): one row per family, one column per bucket, `mean ± std
+    (min-max)` over seeds (one seed: its value); the family says its learning rate and, where some seed missed the
+    criterion, "not converged" with how many did; a cell that fails by construction says so."""
     names = list(summary["buckets"])
     seeds = len(summary["experiment"]["seeds"])
     header = (
@@ -133,9 +152,13 @@ def table(summary: dict, task: str, metric: str = "token_accuracy") -> str:
     )
     lines = [header, "|---" * (len(names) + 1) + "|"]
     for family, metrics in summary["tasks"][task].items():
+        t, marks = metrics["training"], metrics.get("by_construction", {})
+        state = "" if t["converged"] == t["runs"] else f", **not converged** ({t['converged']}/{t['runs']})"
         cells = [
-            f"{s['mean']:.3f}" + (f" ± {s['std']:.3f} ({s['min']:.2f}-{s['max']:.2f})" if seeds > 1 else "")
-            for s in (metrics[metric][name] for name in names)
+            f"{s['mean']:.3f}"
+            + (f" ± {s['std']:.3f} ({s['min']:.2f}-{s['max']:.2f})" if seeds > 1 else "")
+            + (" by construction" if name in marks else "")
+            for name, s in ((name, metrics[metric][name]) for name in names)
         ]
-        lines.append(f"| {family} | " + " | ".join(cells) + " |")
+        lines.append(f"| {family} (lr {t['lr']:g}{state}) | " + " | ".join(cells) + " |")
     return "\n".join(lines)

@@ -19,29 +19,31 @@ from pipeline.outputs.parent_run import MultirunParentRun
 log = logging.getLogger("pipeline")
 
 
-def gather(jobs: list[dict]) -> dict[str, tuple[dict, list[dict]]]:
-    """{folder name: (settings, the results of its jobs' runs)}, one entry per distinct setting (without the grid)
-    of the finished jobs; a run that two jobs trained (overlapping grids) counts once."""
+def gather(jobs: list[dict]) -> dict[str, tuple[dict, list[dict], dict]]:
+    """{folder name: (settings, the results of its jobs' runs, their learning-rate searches)}, one entry per distinct
+    setting (without the grid) of the finished jobs; a run that two jobs trained (overlapping grids) counts once."""
     from pipeline.length.experiment import GRID
 
-    groups: dict[str, tuple[dict, dict]] = {}
+    groups: dict[str, tuple[dict, dict, dict]] = {}
     for job in jobs:
         if job.get("status") != "finished" or "results" not in job:
             continue
         setting = {k: v for k, v in job["settings"].items() if k not in GRID}
         digest = hashlib.sha256(json.dumps(setting, sort_keys=True).encode()).hexdigest()[:8]
-        _, runs = groups.setdefault(digest, (job["settings"], {}))
+        _, runs, searched = groups.setdefault(digest, (job["settings"], {}, {}))
+        for task, families in job.get("search", {}).items():
+            searched.setdefault(task, {}).update(families)
         for result in job["results"]:
             runs.setdefault((result["task"], result["family"], result["seed"]), result)
     named = {}
-    for digest, (setting, runs) in groups.items():
+    for digest, (setting, runs, searched) in groups.items():
         ordered = [runs[key] for key in sorted(runs, key=_grid_order(runs))]
         grid = {
             "tasks": list(dict.fromkeys(r["task"] for r in ordered)),
             "families": list(dict.fromkeys(r["family"] for r in ordered)),
             "seeds": sorted({r["seed"] for r in ordered}),
         }
-        named["results" if len(groups) == 1 else f"results-{digest}"] = ({**setting, **grid}, ordered)
+        named["results" if len(groups) == 1 else f"results-{digest}"] = ({**setting, **grid}, ordered, searched)
     return named
 
 
@@ -50,7 +52,8 @@ def _grid_order(runs: dict):
     the choice lists' order."""
     from pipeline.core.choices import LENGTH_FAMILIES, LENGTH_TASKS
 
-    return lambda key: (LENGTH_TASKS.index(key[0]), LENGTH_FAMILIES.index(key[1]), key[2])
+    order = lambda family: LENGTH_FAMILIES.index(family) if family in LENGTH_FAMILIES else len(LENGTH_FAMILIES)  # noqa: E731
+    return lambda key: (LENGTH_TASKS.index(key[0]), order(key[1]), key[1], key[2])
 
 
 class LengthSweep(MultirunParentRun):
@@ -66,8 +69,8 @@ class LengthSweep(MultirunParentRun):
         sweep = read_sweep(sweep_dir)
         if sweep is not None:
             tracking = OmegaConf.to_object(config.tracking)
-            for folder, (setting, results) in gather(collect_jobs(sweep_dir, sweep["sweep_id"])).items():
-                files = write_results(results, setting, sweep_dir / folder)
+            for folder, (setting, results, searched) in gather(collect_jobs(sweep_dir, sweep["sweep_id"])).items():
+                files = write_results(results, setting, sweep_dir / folder, chosen=searched)
                 log.info("length: %d runs gathered into %s", len(results), sweep_dir / folder)
                 if self._open is None:
                     continue

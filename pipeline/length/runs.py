@@ -28,6 +28,10 @@ log = logging.getLogger("pipeline")
 # The code a run's result depends on (relative to the checkout; folders: every .py in them): the encodings it uses,
 # the data, the model, training and evaluation
 CODE = ("pipeline/core", "pipeline/length/tasks.py", "pipeline/length/model.py", "pipeline/length/train.py")
+# What a run takes from the config as it is: (group, key) of the model's Spec (as <group>_<key>), and length.train's keys
+RECEIVED = (("rope", "base"), ("rope", "layout"), ("rope", "scaling"), ("learned", "init"), ("learned", "scale"))
+TRAINING = ("steps", "batch", "weight_decay", "clip", "checkpoint_every", "criterion", "validate_every")
+TRAINING += ("validation_batch", "validation_seed")
 
 
 def plan(cfg: Any, chosen: dict | None = None, seeds: list[int] | None = None) -> list[RunSpec]:
@@ -37,50 +41,23 @@ def plan(cfg: Any, chosen: dict | None = None, seeds: list[int] | None = None) -
     from pipeline.length.tasks import positions, vocabulary
 
     test_length = cfg.test_factor * cfg.train_length
+    t, context = cfg.train, positions(cfg.train_length)
+    shared = {k: getattr(cfg.model, k) for k in ("d_model", "layers", "heads", "mlp")} | {
+        f"{group}_{k}": getattr(getattr(cfg, group), k) for group, k in RECEIVED
+    }
+    training = {k: getattr(t, k) for k in TRAINING} | {
+        k: getattr(cfg, k) for k in ("symbols", "eval_batch", "eval_seed")
+    }
     runs = []
-    for task in cfg.tasks:
-        for family in cfg.families:
-            for seed in cfg.seeds if seeds is None else seeds:
-                model = Spec(
-                    family=family,
-                    vocab=vocabulary(cfg.symbols),
-                    positions=positions(test_length),
-                    seed=seed,
-                    d_model=cfg.model.d_model,
-                    layers=cfg.model.layers,
-                    heads=cfg.model.heads,
-                    mlp=cfg.model.mlp,
-                    rope_base=cfg.rope.base,
-                    rope_layout=cfg.rope.layout,
-                    rope_scaling=cfg.rope.scaling,
-                    rope_factor=float(cfg.rope.factor or cfg.test_factor),
-                    rope_context=positions(cfg.train_length),
-                    learned_init=cfg.learned.init,
-                    learned_scale=cfg.learned.scale,
-                    random_range=cfg.random_range if family == "randomized" else 0,
-                )
-                t = cfg.train
-                runs.append(
-                    RunSpec(
-                        task=task,
-                        model=model,
-                        symbols=cfg.symbols,
-                        train_length=cfg.train_length,
-                        test_length=test_length,
-                        steps=t.steps,
-                        batch=t.batch,
-                        lr=(chosen or {}).get(task, {}).get(family, {}).get("lr", t.lrs[0]),
-                        weight_decay=t.weight_decay,
-                        clip=t.clip,
-                        eval_batch=cfg.eval_batch,
-                        eval_seed=cfg.eval_seed,
-                        checkpoint_every=t.checkpoint_every,
-                        criterion=t.criterion,
-                        validate_every=t.validate_every,
-                        validation_batch=t.validation_batch,
-                        validation_seed=t.validation_seed,
-                    )
-                )
+    for task, family in ((task, family) for task in cfg.tasks for family in cfg.families):
+        lr = (chosen or {}).get(task, {}).get(family, {}).get("lr", t.lrs[0])
+        for seed in cfg.seeds if seeds is None else seeds:
+            random_range = cfg.random_range if family == "randomized" else 0
+            model = Spec(
+                family, vocabulary(cfg.symbols), positions(test_length), seed, **shared, random_range=random_range
+            )
+            model = model._replace(rope_factor=float(cfg.rope.factor or cfg.test_factor), rope_context=context)
+            runs.append(RunSpec(task, model, train_length=cfg.train_length, test_length=test_length, lr=lr, **training))
     return runs
 
 
@@ -99,10 +76,8 @@ def choose(results: list[dict]) -> dict[str, dict[str, dict]]:
     chosen: dict[str, dict[str, dict]] = {}
     for r in results:
         entry = chosen.setdefault(r["task"], {}).setdefault(r["family"], {"search": {}})
-        entry["search"][f"{r['lr']:g}"] = {
-            "steps": r["steps"],
-            "converged": r["converged"],
-            "validation": r["validations"][-1],
+        entry["search"][f"{r['lr']:g}"] = {k: r[k] for k in ("steps", "converged")} | {
+            "validation": r["validations"][-1]
         }
     for entry in (e for families in chosen.values() for e in families.values()):
         rank = {

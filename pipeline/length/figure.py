@@ -4,7 +4,7 @@ length_generalisation.png    accuracy against test length, one panel per metric 
                              one line per family (the mean over seeds) in a band from the seeds' min to max,
                              the training range shaded, chance dashed; RoPE's test-time extensions dashed (2x)
                              and dotted (3x); a family some of whose seeds missed the criterion says so in the legend
-length_<family>.png          one family's seeds, each its own line, and their mean (its MLflow run's figure)
+length_<family>.png          the same for one family (its MLflow run's figure: `draw` of its results)
 """
 
 from __future__ import annotations
@@ -41,10 +41,6 @@ def legend_label(family: str, runs: list[dict]) -> str:
 
 
 LABELS = {"token_accuracy": "per-token accuracy", "sequence_accuracy": "exact-sequence accuracy"}
-
-
-def family_figure_name(family: str) -> str:
-    return f"length_{family}.png"
 
 
 def _axes(tasks: list[str], title: str):
@@ -106,23 +102,3 @@ def _legend(fig, ax) -> None:
         if ncols == 1 or legend.get_window_extent(fig.canvas.get_renderer()).width <= fig.bbox.width:
             return
         legend.remove()
-
-
-def draw_family(results: list[dict], family: str, train_length: int, symbols: int, path: Path, dpi: int = 110) -> Path:
-    """length_<family>.png: each seed of `family` as its own line, and their mean."""
-    by_task = {task: families[family] for task, families in grouped(results).items() if family in families}
-    tasks = list(by_task)
-    lengths = np.asarray(next(iter(by_task.values()))[0]["lengths"])
-    fig, axes = _axes(tasks, f"{family}: trained on lengths 1-{train_length}, each seed and their mean")
-    for col, task in enumerate(tasks):
-        for row, metric in enumerate(METRICS):
-            ax = axes[row, col]
-            _frame(ax, metric, task, train_length, int(lengths[-1]), 1.0 / symbols if metric == METRICS[0] else None)
-            runs = by_task[task]
-            values = np.array([accuracies(run)[metric] for run in runs])
-            for run, curve in zip(runs, values):
-                ax.plot(lengths, curve, color=style(family)[0], alpha=0.45, linewidth=1, label=f"seed {run['seed']}")
-            ax.plot(lengths, values.mean(axis=0), color="black", linewidth=1.8, label="mean")
-    _legend(fig, axes[0, 0])
-    save(fig, path, dpi)
-    return path

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.base.errors import PipelineError
-from pipeline.length.figure import draw_family, family_figure_name
+from pipeline.length.figure import draw
 from pipeline.length.summary import METRICS, accuracies, grouped
 from pipeline.outputs.tracking import _client, _params, _pending, _server_errors, git_commit
 
@@ -78,7 +78,8 @@ def _log_family(client, run_id: str, family: str, summary: dict, results: list[d
     train_length, symbols = summary["experiment"]["train_length"], summary["experiment"]["symbols"]
     _log_batches(client, run_id, _metric_rows(summary, results, family, now), params + _params({"family": family}))
     client.log_artifact(
-        run_id, str(draw_family(results, family, train_length, symbols, tmp / family_figure_name(family)))
+        run_id,
+        str(draw([r for r in results if r["family"] == family], train_length, symbols, tmp / f"length_{family}.png")),
     )
 
 

@@ -218,22 +218,25 @@ def test_a_sweep_gathers_each_settings_runs_once_in_the_grids_order():
 
     base = {"tasks": ["copy"], "families": ["alibi", "rope"], "seeds": [1], "symbols": 4}
     jobs: list[dict] = []
+    alibi_search = {"copy": {"alibi": {"lr": 0.003}}}
     jobs.append({"status": "finished", "settings": base, "results": [ran("alibi", 1), ran("rope", 1)]})
+    jobs[0]["search"] = alibi_search
     jobs.append(
         {"status": "finished", "settings": {**base, "seeds": [0, 1]}, "results": [ran("rope", 0), ran("rope", 1)]}
     )
     jobs.append({"status": "failed", "settings": {**base, "symbols": 8}})
-    [(name, (setting, runs))] = gather(jobs).items()
+    [(name, (setting, runs, searched))] = gather(jobs).items()
     assert name == "results" and [(r["family"], r["seed"], r["from"]) for r in runs] == [
         ("rope", 0, 1),
         ("rope", 1, 0),
         ("alibi", 1, 0),
     ]
     assert setting == {"tasks": ["copy"], "families": ["rope", "alibi"], "seeds": [0, 1], "symbols": 4}
+    assert searched == alibi_search  # the searches of the setting's jobs
     jobs.append({"status": "finished", "settings": {**base, "symbols": 8}, "results": [ran("nope", 2)]})
     folders = gather(jobs)
     assert len(folders) == 2 and all(name.startswith("results-") for name in folders)
-    assert sorted(len(runs) for _, runs in folders.values()) == [1, 3]
+    assert sorted(len(runs) for _, runs, _ in folders.values()) == [1, 3]
 
 
 def test_the_stage_at_its_smallest_writes_its_results_and_logs_a_run_per_family(tmp_path, private_mlflow_store):
@@ -348,12 +351,39 @@ def test_an_interrupted_run_resumes_to_the_same_bits(tmp_path, monkeypatch):
     monkeypatch.setattr(T, "make_batch", stop_at_150)
     with pytest.raises(KeyboardInterrupt):
         run_one(run, tmp_path / "cut", torch.device("cpu"))
-    assert torch.load(tmp_path / "cut" / "checkpoint.pt", weights_only=True)["record"]["steps"] == 100
+    (checkpoint,) = T.checkpoints(tmp_path / "cut")
+    assert torch.load(checkpoint, weights_only=True)["record"]["steps"] == 100
     monkeypatch.setattr(T, "make_batch", original)
     resumed, _ = run_one(run, tmp_path / "cut", torch.device("cpu"))
-    assert resumed == whole and not (tmp_path / "cut" / "checkpoint.pt").exists()
+    assert resumed == whole and not T.checkpoints(tmp_path / "cut")
     whole_bytes, cut_bytes = ((tmp_path / d / "model.pt").read_bytes() for d in ("whole", "cut"))
     assert whole_bytes == cut_bytes  # the same weights, saved to the same bytes
+
+
+def test_a_damaged_checkpoint_is_named_removed_and_the_run_trained_anew(tmp_path, caplog):
+    """One float of a checkpoint's weights changed in place (its name kept): resuming from it would train other bits;
+    the run says which file it refused and trains from step 0 to the result of a run never stopped."""
+    from pipeline.length import train as T
+    from pipeline.length.runs import plan
+
+    train = replace(TINY["train"], steps=200, batch=16, checkpoint_every=100, validate_every=200)  # no early stop
+    run = next(r for r in plan(tiny(train=train)))
+    whole, _ = run_one(run, tmp_path / "whole", torch.device("cpu"))
+    model = T.build(run.model, torch.device("cpu"))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=run.lr, weight_decay=run.weight_decay).state_dict()
+    record = {"steps": 100, "converged": False, "loss_curve": [9.0], "validations": []}
+    state = {"model": model.state_dict(), "optimizer": optimizer, "record": record}
+    (tmp_path / "cut").mkdir()
+    checkpoint = T.save_checkpoint(tmp_path / "cut", state)  # a sound checkpoint of untrained weights at step 100
+    weights = next(iter(model.state_dict().values())).numpy().tobytes()
+    data = bytearray(checkpoint.read_bytes())
+    at = data.index(weights) + 8
+    data[at] ^= 0x01
+    checkpoint.write_bytes(bytes(data))
+    with caplog.at_level("WARNING", logger="pipeline.length.train"):
+        resumed, _ = run_one(run, tmp_path / "cut", torch.device("cpu"))
+    assert resumed == whole and not checkpoint.exists()
+    assert f"{checkpoint}: its bytes do not match the SHA-256 in its name" in caplog.text
 
 
 # ---------------------------------------------------------------- statistics

@@ -115,7 +115,7 @@ def _train_in_store(item: tuple[RunSpec, str, str, tuple]) -> tuple[dict, dict, 
     import torch
 
     from pipeline.base.locks import machine_lock
-    from pipeline.length.train import run_one
+    from pipeline.length.train import checkpoints, run_one
 
     run, folder, device, extensions = item
     folder_path = Path(folder)
@@ -125,7 +125,7 @@ def _train_in_store(item: tuple[RunSpec, str, str, tuple]) -> tuple[dict, dict, 
         with machine_lock(f"length-run:{folder}", f"the run {run.label} ({folder}) to be trained", timeout=7 * 86400):
             if not done.exists():  # trained meanwhile by another process
                 folder_path.mkdir(parents=True, exist_ok=True)
-                resumed = (folder_path / "checkpoint.pt").exists()
+                resumed = bool(checkpoints(folder_path))
                 log.info("length: %s: %s", run.label, "resuming from its checkpoint" if resumed else "training")
                 result, cost = run_one(run, folder_path, torch.device(device))
                 write_json(folder_path / "cost.json", cost)

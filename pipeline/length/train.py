@@ -8,8 +8,9 @@ task's scored positions). The data depend on the seed and the step only, so ever
 batches, and a run resumed from a checkpoint draws what it would have drawn uninterrupted. Every `validate_every`
 steps the run is validated on held-out strings of every trained length (`validation_batch` a length, their own seed):
 it stops once their exact-sequence accuracy reaches `criterion` (converged), else at the cap `steps` (not converged).
-A checkpoint (weights, optimizer state, step, loss curve, validations) is written every `checkpoint_every` steps; a
-run that finds one continues from it, to the same bits as a run never stopped.
+A checkpoint (weights, optimizer state, step, loss curve, validations) is written every `checkpoint_every` steps, its
+name carrying its content's SHA-256; a run that finds one continues from it, to the same bits as a run never stopped,
+and one whose bytes do not match its name is named in a warning, removed, and the run trains from its start.
 
 Evaluation: for every length n in 1 .. test_length, the same `eval_batch` strings for every run (a generator seeded
 with (eval_seed, n)); the model's most likely token at each answer position given the true tokens before it
@@ -22,6 +23,9 @@ On the CPU a run is deterministic: one thread, torch's deterministic algorithms,
 
 from __future__ import annotations
 
+import hashlib
+import io
+import logging
 import time
 from pathlib import Path
 from typing import NamedTuple
@@ -35,6 +39,7 @@ from pipeline.length.model import Spec, build, positions
 from pipeline.length.tasks import make_batch
 
 LOSS_EVERY = 100  # steps per point of the recorded loss curve
+log = logging.getLogger(__name__)
 
 
 class RunSpec(NamedTuple):
@@ -83,16 +88,15 @@ def draw(run: RunSpec, n: int, batch: int, generator: torch.Generator):
     return strings, positions(run.model, strings.inputs.shape[1], generator)
 
 
-def train(run: RunSpec, checkpoint: Path, device: torch.device) -> tuple[torch.nn.Module, dict]:
+def train(run: RunSpec, folder: Path, device: torch.device) -> tuple[torch.nn.Module, dict]:
     """The trained model of `run` and its record: the loss curve (the mean loss of each LOSS_EVERY steps), the
     validations (held-out in-range exact-sequence accuracy every validate_every steps), the steps trained and whether
-    the criterion was reached; resumes from `checkpoint` when it exists and writes it every run.checkpoint_every
-    steps."""
+    the criterion was reached; resumes from the checkpoint in `folder` when there is a sound one and writes one every
+    run.checkpoint_every steps."""
     model = build(run.model, device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=run.lr, weight_decay=run.weight_decay)
     record = {"steps": 0, "converged": False, "loss_curve": [], "validations": []}
-    if checkpoint.exists():
-        state = torch.load(checkpoint, map_location=device, weights_only=True)
+    if state := load_checkpoint(folder, device):
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         record = state["record"]
@@ -125,7 +129,7 @@ def train(run: RunSpec, checkpoint: Path, device: torch.device) -> tuple[torch.n
         if record["converged"]:
             break
         if done % run.checkpoint_every == 0 and done < run.steps:  # a multiple of LOSS_EVERY: no partial block
-            save(checkpoint, {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "record": record})
+            save_checkpoint(folder, {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "record": record})
         progress.update(done - start)
     return model, record
 
@@ -134,6 +138,35 @@ def save(path: Path, state: dict) -> None:
     """torch.save, atomically (a temporary renamed), to an open file: records named archive/, so the same bytes."""
     with atomic_path(path) as tmp, open(tmp, "wb") as file:
         torch.save(state, file)
+
+
+def save_checkpoint(folder: Path, state: dict) -> Path:
+    """folder/checkpoint-<SHA-256 of its bytes>.pt, atomically, the one before it removed."""
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    path = folder / f"checkpoint-{hashlib.sha256(buffer.getvalue()).hexdigest()}.pt"
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(buffer.getvalue())
+    for old in checkpoints(folder):
+        if old != path:
+            old.unlink()
+    return path
+
+
+def checkpoints(folder: Path) -> list[Path]:
+    return sorted(folder.glob("checkpoint-*.pt"))
+
+
+def load_checkpoint(folder: Path, device: torch.device) -> dict | None:
+    """The state of folder's checkpoint whose bytes match the digest in its name; None when there is none. One that
+    does not match is named in a warning and removed (the run then trains from its start)."""
+    for path in checkpoints(folder):
+        data = path.read_bytes()
+        if path.stem == f"checkpoint-{hashlib.sha256(data).hexdigest()}":
+            return torch.load(io.BytesIO(data), map_location=device, weights_only=True)
+        log.warning("length: %s: its bytes do not match the SHA-256 in its name: removed, the run trains anew", path)
+        path.unlink()
+    return None
 
 
 @torch.no_grad()
@@ -159,12 +192,12 @@ def run_one(run: RunSpec, folder: Path, device: torch.device) -> tuple[dict, dic
     what the run cost: seconds, device). The result holds no time and no device: the same bits on every CPU run."""
     deterministic(device)
     started, cpu = time.perf_counter(), time.process_time()
-    checkpoint = folder / "checkpoint.pt"
-    model, record = train(run, checkpoint, device)
+    model, record = train(run, folder, device)
     trained = time.perf_counter() - started
     counts = evaluate(model, run, device)
     save(folder / "model.pt", model.state_dict())
-    checkpoint.unlink(missing_ok=True)
+    for path in checkpoints(folder):
+        path.unlink()
     result = {
         "task": run.task,
         "family": run.model.family,

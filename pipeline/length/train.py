@@ -129,7 +129,9 @@ def train(run: RunSpec, folder: Path, device: torch.device) -> tuple[torch.nn.Mo
         if record["converged"]:
             break
         if done % run.checkpoint_every == 0 and done < run.steps:  # a multiple of LOSS_EVERY: no partial block
-            save_checkpoint(folder, {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "record": record})
+            save_checkpoint(
+                folder, {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "record": record}
+            )
         progress.update(done - start)
     return model, record
 

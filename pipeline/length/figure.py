@@ -35,9 +35,11 @@ def style(family: str) -> tuple[str, str]:
     return COLOURS.get(base, "tab:gray"), ("-" if not factor else "--" if factor == "2x" else ":")
 
 
-def legend_label(family: str, runs: list[dict]) -> str:
-    converged = sum(run["converged"] for run in runs)
-    return family if converged == len(runs) else f"{family} (not converged: {converged}/{len(runs)})"
+def legend_label(family: str, by_task: dict[str, dict[str, list[dict]]]) -> str:
+    """The family's name and, for each task where some seed missed the criterion, how many seeds reached it."""
+    counts = {task: [run["converged"] for run in families.get(family, [])] for task, families in by_task.items()}
+    missed = [f"{task} {sum(c)}/{len(c)}" for task, c in counts.items() if not all(c)]
+    return f"{family} (converged: {', '.join(missed)})" if missed else family
 
 
 LABELS = {"token_accuracy": "per-token accuracy", "sequence_accuracy": "exact-sequence accuracy"}
@@ -86,7 +88,7 @@ def draw(results: list[dict], train_length: int, symbols: int, path: Path, dpi: 
                 if len(runs) > 1:
                     ax.fill_between(lengths, values.min(axis=0), values.max(axis=0), color=colour, alpha=0.15, lw=0)
                 ax.plot(
-                    lengths, values.mean(axis=0), line, color=colour, linewidth=1.6, label=legend_label(family, runs)
+                    lengths, values.mean(axis=0), line, color=colour, linewidth=1.6, label=legend_label(family, by_task)
                 )
     _legend(fig, axes[0, 0])
     save(fig, path, dpi)

@@ -67,9 +67,11 @@ def test_sentences_swept_together_have_each_sentences_own_bits(monkeypatch):
         )
         for s in range(60)
     ]
-    for at_once, chunk in ((256, sweep.CHUNK_BYTES), (7, sweep.CHUNK_BYTES), (256, 40_000)):
+    cuts = ((256, sweep.CHUNK_BYTES, sweep.PROJECTION_WORK), (7, sweep.CHUNK_BYTES, 5000), (256, 40_000, 1))
+    for at_once, chunk, work in cuts:
         monkeypatch.setattr(sweep, "SENTENCES_AT_ONCE", at_once)
         monkeypatch.setattr(sweep, "CHUNK_BYTES", chunk)
+        monkeypatch.setattr(sweep, "PROJECTION_WORK", work)
         result = sweep.run_sweep(data, data["embeddings"], data["pe"], 16, cfg.sweep, cfg.metrics)
         assert len(result.sentences) == 60
         for s in range(60):
@@ -79,6 +81,22 @@ def test_sentences_swept_together_have_each_sentences_own_bits(monkeypatch):
     assert {c["r_star"] is None for c in crossings} == {True, False}  # some never cross on the grid
     grouped = [e.pairs["w1_1-w2_1"]["group_distance_ratio_hd"] for e in expected]
     assert 10 <= sum(not math.isnan(g) for g in grouped) < 60  # sentences with and without grouped words
+
+
+def test_a_long_sentences_projections_go_in_parts_each_a_progress_step(monkeypatch):
+    """Past PROJECTION_WORK a sentence's weightings are projected in parts, and past CHUNK_BYTES measured in chunks,
+    each reported to the progress (a long sentence's take minutes), with the bits of one part."""
+    rng = np.random.default_rng(3)
+    e, p, words = rng.normal(size=(1, 13, 16)), rng.normal(size=(1, 13, 16)), [[f"w{i}" for i in range(13)]]
+    pairs, ratios = weight_pairs(1, [1, 10], d_model=16), np.array([0.1, 1.0, 10.0])
+    whole = sweep.sweep_sentences(e, p, words, pairs, ratios, 16, [["w0", "w1"]], 3)
+    updates = []
+    monkeypatch.setattr(sweep.Progress, "update", lambda self, done: updates.append((self.total, done)))
+    monkeypatch.setattr(sweep, "PROJECTION_WORK", 2 * 13**3)  # two weightings a part
+    monkeypatch.setattr(sweep, "CHUNK_BYTES", 3 * 16 * 13 * (13 + 16))  # three a chunk
+    same(sweep.sweep_sentences(e, p, words, pairs, ratios, 16, [["w0", "w1"]], 3)[0], whole[0])
+    # 7 weightings (3 pairs, the Transformer's scaling, 3 ratios) projected, then measured
+    assert updates == [(14, 2), (14, 4), (14, 6), (14, 8), (14, 10), (14, 13), (14, 16)]
 
 
 def test_sentence_batches_group_by_length_in_order_within_memory(monkeypatch):

@@ -56,6 +56,10 @@ CHUNK_BYTES = 64 * 2**20
 # Sentences of one length swept together: enough to batch the bisections (about 30 steps each) and numpy's calls,
 # few enough that progress lines still come (the chunk's memory is bounded by CHUNK_BYTES as well).
 SENTENCES_AT_ONCE = 256
+# Weightings projected at once: about S n^3 eigensolver steps each, so a long sentence's go in parts, each a progress
+# step, as the metrics' chunks are (a weighting's projection is its own: the same bits in parts or at once;
+# tests/test_sweep_batches.py).
+PROJECTION_WORK = 2 * 10**9
 
 
 @dataclass(frozen=True)
@@ -115,19 +119,21 @@ def project(
     return round_significant(coords, floor=frame_scale), round_significant(ratio, floor=1.0)
 
 
-def measure(pairs: Sequence[WeightPair], coords: np.ndarray, explained: np.ndarray, ref: Reference) -> dict:
+def measure(
+    pairs: Sequence[WeightPair], coords: np.ndarray, explained: np.ndarray, ref: Reference, progress: Any = None
+) -> dict:
     """Every metric of B weightings of S sentences of n words, each an (S, B) array: coords (S, B, n, 2) their
-    projections (the baseline's first), explained (S, B, 2), ref the sentences' references (e, p (S, n, d))."""
+    projections (the baseline's first), explained (S, B, 2), ref the sentences' references (e, p (S, n, d));
+    each chunk's weightings counted on `progress` (a Progress past the B projections), if given."""
     w1 = np.array([pair.w1 for pair in pairs])[:, None, None]
     w2 = np.array([pair.w2 for pair in pairs])[:, None, None]
     S, n, d = ref.e.shape
     step = max(1, CHUNK_BYTES // (16 * S * n * (n + d)))
-    parts = [
-        batch_metrics(
-            w1[a : a + step] * ref.e[:, None] + w2[a : a + step] * ref.p[:, None], coords[:, a : a + step], ref
-        )
-        for a in range(0, len(pairs), step)
-    ]
+    parts = []
+    for a in range(0, len(pairs), step):
+        weighted = w1[a : a + step] * ref.e[:, None] + w2[a : a + step] * ref.p[:, None]
+        parts.append(batch_metrics(weighted, coords[:, a : a + step], ref))
+        progress and progress.update(len(pairs) + a + step)
     values = {key: np.concatenate([part[key] for part in parts], axis=1) for key in parts[0]}
     baseline_rows = np.array([pair.is_baseline for pair in pairs])
     values["pca_disparity"] = np.where(baseline_rows, 0.0, procrustes_disparities(coords[:, 0], coords))
@@ -198,8 +204,14 @@ def sweep_sentences(
     S, n, _ = e.shape
     ref = Reference(e, p, words, groups, valid_neighbours(neighbours, n))
     batch = pairs + [transformer_pair(d_model)] + grid_pairs(ratios)
-    coords, explained = project(e, p, batch, n_components)
-    values = measure(batch, coords, explained, ref)
+    step = max(1, PROJECTION_WORK // (S * n**3))
+    progress = Progress(f"sweep: the projections and metrics of {S} sentence(s) of {n} words", 2 * len(batch))
+    parts = []
+    for a in range(0, len(batch), step):
+        parts.append(project(e, p, batch[a : a + step], n_components))
+        progress.update(a + step)
+    coords, explained = (np.concatenate(arrays, axis=1) for arrays in zip(*parts))
+    values = measure(batch, coords, explained, ref, progress)
     n_pairs = len(pairs)
     on_grid = positional_wins(
         values["knn_semantic_hd"][:, n_pairs + 1 :], values["knn_positional_hd"][:, n_pairs + 1 :]

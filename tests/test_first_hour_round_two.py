@@ -255,6 +255,7 @@ def test_the_quick_length_figures_legend_fits_its_one_panel_column(tmp_path, mon
             "eval_batch": 10,
             "token_correct": [10 * n if n <= 20 else 2 * n for n in lengths],
             "sequence_correct": [10 if n <= 20 else 0 for n in lengths],
+            "converged": True,
         }
         for family in LENGTH_FAMILIES
     ]
@@ -343,8 +344,10 @@ def test_a_one_seed_length_table_shows_the_value_alone():
     summary = {
         "buckets": {"1-20": None},
         "experiment": {"seeds": [0]},
-        "tasks": {"copy": {"rope": {"token_accuracy": {"1-20": cell}}}},
+        "tasks": {
+            "copy": {"rope": {"token_accuracy": {"1-20": cell}, "training": {"lr": 0.003, "converged": 1, "runs": 1}}}
+        },
     }
-    assert table(summary, "copy").splitlines()[-1] == "| rope | 0.940 |"
+    assert table(summary, "copy").splitlines()[-1] == "| rope (lr 0.003) | 0.940 |"
     summary["experiment"]["seeds"] = [0, 1]
     assert "0.940 ± 0.000 (0.94-0.94)" in table(summary, "copy")

@@ -15,31 +15,48 @@ def line(n: int) -> np.ndarray:
     return np.stack([np.arange(n, dtype=float), np.zeros(n)], axis=1)
 
 
+# One weighting of one sentence: the batch functions of pipeline.core.metrics with B = 1
+def knn_overlap(dist: np.ndarray, dist_reference: np.ndarray, k: int) -> float:
+    return float(m.knn_overlaps(dist[None], m.reference_sets(dist_reference, k), k)[0])
+
+
+def trustworthiness_of(reference: np.ndarray, z: np.ndarray, k: int) -> float:
+    return float(m.trustworthiness_batch(m.reference_ranks(reference), m.pairwise_distances(z)[None], k)[0])
+
+
+def positional_rank_corr(dist: np.ndarray) -> float:
+    return float(m.positional_rank_corrs(dist[None])[0])
+
+
+def group_distance_ratio(dist: np.ndarray, words: list[str], groups: list[list[str]]) -> float:
+    return float(m.sentences_group_ratios(dist[None, None], [m.group_pairs(words, groups)])[0, 0])
+
+
 def test_knn_overlap_identical_and_disjoint():
     x = np.random.default_rng(0).normal(size=(9, 4))
     d = m.pairwise_distances(x)
-    assert m.knn_overlap(d, d, 3) == 1.0
+    assert knn_overlap(d, d, 3) == 1.0
     # two tight clusters {0,1,2} {3,4,5}: with k=2, neighbours stay inside each cluster
     clusters = np.array([[0, 0], [0, 0.1], [0.1, 0], [9, 9], [9, 9.1], [9.1, 9]], dtype=float)
     swapped = clusters[[3, 4, 5, 0, 1, 2]]  # same geometry, points relabelled across clusters
     # relabelled so that reference clusters are {0,2,4} {1,3,5}: shared neighbours 1,0,1,1,0,1 of k=2 each
     mixed = m.pairwise_distances(clusters[[0, 3, 1, 4, 2, 5]])
-    assert m.knn_overlap(m.pairwise_distances(clusters), mixed, 2) == pytest.approx(4 / 12)
-    assert m.knn_overlap(m.pairwise_distances(clusters), m.pairwise_distances(swapped), 2) == 1.0
+    assert knn_overlap(m.pairwise_distances(clusters), mixed, 2) == pytest.approx(4 / 12)
+    assert knn_overlap(m.pairwise_distances(clusters), m.pairwise_distances(swapped), 2) == 1.0
 
 
 def test_knn_overlap_counts_ties_in_the_reference():
     """On a line, point 2's 3 nearest are 1, 3 and one of {0, 4}: either choice is a full match."""
     d = m.pairwise_distances(line(5))
     tilted = m.pairwise_distances(line(5) + np.array([[0, 0], [0, 0], [0, 0], [0, 0], [0, 1e-3]]))
-    assert m.knn_overlap(tilted, d, 3) == 1.0
+    assert knn_overlap(tilted, d, 3) == 1.0
 
 
 def test_positional_neighbours_of_sinusoidal_pe_are_ties_resolved_robustly():
     """PE(i) is as far from PE(i-1) as from PE(i+1): float32 rounding must not turn that into a mismatch."""
     pe = sinusoidal_encoding(11, 50).double().numpy()
     noise = np.random.default_rng(1).normal(scale=1e-4, size=pe.shape)
-    assert m.knn_overlap(m.pairwise_distances(100 * pe + noise), m.pairwise_distances(pe), 3) == 1.0
+    assert knn_overlap(m.pairwise_distances(100 * pe + noise), m.pairwise_distances(pe), 3) == 1.0
 
 
 def test_trustworthiness_is_sklearns():
@@ -48,15 +65,15 @@ def test_trustworthiness_is_sklearns():
     rng = np.random.default_rng(2)
     x, y = rng.normal(size=(12, 6)), rng.normal(size=(12, 2))
     # ranks of distinct distances and a few divisions: equal up to rounding (~1e-16) on any machine
-    assert m.trustworthiness(x, y, 3) == pytest.approx(trustworthiness(x, y, n_neighbors=3))
-    assert m.trustworthiness(x, x[:, :2] * 0 + x @ np.eye(6)[:, :2], 3) <= 1.0
+    assert trustworthiness_of(x, y, 3) == pytest.approx(trustworthiness(x, y, n_neighbors=3))
+    assert trustworthiness_of(x, x[:, :2] * 0 + x @ np.eye(6)[:, :2], 3) <= 1.0
 
 
 def test_positional_rank_corr():
-    assert m.positional_rank_corr(m.pairwise_distances(line(8))) == pytest.approx(1.0)
+    assert positional_rank_corr(m.pairwise_distances(line(8))) == pytest.approx(1.0)
     shuffled = line(8)[[3, 7, 0, 5, 1, 6, 2, 4]]
-    assert m.positional_rank_corr(m.pairwise_distances(shuffled)) < 0.5
-    assert math.isnan(m.positional_rank_corr(m.pairwise_distances(line(2))))
+    assert positional_rank_corr(m.pairwise_distances(shuffled)) < 0.5
+    assert math.isnan(positional_rank_corr(m.pairwise_distances(line(2))))
 
 
 def test_group_distance_ratio():
@@ -64,9 +81,9 @@ def test_group_distance_ratio():
     together = np.array([[0, 0], [0, 1], [10, 0], [10, 1]], dtype=float)
     apart = together[[0, 2, 1, 3]]
     groups = [["king", "queen"], ["dog", "wolf"]]
-    assert m.group_distance_ratio(m.pairwise_distances(together), words, groups) < 0.2
-    assert m.group_distance_ratio(m.pairwise_distances(apart), words, groups) > 1.0
-    assert math.isnan(m.group_distance_ratio(m.pairwise_distances(together), words, [["red", "green"]]))
+    assert group_distance_ratio(m.pairwise_distances(together), words, groups) < 0.2
+    assert group_distance_ratio(m.pairwise_distances(apart), words, groups) > 1.0
+    assert math.isnan(group_distance_ratio(m.pairwise_distances(together), words, [["red", "green"]]))
 
 
 def test_angular_order():
@@ -232,12 +249,12 @@ def test_trustworthiness_and_spearman_match_sklearn_and_scipy(seed):
     # both are ranks and a few float operations on values of size 1: ~1e-16 apart; spearman's Pearson sums of up to
     # 435 ranks (scipy, by machine) ~1e-14. 1e-12 leaves a hundredfold margin and catches any miscounted rank
     for k in range(1, (n - 1) // 2 + 1):
-        assert m.trustworthiness(x, y, k) == pytest.approx(trustworthiness(x, y, n_neighbors=k), abs=1e-12)
+        assert trustworthiness_of(x, y, k) == pytest.approx(trustworthiness(x, y, n_neighbors=k), abs=1e-12)
     dist = m.pairwise_distances(y)
     i, j = np.triu_indices(n, k=1)
-    assert m.positional_rank_corr(dist) == pytest.approx(spearmanr(dist[i, j], j - i).statistic, abs=1e-12)
+    assert positional_rank_corr(dist) == pytest.approx(spearmanr(dist[i, j], j - i).statistic, abs=1e-12)
     tied = np.round(dist, 0)  # many ties on both sides
-    assert m.positional_rank_corr(tied) == pytest.approx(spearmanr(tied[i, j], j - i).statistic, abs=1e-12)
+    assert positional_rank_corr(tied) == pytest.approx(spearmanr(tied[i, j], j - i).statistic, abs=1e-12)
 
 
 def test_pairwise_distances_have_the_bits_of_the_full_difference_formula():

@@ -23,6 +23,11 @@ def _outside_dvc_temp_copy(path: Path) -> Path:
     return path
 
 
+def _under(parent: str, *parts: str) -> property:
+    """A Layout path: `parts` below the Layout path (or field) named `parent`."""
+    return property(lambda self: getattr(self, parent).joinpath(*parts))
+
+
 def checkout_root(start: Path | None = None) -> Path:
     """The checkout the code runs in: the nearest folder above `start` (default: cwd) with dvc.yaml and conf/.
 
@@ -83,27 +88,13 @@ class Layout:
         return self.base / "data" / "cache" / "figures" if _is_root(self.base) else None
 
     # ---- inputs and configuration
-    @property
-    def conf_dir(self) -> Path:
-        return self.base / "conf"
-
-    @property
-    def dvc_yaml(self) -> Path:
-        """The pipeline, generated from pipeline/stages/registry.py."""
-        return self.base / "dvc.yaml"
-
-    @property
-    def dvc_lock(self) -> Path:
-        return self.base / "dvc.lock"
-
-    @property
-    def params(self) -> Path:
-        return self.base / "params.yaml"
+    conf_dir = _under("base", "conf")
+    dvc_yaml = _under("base", "dvc.yaml")  # The pipeline, generated from pipeline/stages/registry.py
+    dvc_lock = _under("base", "dvc.lock")
+    params = _under("base", "params.yaml")
 
     # ---- data/ (DVC-cached stage outputs)
-    @property
-    def data_dir(self) -> Path:
-        return self.base / "data"
+    data_dir = _under("base", "data")
 
     @property
     def work_dirs(self) -> tuple[Path, ...]:
@@ -114,196 +105,75 @@ class Layout:
     def glove_dir(self) -> Path:
         return self.glove or self.data_dir / "glove"
 
-    @property
-    def glove_manifest(self) -> Path:
-        return self.glove_dir / "manifest.json"
-
-    @property
-    def tokens_dir(self) -> Path:
-        return self.data_dir / "tokens"
-
-    @property
-    def tokens(self) -> Path:
-        return self.tokens_dir / "tokens.json"
-
-    @property
-    def encode_dir(self) -> Path:
-        return self.data_dir / "encode"
-
-    @property
-    def encode_summary(self) -> Path:
-        return self.encode_dir / "encode.json"
-
-    @property
-    def pe_matrix(self) -> Path:
-        """(max_len, d) positional encoding."""
-        return self.encode_dir / "pe.npy"
-
-    @property
-    def embedding_matrix(self) -> Path:
-        """(V + 1, d) word vectors by token id; row 0 and OOV rows zero (stage sweep: it depends on the texts, the
-        encoding does not)."""
-        return self.sweep_dir / "embeddings.npy"
-
-    @property
-    def dot_matrix(self) -> Path:
-        return self.encode_dir / "dot.npy"
-
-    @property
-    def distance_matrix(self) -> Path:
-        return self.encode_dir / "distance.npy"
-
-    @property
-    def profiles(self) -> Path:
-        """The sinusoid's 1-D offset profiles (absent for a learned table)."""
-        return self.encode_dir / "profiles.npz"
-
-    @property
-    def matrices_info(self) -> Path:
-        return self.encode_dir / "matrices.json"
-
-    @property
-    def relative_dir(self) -> Path:
-        """RoPE's and ALiBi's diagnostics (stage encode)."""
-        return self.base / "data" / "relative"
-
-    @property
-    def rope_arrays(self) -> Path:
-        """RoPE: scores over (m, n), their spread per offset, decay bounds per base scaling (npz)."""
-        return self.relative_dir / "rope.npz"
-
-    @property
-    def alibi_arrays(self) -> Path:
-        """ALiBi: slopes, (heads, L, L) biases and penalties per head count (npz)."""
-        return self.relative_dir / "alibi.npz"
-
-    @property
-    def families_dir(self) -> Path:
-        """Every position-encoding family side by side (stage encode): RoPE's scalings', MiniLM's arrays."""
-        return self.base / "data" / "families"
-
-    @property
-    def scaling_arrays(self) -> Path:
-        """Per RoPE scaling: decay bound, the expected score with k = q per distance, frequencies, wavelengths (npz)."""
-        return self.families_dir / "scalings.npz"
-
-    @property
-    def minilm_arrays(self) -> Path:
-        """all-MiniLM-L6-v2's table proximity and layer 0's per-head probe logits and attention (npz; only with the
-        optional extra `.[models]`)."""
-        return self.families_dir / "minilm.npz"
-
-    @property
-    def sweep_dir(self) -> Path:
-        return self.data_dir / "sweep"
-
-    @property
-    def projections(self) -> Path:
-        """Every weight pair's and ratio's 2-D projection per sentence (npz)."""
-        return self.sweep_dir / "projections.npz"
-
-    @property
-    def projections_meta(self) -> Path:
-        return self.sweep_dir / "projections.json"
-
-    @property
-    def all_ratio_sweeps_csv(self) -> Path:
-        """Every sentence's metrics against r = W2/W1, long format (reports/plots/ratio_sweep.csv: the first ones)."""
-        return self.sweep_dir / "ratio_sweep.csv"
+    glove_manifest = _under("glove_dir", "manifest.json")
+    tokens_dir = _under("data_dir", "tokens")
+    tokens = _under("tokens_dir", "tokens.json")
+    encode_dir = _under("data_dir", "encode")
+    encode_summary = _under("encode_dir", "encode.json")
+    pe_matrix = _under("encode_dir", "pe.npy")  # (max_len, d) positional encoding
+    # (V + 1, d) word vectors by token id; row 0 and OOV rows zero (stage sweep: it depends on the texts, the encoding
+    # does not)
+    embedding_matrix = _under("sweep_dir", "embeddings.npy")
+    dot_matrix = _under("encode_dir", "dot.npy")
+    distance_matrix = _under("encode_dir", "distance.npy")
+    profiles = _under("encode_dir", "profiles.npz")  # The sinusoid's 1-D offset profiles (absent for a learned table)
+    matrices_info = _under("encode_dir", "matrices.json")
+    relative_dir = _under("data_dir", "relative")  # RoPE's and ALiBi's diagnostics (stage encode)
+    # RoPE: scores over (m, n), their spread per offset, decay bounds per base scaling (npz)
+    rope_arrays = _under("relative_dir", "rope.npz")
+    # ALiBi: slopes, (heads, L, L) biases and penalties per head count (npz)
+    alibi_arrays = _under("relative_dir", "alibi.npz")
+    # Every position-encoding family side by side (stage encode): RoPE's scalings', MiniLM's arrays
+    families_dir = _under("data_dir", "families")
+    # Per RoPE scaling: decay bound, the expected score with k = q per distance, frequencies, wavelengths (npz)
+    scaling_arrays = _under("families_dir", "scalings.npz")
+    # all-MiniLM-L6-v2's table proximity and layer 0's per-head probe logits and attention (npz; only with the optional
+    # extra `.[models]`)
+    minilm_arrays = _under("families_dir", "minilm.npz")
+    sweep_dir = _under("data_dir", "sweep")
+    # Every weight pair's and ratio's 2-D projection per sentence (npz)
+    projections = _under("sweep_dir", "projections.npz")
+    projections_meta = _under("sweep_dir", "projections.json")
+    # Every sentence's metrics against r = W2/W1, long format (reports/plots/ratio_sweep.csv: the first ones)
+    all_ratio_sweeps_csv = _under("sweep_dir", "ratio_sweep.csv")
 
     # ---- reports/ (small, in git, except the figures folder, which DVC caches so that checkouts are exact)
-    @property
-    def reports(self) -> Path:
-        return self.base / "reports"
-
-    @property
-    def metrics(self) -> Path:
-        """The summary of the metrics (encoding, embedding, the first figures.max_sentences sentences, the rest
-        summarised): small in git for any number of sentences; every sentence's in sentence_metrics."""
-        return self.reports / "metrics.json"
-
-    @property
-    def headline_metrics(self) -> Path:
-        """The few metrics DVC shows (`dvc exp show`, `dvc metrics show/diff`); metrics.json holds more."""
-        return self.reports / "headline.json"
-
-    @property
-    def relative_metrics(self) -> Path:
-        """RoPE's and ALiBi's numbers (stage encode); kept out of headline.json."""
-        return self.reports / "relative.json"
-
-    @property
-    def properties_metrics(self) -> Path:
-        """The families x properties table and the RoPE scalings' summary (stage encode), gated."""
-        return self.reports / "properties.json"
-
-    @property
-    def plots_dir(self) -> Path:
-        return self.reports / "plots"
-
-    @property
-    def pe_norms_csv(self) -> Path:
-        return self.plots_dir / "pe_norms.csv"
-
-    @property
-    def offset_distance_csv(self) -> Path:
-        return self.plots_dir / "offset_distance.csv"
-
-    @property
-    def ratio_sweep_csv(self) -> Path:
-        """The metrics against r = W2/W1 of the sentences with figures (figures.max_sentences), long format with a
-        sentence column: DVC's plot of them (every sentence's: all_ratio_sweeps_csv)."""
-        return self.plots_dir / "ratio_sweep.csv"
-
-    @property
-    def sentence_metrics(self) -> Path:
-        """Every sentence's metrics, one row each (DVC-cached: any number of sentences; metrics.json lists the
-        first figures.max_sentences and summarises the rest)."""
-        return self.reports / "sentences.csv"
-
-    @property
-    def study_dir(self) -> Path:
-        """The crossover study (stage study): crossover.json, r_star.csv, crossover_study.png."""
-        return self.reports / "study"
-
-    @property
-    def study_summary(self) -> Path:
-        """Distribution of r* per GloVe dimension and sentence length, the stores used and the dimensions missing."""
-        return self.study_dir / "crossover.json"
-
-    @property
-    def study_table(self) -> Path:
-        """One row per (dimension, sentence): d, length, from_file, sentence, r_star, switches, sqrt_d_semantic."""
-        return self.study_dir / "r_star.csv"
-
-    @property
-    def study_figure(self) -> Path:
-        return self.study_dir / "crossover_study.png"
-
-    @property
-    def figures_dir(self) -> Path:
-        """Every figure, in one folder per stage that draws them (PNG names are unique across them)."""
-        return self.reports / "figures"
-
-    @property
-    def encode_figures_dir(self) -> Path:
-        """The encoding's figures: the matrix, its dot products and distances, the two properties (stage encode)."""
-        return self.figures_dir / "encode"
-
-    @property
-    def relative_figures_dir(self) -> Path:
-        """RoPE's and ALiBi's figures and the families' (stage encode)."""
-        return self.figures_dir / "relative"
-
-    @property
-    def tutorial_figures_dir(self) -> Path:
-        """The tutorials' examples (stage encode; the masks of the texts are the figures stage's)."""
-        return self.figures_dir / "tutorials"
-
-    @property
-    def sweep_figures_dir(self) -> Path:
-        """The projections, panels, ratio sweeps and crossover summary (stage figures)."""
-        return self.figures_dir / "sweep"
+    reports = _under("base", "reports")
+    # The summary of the metrics (encoding, embedding, the first figures.max_sentences sentences, the rest summarised):
+    # small in git for any number of sentences; every sentence's in sentence_metrics
+    metrics = _under("reports", "metrics.json")
+    # The few metrics DVC shows (`dvc exp show`, `dvc metrics show/diff`); metrics.json holds more
+    headline_metrics = _under("reports", "headline.json")
+    # RoPE's and ALiBi's numbers (stage encode); kept out of headline.json
+    relative_metrics = _under("reports", "relative.json")
+    # The families x properties table and the RoPE scalings' summary (stage encode), gated
+    properties_metrics = _under("reports", "properties.json")
+    plots_dir = _under("reports", "plots")
+    pe_norms_csv = _under("plots_dir", "pe_norms.csv")
+    offset_distance_csv = _under("plots_dir", "offset_distance.csv")
+    # The metrics against r = W2/W1 of the sentences with figures (figures.max_sentences), long format with a sentence
+    # column: DVC's plot of them (every sentence's: all_ratio_sweeps_csv)
+    ratio_sweep_csv = _under("plots_dir", "ratio_sweep.csv")
+    # Every sentence's metrics, one row each (DVC-cached: any number of sentences; metrics.json lists the first
+    # figures.max_sentences and summarises the rest)
+    sentence_metrics = _under("reports", "sentences.csv")
+    # The crossover study (stage study): crossover.json, r_star.csv, crossover_study.png
+    study_dir = _under("reports", "study")
+    # Distribution of r* per GloVe dimension and sentence length, the stores used and the dimensions missing
+    study_summary = _under("study_dir", "crossover.json")
+    # One row per (dimension, sentence): d, length, from_file, sentence, r_star, switches, sqrt_d_semantic
+    study_table = _under("study_dir", "r_star.csv")
+    study_figure = _under("study_dir", "crossover_study.png")
+    # Every figure, in one folder per stage that draws them (PNG names are unique across them)
+    figures_dir = _under("reports", "figures")
+    # The encoding's figures: the matrix, its dot products and distances, the two properties (stage encode)
+    encode_figures_dir = _under("figures_dir", "encode")
+    # RoPE's and ALiBi's figures and the families' (stage encode)
+    relative_figures_dir = _under("figures_dir", "relative")
+    # The tutorials' examples (stage encode; the masks of the texts are the figures stage's)
+    tutorial_figures_dir = _under("figures_dir", "tutorials")
+    # The projections, panels, ratio sweeps and crossover summary (stage figures)
+    sweep_figures_dir = _under("figures_dir", "sweep")
 
     @property
     def figure_dirs(self) -> tuple[Path, ...]:
@@ -316,45 +186,23 @@ class Layout:
             self.study_dir,
         )
 
-    @property
-    def report_html(self) -> Path:
-        return self.reports / "report.html"
-
-    @property
-    def mlflow_run(self) -> Path:
-        """What the figures stage logged to MLflow, the same on every machine (DVC-cached output, not in git)."""
-        return self.reports / "mlflow_run.json"
+    report_html = _under("reports", "report.html")
+    # What the figures stage logged to MLflow, the same on every machine (DVC-cached output, not in git)
+    mlflow_run = _under("reports", "mlflow_run.json")
 
     # ---- experiments/length/: the length-generalisation experiment, a DVC project of its own (docs/length-experiment.md)
-    @property
-    def length_dir(self) -> Path:
-        """The experiment's DVC project: its dvc.yaml, dvc.lock, params.yaml and results/."""
-        return self.base / "experiments" / "length"
-
-    @property
-    def length_params(self) -> Path:
-        """Composed from conf/length_experiment.yaml (`python -m pipeline.compose --length`, or `dvc exp run` there)."""
-        return self.length_dir / "params.yaml"
-
-    @property
-    def length_dvc_yaml(self) -> Path:
-        """Generated from the stage registry's LENGTH_STAGES (`python -m pipeline.dvcyaml`)."""
-        return self.length_dir / "dvc.yaml"
-
-    @property
-    def length_results(self) -> Path:
-        """What the experiment reports (small, in git): summary.json, the two CSVs and the figure."""
-        return self.length_dir / "results"
-
-    @property
-    def length_summary(self) -> Path:
-        """Accuracy per task, family and length bucket over seeds (gated: `python -m pipeline.gate`, `length.*`)."""
-        return self.length_results / "summary.json"
-
-    @property
-    def mlflow_last_run(self) -> Path:
-        """The last MLflow run id and store URI (differs per machine; not versioned)."""
-        return self.reports / "mlflow_last_run.json"
+    # The experiment's DVC project: its dvc.yaml, dvc.lock, params.yaml and results/
+    length_dir = _under("base", "experiments", "length")
+    # Composed from conf/length_experiment.yaml (`python -m pipeline.compose --length`, or `dvc exp run` there)
+    length_params = _under("length_dir", "params.yaml")
+    # Generated from the stage registry's LENGTH_STAGES (`python -m pipeline.dvcyaml`)
+    length_dvc_yaml = _under("length_dir", "dvc.yaml")
+    # What the experiment reports (small, in git): summary.json, the two CSVs and the figure
+    length_results = _under("length_dir", "results")
+    # Accuracy per task, family and length bucket over seeds (gated: `python -m pipeline.gate`, `length.*`)
+    length_summary = _under("length_results", "summary.json")
+    # The last MLflow run id and store URI (differs per machine; not versioned)
+    mlflow_last_run = _under("reports", "mlflow_last_run.json")
 
 
 def download_cache(root: Path | None = None) -> Path:

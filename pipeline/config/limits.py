@@ -100,13 +100,17 @@ def pair_count(params: Config) -> int:
     return max(_count(params.sweep.w1), _count(params.sweep.w2))
 
 
-def longest_sentence(params: Config, sentences: Sequence[str]) -> int:
-    """n: the most words of one sentence as the tokenizer splits it, at most tokenizer.maxlen."""
+def word_counts(params: Config, sentences: Sequence[str]) -> list[int]:
+    """The words of each sentence as the tokenizer splits it, at most tokenizer.maxlen."""
     from pipeline.inputs.tokenizer import word_sequence
 
     tok = params.tokenizer
-    n = max((len(word_sequence(s, tok)) for s in sentences), default=0)
-    return min(n, tok.maxlen) if tok.maxlen else n
+    return [min(n, tok.maxlen or n) for n in (len(word_sequence(s, tok)) for s in sentences)]
+
+
+def longest_sentence(params: Config, sentences: Sequence[str]) -> int:
+    """n: the most words of one sentence as the tokenizer splits it, at most tokenizer.maxlen."""
+    return max(word_counts(params, sentences), default=0)
 
 
 def encode_estimate(params: Config) -> tuple[float, str]:
@@ -190,14 +194,11 @@ def block_means_seconds(params: Config) -> tuple[float, str]:
 def label_seconds(params: Config, sentences: Sequence[str]) -> tuple[float, str]:
     """CPU seconds of placing the word labels of the per-sentence figures, and the formula with the numbers."""
     from pipeline.config.figure_sets import drawn_kinds, shown_sentences
-    from pipeline.inputs.tokenizer import word_sequence
 
     kinds, pairs = drawn_kinds(params.figures.name), pair_count(params) + 1  # + 1: the baseline pair
     axes = (pairs if "projection" in kinds else 0) + (min(pairs, 15) if "panels" in kinds else 0)
-    tok = params.tokenizer
     shown = sentences[: shown_sentences(len(sentences), params.figures.max_sentences)]
-    lengths = [len(word_sequence(s, tok)) for s in shown]
-    lengths = [min(n, tok.maxlen) if tok.maxlen else n for n in lengths]
+    lengths = word_counts(params, shown)
     seconds = LABEL_S * axes * sum(lengths)
     return seconds, (
         f"{LABEL_S:g} s x {axes} labelled axes per sentence x {sum(lengths):,} words in the {len(lengths)} sentences "
@@ -466,8 +467,6 @@ def length_estimate(cfg, workers: int) -> tuple[float, float, str]:
 def check_length(cfg, workers: int, on_cpu: bool = True, memory: int | None = None) -> tuple[float, float, str]:
     """Refuse a length config whose memory estimate exceeds MEMORY_SHARE of `memory` (default: this machine's) or, on
     the CPU, whose time estimate exceeds LENGTH_MAX_HOURS; logs and returns the estimate (`length_estimate`)."""
-    import logging
-
     seconds, peak, formula = length_estimate(cfg, workers)
     memory = machine_memory() if memory is None else memory
     if memory and peak > MEMORY_SHARE * memory:

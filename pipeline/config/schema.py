@@ -132,7 +132,7 @@ def invalid(key: str, value: Any, want: str) -> PipelineError:
 class _Checked:
     """Runs the field rules, then `check`, when the dataclass is built (`validate` builds it)."""
 
-    KEY: ClassVar[str]  # where the group sits in the config, e.g. 'sweep.ratios'
+    KEY: ClassVar[str]  # where the group sits in the config, e.g. 'sweep.ratios' (set by _place_groups)
 
     def __post_init__(self) -> None:
         for item in fields(self):
@@ -198,7 +198,6 @@ class DownloadConfig(_Checked):
     """How hard a download tries (glove.source=url); the same for every option (conf/glove/shared/every_source.yaml)
     unless overridden."""
 
-    KEY = "glove.download"
     connect_timeout: float = checked(above(0))  # seconds to open a connection
     read_timeout: float = checked(above(0))  # seconds without a byte before a connection counts as dead
     retries: int = checked(at_least(0))  # retries per URL after failures that made no progress
@@ -214,7 +213,6 @@ class GloveConfig(_Checked):
     keys its source reads, and takes every other key from conf/glove/shared/every_source.yaml. Each kind of source
     (pipeline.inputs.glove_sources.SOURCES) reads the key of its own name (`glove.path` for `path`), null unless it is the source."""
 
-    KEY = "glove"
     name: str = MISSING
     source: str = checked(one_of(GLOVE_SOURCES))
     package: Optional[str] = checked(NON_EMPTY, null=True)  # an installed Python package
@@ -255,7 +253,6 @@ class GloveConfig(_Checked):
 
 @dataclass
 class TextsConfig(_Checked):
-    KEY = "texts"
     name: str = MISSING
     # the texts: a list of sentences, or (null) the sentences of `file`; an option sets one of them
     sentences: Optional[List[str]] = checked(
@@ -285,7 +282,6 @@ class TextsConfig(_Checked):
 class TokenizerConfig(_Checked):
     """Keras's Tokenizer + pad_sequences (conf/tokenizer/keras.yaml: the notebook's calls; glove.yaml: GloVe's splits)."""
 
-    KEY = "tokenizer"
     name: str = MISSING
     # texts_to_sequences keeps only word indices < num_words; null (Keras's own default): every word
     num_words: Optional[int] = checked(at_least(1), null=True)
@@ -311,7 +307,6 @@ LEARNED_ONLY = ("seed", "init", "scale")  # encoding keys only encoding=learned 
 
 @dataclass
 class EncodingConfig(_Checked):
-    KEY = "encoding"
     name: str = checked(
         Rule(f"one of {', '.join(ENCODINGS)} (the encodings the encode stage computes)", lambda v: v in ENCODINGS)
     )
@@ -378,7 +373,6 @@ WEIGHTS = Rule(
 class RatiosConfig(_Checked):
     """The dense sweep of r = W2 / W1 on a log grid (metrics depend only on r when W1 > 0)."""
 
-    KEY = "sweep.ratios"
     min: float = checked(POSITIVE_MAGNITUDE)
     max: float = checked(POSITIVE_MAGNITUDE)
     points: int = checked(between(2, 10000))  # on a log grid from min to max
@@ -393,7 +387,6 @@ class SweepConfig(_Checked):
     the pure word embeddings, always); conf/sweep/seed.yaml holds the notebook's (1, 1), (1, 10), (10, 1),
     (sqrt(d), 1)."""
 
-    KEY = "sweep"
     name: str = MISSING
     w1: Any = checked(WEIGHTS)
     w2: Any = checked(WEIGHTS)
@@ -421,7 +414,6 @@ class SweepConfig(_Checked):
 
 @dataclass
 class MetricsConfig(_Checked):
-    KEY = "metrics"
     name: str = MISSING
     neighbours: int = checked(at_least(1))  # k of k-NN and trustworthiness (lowered for short sentences)
     groups: List[List[str]] = checked(  # semantic groups whose within-group distances are compared to all pairs
@@ -431,7 +423,6 @@ class MetricsConfig(_Checked):
 
 @dataclass
 class FiguresConfig(_Checked):
-    KEY = "figures"
     name: str = checked(
         Rule(
             f"one of {', '.join(FIGURE_SET_NAMES)} (the figure set: every figure, what a sweep point needs, or none)",
@@ -451,7 +442,6 @@ class FiguresConfig(_Checked):
 class SignatureConfig(_Checked):
     """001: "Random Embedding" vs "Fixed Weight Embedding from Attention is All You Need"."""
 
-    KEY = "tutorials.signature"
     sequence_length: int = checked(at_least(1))  # TextVectorization output_sequence_length
     vocab_size: int = checked(  # TextVectorization max_tokens = embedding rows
         Rule("an integer >= 3 (it counts '' and '[UNK]')", lambda v: v >= 3)
@@ -472,14 +462,12 @@ class SignatureConfig(_Checked):
 
 
 @dataclass
-class MasksConfig(_Checked):
-    KEY = "tutorials.masks"  # 004: padding and look-ahead masks of the configured texts
+class MasksConfig(_Checked):  # 004: padding and look-ahead masks of the configured texts
     display_len: int = checked(at_least(1))  # positions shown (of tokenizer.maxlen)
 
 
 @dataclass
-class PeColumnsConfig(_Checked):
-    KEY = "tutorials.pe_columns"  # 004: d2l plot of PE columns over positions
+class PeColumnsConfig(_Checked):  # 004: d2l plot of PE columns over positions
     encoding_dim: int = checked(at_least(1))
     num_steps: int = checked(at_least(1))
     columns: List[int] = MISSING
@@ -493,22 +481,19 @@ class PeColumnsConfig(_Checked):
 
 
 @dataclass
-class PeHeatmapConfig(_Checked):
-    KEY = "tutorials.pe_heatmap"  # 004: "50 128-dimension positional encodings"
+class PeHeatmapConfig(_Checked):  # 004: "50 128-dimension positional encodings"
     positions: int = checked(at_least(1))
     dim: int = checked(at_least(1))
 
 
 @dataclass
-class RandomEmbeddingConfig(_Checked):
-    KEY = "tutorials.random_embedding"  # 002: np.random.rand embedding + sinusoidal PE
+class RandomEmbeddingConfig(_Checked):  # 002: np.random.rand embedding + sinusoidal PE
     sentence: str = checked(Rule("a non-empty sentence", _has_text))
     embed_dim: int = checked(at_least(1))
 
 
 @dataclass
 class TutorialsConfig(_Checked):
-    KEY = "tutorials"
     name: str = MISSING
     seed: int = checked(at_least(0))  # seeds every random table (torch.Generator; numpy for 002)
     signature: SignatureConfig = MISSING
@@ -520,7 +505,6 @@ class TutorialsConfig(_Checked):
 
 @dataclass
 class TrackingConfig(_Checked):
-    KEY = "tracking"
     name: str = MISSING
     enabled: bool = MISSING
     # null: $MLFLOW_TRACKING_URI if set, else sqlite:///<project root>/mlflow.db (artifacts in mlartifacts/)
@@ -533,7 +517,6 @@ class TrackingConfig(_Checked):
 
 @dataclass
 class StudyConfig(_Checked):
-    KEY = "study"
     name: str = MISSING
     sentences: int = checked(at_least(0))  # random sentences per length (0: only the texts file)
     lengths: List[int] = checked(  # words per sentence
@@ -565,7 +548,6 @@ ROPE_BASE = Rule("a number > 1 and at most 1e12", lambda v: math.isfinite(v) and
 class RopeConfig(_Checked):
     """Rotary position embeddings (Su et al., RoFormer)."""
 
-    KEY = "relative.rope"
     d_head: int = checked(  # head dimension d (LLaMA: 128)
         Rule("an even integer >= 4 (RoPE rotates pairs; NTK scaling needs d > 2)", lambda v: v >= 4 and v % 2 == 0)
     )
@@ -593,8 +575,7 @@ class RopeConfig(_Checked):
 
 
 @dataclass
-class AlibiConfig(_Checked):
-    KEY = "relative.alibi"  # attention with linear biases (Press et al.)
+class AlibiConfig(_Checked):  # attention with linear biases (Press et al.)
     heads: List[int] = checked(  # head counts (non-powers of two take every other slope of the next power's)
         Rule("a non-empty list of head counts in [1, 256]", lambda v: len(v) > 0 and all(1 <= h <= 256 for h in v))
     )
@@ -609,7 +590,6 @@ class RopeScalingConfig(_Checked):
     original one; conf/relative/default.yaml holds the published settings. LongRoPE is a released model's: its
     per-pair factors and its own contexts."""
 
-    KEY = "relative.scaling"
     original_context: int = checked(between(2, 10**9))  # L: the context the model was trained on
     yarn_beta_fast: float = checked(above(0))  # YaRN: pairs with more rotations in L keep theta_i
     yarn_beta_slow: float = checked(above(0))  # YaRN: pairs with fewer rotations in L get theta_i / s
@@ -642,7 +622,6 @@ class RopeScalingConfig(_Checked):
 class PropertiesConfig(_Checked):
     """The families x properties table (pipeline.core.families, pipeline.core.pe_properties)."""
 
-    KEY = "relative.properties"
     # d: every family's dimension (the sinusoid's, RoPE's head, the random table's), so that the table compares the
     # families, not their sizes; the attention prior of a dot-product proximity P is softmax(P / sqrt(d))
     d: int = checked(Rule("an even integer in [4, 1024] (RoPE rotates pairs)", lambda v: 4 <= v <= 1024 and v % 2 == 0))
@@ -654,7 +633,6 @@ class PropertiesConfig(_Checked):
 
 @dataclass
 class RelativeConfig(_Checked):
-    KEY = "relative"
     name: str = MISSING
     rope: RopeConfig = MISSING
     alibi: AlibiConfig = MISSING
@@ -675,7 +653,6 @@ class RelativeConfig(_Checked):
 class Config(_Checked):
     """The whole config (params.yaml): one field per group of conf/, in pipeline order."""
 
-    KEY = ""
     glove: GloveConfig = MISSING
     texts: TextsConfig = MISSING
     tokenizer: TokenizerConfig = MISSING
@@ -715,7 +692,6 @@ def _distinct(choices: tuple[str, ...] | None, what: str) -> Rule:
 class LengthModelConfig(_Checked):
     """The tiny causal transformer (pipeline/length/model.py)."""
 
-    KEY = "length.model"
     d_model: int = checked(at_least(2))
     layers: int = checked(at_least(1))
     heads: int = checked(at_least(1))
@@ -734,7 +710,6 @@ class LengthTrainConfig(_Checked):
     """AdamW until the criterion or the step cap, one length per batch, at the learning rate of a search on held-out
     in-range validation (pipeline/length/train.py, runs.py)."""
 
-    KEY = "length.train"
     steps: int = checked(at_least(1))  # the cap: a run that has not reached the criterion by then is not converged
     batch: int = checked(at_least(1))
     # the search's learning rates (each run once, seed search_seed; one rate: no search)
@@ -756,7 +731,6 @@ class LengthTrainConfig(_Checked):
 class LengthRopeConfig(_Checked):
     """The RoPE family's rotation: base, layout and scaling (pipeline.core.rope, pipeline.core.rope_scaling)."""
 
-    KEY = "length.rope"
     base: float = checked(above(1))
     layout: str = checked(one_of(ROPE_LAYOUTS))
     scaling: str = checked(one_of(SCALINGS))  # trained and tested with it
@@ -776,7 +750,6 @@ class LengthRopeConfig(_Checked):
 class LengthLearnedConfig(_Checked):
     """The learned family's table before training (pipeline.core.random_tables.learned_position_table)."""
 
-    KEY = "length.learned"
     init: str = checked(one_of(INITS))
     scale: float = checked(above(0))  # sqrt(1/2): rows of the sinusoid's norm sqrt(d/2)
 
@@ -786,7 +759,6 @@ class LengthConfig(_Checked):
     """Train short, test long (docs/length-experiment.md): one model per task, family and seed, trained on strings of 1 .. train_length
     symbols and evaluated at every length 1 .. test_factor x train_length."""
 
-    KEY = "length"
     name: str = MISSING
     tasks: List[str] = checked(_distinct(LENGTH_TASKS, "tasks"))
     families: List[str] = checked(_distinct(LENGTH_FAMILIES, "families"))
@@ -821,12 +793,19 @@ class LengthConfig(_Checked):
 class LengthExperimentConfig(_Checked):
     """The length experiment's composition (conf/length_experiment.yaml; experiments/length/params.yaml)."""
 
-    KEY = ""
     length: LengthConfig = MISSING
     tracking: TrackingConfig = MISSING
 
 
 LENGTH_GROUPS = tuple(item.name for item in fields(LengthExperimentConfig))
+
+
+def _place_groups(schema: type, key: str = "") -> None:
+    """Set each group's KEY from the fields that hold it (its place is declared once, by the schema's tree)."""
+    schema.KEY = key
+    for name, hint in _field_types(schema).items():
+        if is_dataclass(hint):
+            _place_groups(hint, f"{key}.{name}" if key else name)
 
 
 class Composition(NamedTuple):
@@ -865,6 +844,10 @@ def compose_command(schema: type | None = None) -> str:
 def _field_types(schema: type) -> dict[str, Any]:
     hints = typing.get_type_hints(schema)
     return {item.name: hints[item.name] for item in fields(schema)}
+
+
+for _composition in COMPOSITIONS:
+    _place_groups(_composition.schema)
 
 
 def key_problems(tree: dict, schema: type = Config, prefix: str = "") -> Iterator[tuple[str, str]]:

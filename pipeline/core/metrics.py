@@ -17,9 +17,9 @@ Every metric is invariant to a global scale of Z, so for W1 > 0 it depends only 
 
 Every function works on a batch: leading axes of B weightings of one sentence (B,), or of S sentences of the same
 length (S, B) measured against their own references (`Reference` of S sentences: the sweep measures thousands of
-sentences and weight pairs at once); the single-sentence forms (`knn_overlap`, `trustworthiness`, ...) are that
-batch with B = 1. The batch axes never change a value's bits: each pair's reductions run over the same
-contiguous axis, in the same order, as one pair of one sentence alone.
+sentences and weight pairs at once); one weighting of one sentence is that batch with B = 1. The batch axes never
+change a value's bits: each pair's reductions run over the same contiguous axis, in the same order, as one pair of
+one sentence alone.
 
 The crossover (`crossover`, `switch_points`) is the exact ratio at which the k-NN curves switch, found by
 bisection between the grid points that bracket a switch (pipeline.core.sweep evaluates the metrics there).
@@ -108,13 +108,6 @@ def knn_overlaps(dist: np.ndarray, reference: np.ndarray, k: int) -> np.ndarray:
     return (shared / k).mean(axis=-1)
 
 
-def knn_overlap(dist: np.ndarray, dist_reference: np.ndarray, k: int) -> float:
-    """Mean over points of |N_k(dist) & R_k| / k, where R_k holds the k nearest points in the reference
-    and every point tied with the k-th (positional encodings tie: i-1 and i+1 are equally far from i).
-    dist, dist_reference: (n, n)."""
-    return float(knn_overlaps(dist[None], reference_sets(dist_reference, k), k)[0])
-
-
 # trustworthiness and Spearman's rho are written out here (tests check them against scikit-learn
 # and scipy): importing sklearn.manifold alone costs more than the whole sweep stage's work
 # (docs/benchmarks-measurements.md#imports-avoided).
@@ -133,21 +126,16 @@ def reference_ranks(reference: np.ndarray) -> np.ndarray:
 
 def trustworthiness_batch(rank: np.ndarray, dist: np.ndarray, k: int) -> np.ndarray:
     """(...,) trustworthiness of embeddings given by their distances dist (..., n, n), against the reference
-    ranks rank (n, n) of reference_ranks, or one per batch entry (broadcastable). Needs k < n / 2."""
+    ranks rank (n, n) of reference_ranks, or one per batch entry (broadcastable). Needs k < n / 2.
+
+    sklearn.manifold.trustworthiness(reference, z, n_neighbors=k) (Euclidean): 1 - 2 / (n k (2n - 3k - 1)) * sum
+    over points i of sum over their k nearest neighbours j in z of max(0, rank of j among i's neighbours in the
+    reference - k)."""
     n = rank.shape[-1]
     mine = neighbours(dist, k)  # (..., n, k)
     ranks = np.take_along_axis(np.broadcast_to(rank, mine.shape[:-1] + (n,)), mine, axis=-1) - k
     penalty = np.where(ranks > 0, ranks, 0).sum(axis=(-2, -1))
     return 1.0 - penalty * (2.0 / (n * k * (2.0 * n - 3.0 * k - 1.0)))
-
-
-def trustworthiness(reference: np.ndarray, z: np.ndarray, k: int) -> float:
-    """sklearn.manifold.trustworthiness(reference, z, n_neighbors=k) (Euclidean), for k < n / 2.
-
-    1 - 2 / (n k (2n - 3k - 1)) * sum over points i of sum over their k nearest neighbours j in z
-    of max(0, rank of j among i's neighbours in the reference - k).
-    """
-    return float(trustworthiness_batch(reference_ranks(reference), pairwise_distances(z)[None], k)[0])
 
 
 def _average_ranks(values: np.ndarray) -> np.ndarray:
@@ -182,12 +170,6 @@ def positional_rank_corrs(dist: np.ndarray) -> np.ndarray:
         return np.where(denominator > 0, (a * b).sum(axis=-1) / denominator, np.nan)
 
 
-def positional_rank_corr(dist: np.ndarray) -> float:
-    """Spearman's rho between the pairwise distances (i < j) of dist (n, n) and |i - j|; nan for fewer than 3
-    points."""
-    return float(positional_rank_corrs(dist[None])[0])
-
-
 def group_pairs(words: Sequence[str], groups: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray]:
     """Index pairs (a, b), a < b, of the words that share a semantic group, group by group."""
     where: dict[str, list[int]] = {}
@@ -202,15 +184,10 @@ def group_pairs(words: Sequence[str], groups: Sequence[Sequence[str]]) -> tuple[
     return np.array(a_list, dtype=np.int64), np.array(b_list, dtype=np.int64)
 
 
-def group_distance_ratios(dist: np.ndarray, words: Sequence[str], groups: Sequence[Sequence[str]]) -> np.ndarray:
-    """(B,) mean distance over word pairs inside a group / mean over all pairs, for dist (B, n, n); nan if no
-    group has 2 words here."""
-    return sentences_group_ratios(dist[None], [group_pairs(words, groups)])[0]
-
-
 def sentences_group_ratios(dist: np.ndarray, pairs: Sequence[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
-    """(S, B) group_distance_ratios of S sentences of n words, dist (S, B, n, n), pairs[s] the group_pairs of
-    sentence s; the sentences that share their grouped pairs are measured together."""
+    """(S, B) mean distance over word pairs inside a group / mean over all pairs (nan if no group has 2 words there)
+    of S sentences of n words, dist (S, B, n, n), pairs[s] the group_pairs of sentence s; the sentences that share
+    their grouped pairs are measured together."""
     n = dist.shape[-1]
     out = np.full(dist.shape[:-2], np.nan)
     i, j = np.triu_indices(n, k=1)
@@ -226,11 +203,6 @@ def sentences_group_ratios(dist: np.ndarray, pairs: Sequence[tuple[np.ndarray, n
         with np.errstate(invalid="ignore", divide="ignore"):
             out[rows] = np.where(overall == 0, np.nan, inside / overall)
     return out
-
-
-def group_distance_ratio(dist: np.ndarray, words: Sequence[str], groups: Sequence[Sequence[str]]) -> float:
-    """Mean distance over word pairs inside a group / mean over all pairs; nan if no group has 2 words here."""
-    return float(group_distance_ratios(dist[None], words, groups)[0])
 
 
 def angular_orders(coords: np.ndarray) -> np.ndarray:
@@ -286,7 +258,7 @@ class Reference:
         self.ranks = reference_ranks(self.e)[lead] if k < self.e.shape[-2] / 2 else None
 
     def group_ratios(self, dist: np.ndarray) -> np.ndarray:
-        """group_distance_ratios of distances dist (B, n, n), or (S, B, n, n) for S sentences."""
+        """The group distance ratios of distances dist (B, n, n), or (S, B, n, n) for S sentences."""
         if self.sentences:
             return sentences_group_ratios(dist, self.pairs)
         return sentences_group_ratios(dist[None], self.pairs)[0]

@@ -39,7 +39,7 @@ import shutil
 import sys
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -67,34 +67,9 @@ class DownloadPolicy:
     reserve_bytes: int = 16 << 20  # free space to leave on the disk
 
     @classmethod
-    def from_config(cls, cfg: dict | None, key: str = "glove.download") -> "DownloadPolicy":
-        """Build from a config mapping; raise PipelineError naming `key.<name>` for a bad value."""
-        cfg = dict(cfg or {})
-        cfg.pop("secret_params", None)  # the config schema's (URLs holding such parameters are refused at compose)
-        known = {f.name for f in fields(cls)}
-        for name, value in cfg.items():
-            if name not in known:
-                raise PipelineError(f"config key {key}.{name} is unknown: expected one of {sorted(known)}.")
-            if name == "progress":
-                if value is not None and not isinstance(value, bool):
-                    raise PipelineError(
-                        f"config key {key}.progress = {value!r} is invalid: it must be true, false or null (auto)."
-                    )
-                continue
-            number = isinstance(value, (int, float)) and not isinstance(value, bool)
-            integer = name in ("retries", "reserve_bytes")
-            if (
-                not number
-                or value < 0
-                or (integer and int(value) != value)
-                or (name.endswith("timeout") and value <= 0)
-            ):
-                raise PipelineError(
-                    f"config key {key}.{name} = {value!r} is invalid: it must be a "
-                    f"{'non-negative integer' if integer else 'positive number'}. "
-                    f"Fix it in conf/glove/ or override it, e.g. `{key}.{name}=...`."
-                )
-        return cls(**cfg)
+    def from_config(cls, cfg) -> "DownloadPolicy":
+        """From glove.download (the schema's DownloadConfig, whose rules have checked every value)."""
+        return cls(cfg.connect_timeout, cfg.read_timeout, cfg.retries, cfg.backoff)
 
 
 class _Transient(Exception):

@@ -17,7 +17,6 @@ and the sizes and SHA-256 of what was read; never a machine's folder or whether 
 from __future__ import annotations
 
 import codecs
-import dataclasses
 import hashlib
 import importlib
 import logging
@@ -135,7 +134,7 @@ def from_url(cfg: Any, target: Path, root: Path, cache_dir: Path) -> dict:
     from pipeline.inputs.download import DownloadPolicy, download
 
     urls = [cfg.url, *cfg.mirrors]
-    policy = DownloadPolicy.from_config(dataclasses.asdict(cfg.download))
+    policy = DownloadPolicy.from_config(cfg.download)
     name = Path(urlparse(cfg.url).path).name or "download"
     pinned = cfg.zip_sha256
     if not pinned:  # unpinned: the cache must not mix up two URLs that end in the same file name

@@ -166,7 +166,7 @@ def test_check_measures_every_row_and_the_largest_n(cpu_run):
         assert (None, None, f"length {family}: eval, 16 strings", "device") in ran
     projected = results["length"]["device"]
     assert projected["seconds"] == pytest.approx(
-        30 * (2000 * projected["seconds_per_step"] + projected["evaluation_seconds"])
+        DOCUMENTED["runs"] * (DOCUMENTED["steps"] * projected["seconds_per_step"] + projected["evaluation_seconds"])
     )
     assert (
         "length experiment, the documented config (60 runs of at most 3,000 steps) on the device: about" in done.stdout

@@ -98,7 +98,7 @@ def test_a_full_disk_at_each_point_of_a_run(project, tmp_path, private_mlflow_st
     outputs' sizes instead of fixed numbers, which every new output would move.
 
     Which margins: 1 MB, then doubling from the first power of 2 above what the journal copies (journal_mb: the
-    doubling from 1 MB runs the margins below it only to end in the journal again) until the run finishes, then
+    margins below it end in the journal as 1 MB does; docs/benchmarks.md#the-test-suite) until the run finishes, then
     halving any gap between two margins whose points are not next to each other in that order, until every point is
     reached. The margins in between are not run: at each point one handler sees every full disk it meets, whichever
     file fills it (an OSError caught in `pipeline.repro` while it saves the journal, in

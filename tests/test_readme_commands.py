@@ -45,7 +45,8 @@ def serve_until_linked(args: list[str], cwd: Path) -> str:
 @pytest.mark.slow  # the README's runs, a 6-job multirun and a DVC experiment: minutes
 def test_the_readme_main_commands_run_in_order_on_a_fresh_clone(ran_project, tmp_path, monkeypatch):
     """The first command, `python -m pipeline.repro` on a fresh clone, is the run `ran_project` made (once for the
-    suite, not again here); the others run in order in a copy of that clone, logging into the clone's own store."""
+    suite, not again here, for speed: docs/benchmarks.md#the-test-suite); the others run in order in a copy of that
+    clone, logging into the clone's own store."""
     monkeypatch.delenv("MLFLOW_TRACKING_URI")  # the clone's own store, as a user's
     first, *lines = readme_commands()
     source, ran, _ = ran_project

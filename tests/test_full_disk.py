@@ -63,6 +63,16 @@ def run_on_full_disk(project: Path, where: Path, margin_mb: int, *overrides: str
         subprocess.run(["umount", "-l", str(where)], capture_output=True)
 
 
+def journal_mb(project: Path) -> int:
+    """MB that the journal copies before a run changes anything: the outputs and files a run may change
+    (pipeline.repro.guarded_paths) of up to pipeline.base.snapshot.LINK_ABOVE bytes (larger ones are hard-linked)."""
+    from pipeline.base.snapshot import LINK_ABOVE
+    from pipeline.repro import guarded_paths
+
+    files = [f for path in guarded_paths(project) for f in (path.rglob("*") if path.is_dir() else [path])]
+    return sum(size for f in files if f.is_file() and 0 < (size := f.stat().st_size) <= LINK_ABOVE) // MB
+
+
 def first_line(result: subprocess.CompletedProcess) -> str:
     return next((line for line in result.stderr.splitlines() if line.startswith(("error", "repro:"))), "")
 
@@ -87,13 +97,15 @@ def test_a_full_disk_at_each_point_of_a_run(project, tmp_path, private_mlflow_st
     finishes; in that order, each one message and the workspace as it was (run_on_full_disk). The margins follow the
     outputs' sizes instead of fixed numbers, which every new output would move.
 
-    Which margins: doubling from 1 MB until the run finishes, then halving any gap between two margins whose points
-    are not next to each other in that order, until every point is reached. The margins in between are not run: at
-    each point one handler sees every full disk it meets, whichever file fills it (an OSError caught in
-    `pipeline.repro` while it saves the journal, in `pipeline.stages._cli.stage_main` for every write of a stage, in
-    `pipeline.repro.MachineErrors` for DVC's), and the workspace is put back on a disk that is full at every one of
-    them; a margin only chooses the file that fills it. Where DVC's copy fills it, the MLflow run the figures stage had
-    logged is ended FAILED (results put back are not reported done)."""
+    Which margins: 1 MB, then doubling from the first power of 2 above what the journal copies (journal_mb: the
+    margins below it end in the journal as 1 MB does; docs/benchmarks.md#the-test-suite) until the run finishes, then
+    halving any gap between two margins whose points are not next to each other in that order, until every point is
+    reached. The margins in between are not run: at each point one handler sees every full disk it meets, whichever
+    file fills it (an OSError caught in `pipeline.repro` while it saves the journal, in
+    `pipeline.stages._cli.stage_main` for every write of a stage, in `pipeline.repro.MachineErrors` for DVC's), and
+    the workspace is put back on a disk that is full at every one of them; a margin only chooses the file that fills
+    it. Where DVC's copy fills it, the MLflow run the figures stage had logged is ended FAILED (results put back are
+    not reported done)."""
     order = ["journal", "stage", "dvc", "finished"]
     reached: dict[int, str] = {}
 
@@ -109,7 +121,8 @@ def test_a_full_disk_at_each_point_of_a_run(project, tmp_path, private_mlflow_st
                     assert store.execute(query, (run[1],)).fetchall() == [("FAILED",)]
         return reached[margin]
 
-    margin = 1
+    point_at(1)
+    margin = 1 << journal_mb(project).bit_length()
     while point_at(margin) != "finished":
         assert margin < 256, reached  # the outputs are tens of MB
         margin *= 2

@@ -61,8 +61,8 @@ def test_ten_million_weight_pairs_are_refused():
     cfg.sweep.w1, cfg.sweep.w2 = [1.0] * 10**7, 1.0  # set on the dataclasses: validating 10^7 items takes minutes
     with pytest.raises(
         PipelineError,
-        match=r"sweep's batched PCA \(80 MB \+ 150 MB \(the compiled eigensolver\) \+ \(pairs \+ 1 \+ ratios\) x n\^2 x 16 \+ pairs x sentences x 6 kB = "
-        r"10,000,042 x 11\^2 x 16 \+ 10,000,000 x 2 x 6 kB.*Fix: use fewer weight pairs \(sweep\.w1",
+        match=r"sweep's batched PCA \(80 MB \+ 150 MB \(the compiled eigensolver\) \+ min\(pairs \+ 1 \+ ratios, 2,000,000,000 / n\^3\) x n\^2 x 16 \+ "
+        r"pairs x sentences x 6 kB = 1,502,629 x 11\^2 x 16 \+ 10,000,000 x 2 x 6 kB.*Fix: use fewer weight pairs \(sweep\.w1",
     ):
         check_limits(cfg, params["texts"]["sentences"], memory=SMALL_MACHINE)
 

@@ -10,9 +10,9 @@ Memory estimates are peak RSS, each a stage process's baseline (its imports) plu
                                                            odd d (f = ceil(N / max_matrix_size); an even-d
                                                            sinusoid needs none): knobs encoding.max_len,
                                                            encoding.max_offset, encoding.max_matrix_size
-    sweep     80 MB + (P + 1 + m) n^2 16 + P S 6 kB        one batched PCA per sentence (each weighting's n x n
-              (+ 150 MB when (P + 1 + m) n^3 exceeds       Gram matrix and eigenvectors) and what every pair keeps
-              eigen.INTERPRETED_WORK)                      per sentence (projections, metrics, their JSON); numba
+    sweep     80 MB + min(P + 1 + m, 2e9 / n^3) n^2 16     one batched PCA per sentence (each weighting's n x n
+              + P S 6 kB (+ 150 MB when (P + 1 + m) n^3    Gram matrix and eigenvectors) and what every pair keeps
+              exceeds eigen.INTERPRETED_WORK)              per sentence (projections, metrics, their JSON); numba
                                                            and the compiled eigensolver beyond small work: knobs
                                                            sweep.w1 / sweep.w2, sweep.ratios.points,
                                                            tokenizer.maxlen
@@ -135,16 +135,17 @@ def sweep_estimate(params: Config, sentences: Sequence[str]) -> tuple[float, str
     """The sweep stage's peak RSS in bytes and its formula with the numbers (module docstring)."""
     pairs, m, n = pair_count(params), params.sweep.ratios.points, longest_sentence(params, sentences)
     from pipeline.core.eigen import INTERPRETED_WORK
+    from pipeline.core.sweep import PROJECTION_WORK
 
-    batch = pairs + 1 + m
+    batch, at_once = pairs + 1 + m, min(pairs + 1 + m, max(1, PROJECTION_WORK // max(1, n) ** 3))  # projected together
     compiled = SWEEP_COMPILED if batch * n**3 > INTERPRETED_WORK else 0.0
-    needed = SWEEP_BASE + compiled + batch * n * n * 16 + pairs * len(sentences) * 6e3
+    needed = SWEEP_BASE + compiled + at_once * n * n * 16 + pairs * len(sentences) * 6e3
     eigensolver = f" + {compiled / 1e6:.0f} MB (the compiled eigensolver)" if compiled else ""
-    formula = (
-        f"{SWEEP_BASE / 1e6:.0f} MB{eigensolver} + (pairs + 1 + ratios) x n^2 x 16 + pairs x sentences x 6 kB = "
-        f"{batch:,} x {n:,}^2 x 16 + {pairs:,} x {len(sentences):,} x 6 kB (n: words of the longest sentence)"
+    return needed, (
+        f"{SWEEP_BASE / 1e6:.0f} MB{eigensolver} + min(pairs + 1 + ratios, {PROJECTION_WORK:,} / n^3) x n^2 x 16 + "
+        f"pairs x sentences x 6 kB = {at_once:,} x {n:,}^2 x 16 + {pairs:,} x {len(sentences):,} x 6 kB (n: the longest "
+        "sentence's words)"
     )
-    return needed, formula
 
 
 def estimates(params: Config, sentences: Sequence[str]) -> list[tuple[str, float, str, str]]:

@@ -335,6 +335,27 @@ def test_unchanged_inputs_are_not_uploaded_again(result, private_mlflow_store, t
     assert sorted(a.path for a in client.list_artifacts(fourth["run_id"], "inputs")) == [f"inputs/{n}" for n in inputs]
 
 
+def test_a_sweeps_shared_inputs_are_looked_up_once_a_process(result, private_mlflow_store, monkeypatch):
+    """The inputs a sweep's jobs share are logged once, on its parent run; a process that logged them (or found them
+    logged) does not ask the store again for its next jobs; another process finds them and logs nothing twice."""
+    from mlflow.tracking import MlflowClient
+
+    from pipeline.outputs import tracking
+
+    layout = result[1]
+    client = MlflowClient(private_mlflow_store)
+    parent = client.create_run(client.create_experiment("shared")).info.run_id
+    asked, ask = [], client.list_artifacts
+    monkeypatch.setattr(client, "list_artifacts", lambda *args: asked.append(args) or ask(*args))
+    folder = tracking._shared_inputs(client, layout, parent)
+    assert tracking._shared_inputs(client, layout, parent) == folder and len(asked) == 1
+    shared = {f"{folder}/{p.name}" for p in (layout.glove_manifest, layout.tokens, layout.encode_summary)}
+    monkeypatch.setattr(tracking, "_SHARED", set())  # another process
+    assert tracking._shared_inputs(client, layout, parent) == folder and len(asked) == 2
+    monkeypatch.setattr(client, "list_artifacts", ask)
+    assert artifact_files(client, parent, folder) == shared
+
+
 def test_two_jobs_logging_one_new_dataset_at_once_both_link_it(private_mlflow_store):
     """The race a parallel sweep hits: MLflow's store looks a dataset up, then inserts it. Another job inserting
     the same dataset in between (injected here at the first flush) fails the first job's insert on the datasets

@@ -159,3 +159,23 @@ def test_a_small_budget_scales_figures_instead_of_leaving_them_out(report):
     png = layout.encode_figures_dir / "pe_heatmap.png"
     assert shrunk_png(png, 2) == shrunk_png(png, 2) and len(shrunk_png(png, 3)) < len(png.read_bytes())
     assert len(embedded_figures(layout, 2, labels, budget=1000)) < len(full)  # nothing fits: the last go
+
+
+def test_a_shrunk_figure_is_kept_in_the_figure_cache(report, tmp_path, monkeypatch):
+    """A figure no edit changed is shrunk once: the figure cache keeps the result by the file's bytes, the step and
+    the code, and gives the same bytes back without Pillow; a damaged entry is found by its SHA-256 and shrunk again."""
+    from PIL import Image
+
+    from pipeline.base.paths import Layout
+    from pipeline.outputs.report import shrunk_png
+
+    png, cache = Layout(report.parents[1]).encode_figures_dir / "pe_heatmap.png", tmp_path / "figures"
+    fresh = shrunk_png(png, 2)
+    assert shrunk_png(png, 2, cache) == fresh
+    (entry,) = cache.iterdir()
+    with monkeypatch.context() as patch:
+        patch.setattr(Image, "open", lambda *args, **kwargs: pytest.fail("shrunk again"))
+        assert shrunk_png(png, 2, cache) == fresh
+    (entry / "shrunk.png").write_bytes(b"damaged")
+    assert shrunk_png(png, 2, cache) == fresh
+    assert shrunk_png(png, 3, cache) == shrunk_png(png, 3) != fresh and len(list(cache.iterdir())) == 2

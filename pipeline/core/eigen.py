@@ -197,7 +197,7 @@ _compiled = None
 # Below this much work (matrices x n^3) in a process, the interpreted kernel finishes before numba is even imported
 # (docs/benchmarks-measurements.md#imports-avoided): a default run's sweep and panels stay below it, while a multirun's
 # jobs, one process, compile once their work adds up past it. The bits are the same either way.
-INTERPRETED_WORK = 150_000
+INTERPRETED_WORK = 300_000
 _interpreted = 0  # the work this process has run interpreted
 
 

@@ -27,7 +27,7 @@ import pickle
 import shutil
 from pathlib import Path
 
-from pipeline.base.files import publish
+from pipeline.base.files import publish, sha256_file
 
 RESULT = "result.pickle"  # in an entry: what the job returned
 SUMS = "sha256.json"  # in an entry: the SHA-256 of each file it holds
@@ -69,10 +69,6 @@ def job_key(job: tuple) -> tuple[str, dict[str, Path]] | None:
     return hashlib.sha256(blob).hexdigest()[:32], outputs
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def restore(entry: Path, outputs: dict[str, Path]) -> tuple[bool, object]:
     """(True, what the job returned) after copying the entry's files to `outputs`; (False, None) when the entry is
     not there, incomplete or damaged (a file whose SHA-256 differs: the entry is removed and the job drawn again)."""
@@ -81,7 +77,7 @@ def restore(entry: Path, outputs: dict[str, Path]) -> tuple[bool, object]:
         result = pickle.loads((entry / RESULT).read_bytes())
     except (OSError, ValueError, pickle.UnpicklingError, EOFError):
         return False, None
-    if set(sums) != set(outputs) or any(_sha256(entry / name) != digest for name, digest in sums.items()):
+    if set(sums) != set(outputs) or any(sha256_file(entry / name) != digest for name, digest in sums.items()):
         shutil.rmtree(entry, ignore_errors=True)
         return False, None
     for name, target in outputs.items():
@@ -95,7 +91,7 @@ def store(entry: Path, outputs: dict[str, Path], result) -> None:
     """Publish what a job drew (the files `outputs`) and returned as the entry `entry`; a job that did not write
     every file it was given a path for is not stored."""
     if all(path.is_file() for path in outputs.values()):
-        sums = {name: _sha256(path) for name, path in outputs.items()}
+        sums = {name: sha256_file(path) for name, path in outputs.items()}
         blobs = {RESULT: pickle.dumps(result), SUMS: json.dumps(sums, sort_keys=True).encode()}
         publish(entry, [(path, name) for name, path in outputs.items()], blobs=blobs)
 

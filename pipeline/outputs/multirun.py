@@ -28,6 +28,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from pipeline.base.files import write_json
+
 SWEEP_FILE = "sweep.json"
 JOB_FILE = "job_result.json"
 SUMMARY_FILE = "sweep_summary.json"
@@ -39,12 +41,6 @@ RSTAR = re.compile(r"r_star\.s\d+")  # a listed sentence's r* in headline.json
 PROPERTIES = "properties."  # the prefix of the families table's numbers among a job's metrics (`job_metrics`)
 
 
-def _write(path: Path, obj: Any) -> None:
-    from pipeline.base.files import write_json
-
-    write_json(path, obj)
-
-
 def start_sweep(sweep_dir: Path, overrides: list[str], parent_run_id: str | None, tracking_uri: str | None) -> dict:
     record = {
         "sweep_id": uuid.uuid4().hex,
@@ -53,7 +49,7 @@ def start_sweep(sweep_dir: Path, overrides: list[str], parent_run_id: str | None
         "tracking_uri": tracking_uri,
         "started": time.time(),
     }
-    _write(Path(sweep_dir) / SWEEP_FILE, record)
+    write_json(Path(sweep_dir) / SWEEP_FILE, record)
     return record
 
 
@@ -63,7 +59,7 @@ def read_sweep(sweep_dir: Path) -> dict | None:
 
 
 def write_job(job_dir: Path, record: dict) -> None:
-    _write(Path(job_dir) / JOB_FILE, record)
+    write_json(Path(job_dir) / JOB_FILE, record)
 
 
 def job_metrics(job_dir: Path) -> dict:

@@ -94,26 +94,37 @@ def tutorial_figures(layout) -> list[str]:
     return sorted(p.name for folder in folders for p in folder.glob("tutorial*.png"))
 
 
-def shrunk_png(path: Path, step: int) -> bytes:
+def shrunk_png(path: Path, step: int, cache: Path | None = None) -> bytes:
     """The PNG at `path` made smaller by SHRINK_STEPS[step] (0: as it is). Deterministic: the palette from Pillow's
     fast octree without dithering, the scaling by Lanczos, the PNG written without timestamps: the same bytes from
-    the same file on every run."""
-    import io
+    the same file on every run. cache: a figure cache folder (pipeline.figures.cache) that keeps each result by the
+    file's bytes, the step and the code: a figure that an edit did not change is shrunk once, for speed
+    (docs/benchmarks.md#the-pipeline)."""
+    import hashlib
+    import tempfile
 
     from PIL import Image
+
+    from pipeline.figures import cache as figure_cache
 
     scale = SHRINK_STEPS[step]
     if scale is None:
         return path.read_bytes()
-    with Image.open(path) as image:
-        image = image.convert("RGB")
-        if scale != 1.0:
-            size = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
-            image = image.resize(size, Image.Resampling.LANCZOS)
-        palette = image.quantize(colors=256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
-    out = io.BytesIO()
-    palette.save(out, "PNG")
-    return out.getvalue()
+    code = f"{step}\0{figure_cache.fingerprint()}\0".encode() + Path(__file__).read_bytes()
+    entry = cache / f"shrunk-{hashlib.sha256(code + path.read_bytes()).hexdigest()[:32]}" if cache else None
+    with tempfile.TemporaryDirectory() as tmp:
+        out = {"shrunk.png": Path(tmp) / "shrunk.png"}
+        if entry is None or not figure_cache.restore(entry, out)[0]:
+            with Image.open(path) as image:
+                image = image.convert("RGB")
+                if scale != 1.0:
+                    size = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
+                    image = image.resize(size, Image.Resampling.LANCZOS)
+                palette = image.quantize(colors=256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
+            palette.save(out["shrunk.png"], "PNG")
+            if entry is not None:
+                figure_cache.store(entry, out, None)
+        return out["shrunk.png"].read_bytes()
 
 
 def embedded_figures(layout, shown: int, pair_labels: Sequence[str], budget: int = IMAGE_BUDGET) -> dict[str, str]:
@@ -154,7 +165,7 @@ def embedded_figures(layout, shown: int, pair_labels: Sequence[str], budget: int
             continue
         name = max(shrinkable, key=lambda n: (len(data[n]), -order.index(n)))  # the largest first
         steps[name] += 1
-        data[name] = shrunk_png(paths[name], steps[name])
+        data[name] = shrunk_png(paths[name], steps[name], layout.figure_cache)
     return {name: "data:image/png;base64," + base64.b64encode(png).decode("ascii") for name, png in data.items()}
 
 

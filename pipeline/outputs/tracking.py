@@ -131,6 +131,7 @@ HTTP_DEFAULTS = {
 }
 
 _CLIENTS: dict[tuple[str, str], tuple[Any, str]] = {}  # (uri, experiment) -> (client, experiment id), per process
+_SHARED: set[tuple[str, str]] = set()  # (parent run, folder) of a sweep's shared inputs known logged (`_shared_inputs`)
 
 
 def _client(configured: str | None, experiment: str, root: Path | None):
@@ -379,9 +380,11 @@ def _shared_inputs(client, layout: "Layout", shared_with: str) -> str:
     files = [path for path in (layout.glove_manifest, layout.tokens, layout.encode_summary) if path.exists()]
     digest = hashlib.sha256("".join(f"{p.name}:{sha256_file(p)}" for p in files).encode()).hexdigest()[:12]
     folder = f"inputs/{digest}"
-    if not client.list_artifacts(shared_with, folder):  # an earlier job of the sweep may have logged them
+    # an earlier job may have logged them; known to this process, not asked again (docs/benchmarks.md#the-pipeline)
+    if (shared_with, folder) not in _SHARED and not client.list_artifacts(shared_with, folder):
         for path in files:
             _log_file(client, shared_with, path, folder)
+    _SHARED.add((shared_with, folder))
     return folder
 
 
@@ -508,14 +511,8 @@ def _log_run(
         input_tags = [RunTag("shared_inputs", f"{folder}/ of the parent run {parent_run_id}")]
         inputs, where = [layout.params], {}
     else:
-        uri, experiment_id = store
-        same_store = previous and (previous.get("tracking_uri"), previous.get("experiment_id")) == (
-            redact(uri),
-            experiment_id,
-        )
-        inputs, input_tags, where = _reused_inputs(
-            client, run_id, inputs, previous.get("inputs") if same_store else None
-        )
+        same = previous and [previous.get(k) for k in ("tracking_uri", "experiment_id")] == [redact(store[0]), store[1]]
+        inputs, input_tags, where = _reused_inputs(client, run_id, inputs, previous.get("inputs") if same else None)
     client.log_batch(
         run_id,
         params=_params(params),

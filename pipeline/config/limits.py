@@ -77,8 +77,8 @@ JOB_SECONDS = {"none": 1.6, "summary": 3.3, "all": 18.5}
 # Beyond this, a multirun is refused whatever the memory (its time and kept configs: docs/benchmarks-measurements.md
 # #limits): split it into sweeps, or sweep the weights inside one job.
 MAX_JOBS = 100_000
-# Items of a list (counted by commas before Hydra parses an override): composing takes time linear in them, and one
-# job's sweep stage then keeps about 6 kB a pair per sentence.
+# Items of a list (counted by commas before Hydra parses an override): composing and a job's sweep stage grow
+# linearly in them (docs/benchmarks-measurements.md#limits).
 MAX_PAIRS = 100_000
 PAIR_KEYS = ("sweep.w1", "sweep.w2")
 
@@ -134,10 +134,10 @@ def encode_estimate(params: Config) -> tuple[float, str]:
 def sweep_estimate(params: Config, sentences: Sequence[str]) -> tuple[float, str]:
     """The sweep stage's peak RSS in bytes and its formula with the numbers (module docstring)."""
     pairs, m, n = pair_count(params), params.sweep.ratios.points, longest_sentence(params, sentences)
-    from pipeline.core.eigen import INTERPRETED_WORK
-    from pipeline.core.sweep import PROJECTION_WORK
+    from pipeline.core.eigen import INTERPRETED_WORK, PROJECTION_WORK
 
-    batch, at_once = pairs + 1 + m, min(pairs + 1 + m, max(1, PROJECTION_WORK // max(1, n) ** 3))  # projected together
+    batch = pairs + 1 + m
+    at_once = min(batch, max(1, PROJECTION_WORK // max(1, n) ** 3))  # the weightings projected together
     compiled = SWEEP_COMPILED if batch * n**3 > INTERPRETED_WORK else 0.0
     needed = SWEEP_BASE + compiled + at_once * n * n * 16 + pairs * len(sentences) * 6e3
     eigensolver = f" + {compiled / 1e6:.0f} MB (the compiled eigensolver)" if compiled else ""

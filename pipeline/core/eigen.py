@@ -198,6 +198,9 @@ _compiled = None
 # (docs/benchmarks-measurements.md#imports-avoided): a default run's sweep and panels stay below it, while a multirun's
 # jobs, one process, compile once their work adds up past it. The bits are the same either way.
 INTERPRETED_WORK = 300_000
+# The work (matrices x n^3) a caller hands the eigensolver at once: beyond it, a long sentence's weightings go in
+# parts, each a progress step (a matrix's eigenvectors are its own: the same bits in parts or at once)
+PROJECTION_WORK = 2 * 10**9
 _interpreted = 0  # the work this process has run interpreted
 
 

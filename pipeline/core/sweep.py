@@ -44,6 +44,7 @@ from pipeline.core.metrics import (
     procrustes_disparities,
     valid_neighbours,
 )
+from pipeline.core.eigen import PROJECTION_WORK  # a long sentence's weightings projected in parts
 from pipeline.core.projection import weighted_pca
 from pipeline.core.weights import WeightPair, weight_pairs
 
@@ -56,10 +57,6 @@ CHUNK_BYTES = 64 * 2**20
 # Sentences of one length swept together: enough to batch the bisections (about 30 steps each) and numpy's calls,
 # few enough that progress lines still come (the chunk's memory is bounded by CHUNK_BYTES as well).
 SENTENCES_AT_ONCE = 256
-# Weightings projected at once: about S n^3 eigensolver steps each, so a long sentence's go in parts, each a progress
-# step, as the metrics' chunks are (a weighting's projection is its own: the same bits in parts or at once;
-# tests/test_sweep_batches.py).
-PROJECTION_WORK = 2 * 10**9
 
 
 @dataclass(frozen=True)
@@ -120,11 +117,11 @@ def project(
 
 
 def measure(
-    pairs: Sequence[WeightPair], coords: np.ndarray, explained: np.ndarray, ref: Reference, progress: Any = None
+    pairs: Sequence[WeightPair], coords: np.ndarray, explained: np.ndarray, ref: Reference, progress: Progress
 ) -> dict:
     """Every metric of B weightings of S sentences of n words, each an (S, B) array: coords (S, B, n, 2) their
     projections (the baseline's first), explained (S, B, 2), ref the sentences' references (e, p (S, n, d));
-    each chunk's weightings counted on `progress` (a Progress past the B projections), if given."""
+    each chunk's weightings counted on `progress` (past the B projections)."""
     w1 = np.array([pair.w1 for pair in pairs])[:, None, None]
     w2 = np.array([pair.w2 for pair in pairs])[:, None, None]
     S, n, d = ref.e.shape
@@ -133,7 +130,7 @@ def measure(
     for a in range(0, len(pairs), step):
         weighted = w1[a : a + step] * ref.e[:, None] + w2[a : a + step] * ref.p[:, None]
         parts.append(batch_metrics(weighted, coords[:, a : a + step], ref))
-        progress and progress.update(len(pairs) + a + step)
+        progress.update(len(pairs) + a + step)
     values = {key: np.concatenate([part[key] for part in parts], axis=1) for key in parts[0]}
     baseline_rows = np.array([pair.is_baseline for pair in pairs])
     values["pca_disparity"] = np.where(baseline_rows, 0.0, procrustes_disparities(coords[:, 0], coords))

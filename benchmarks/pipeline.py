@@ -36,7 +36,9 @@ logs to its own store); every pipeline command gets the same `--override`s:
                  job), so that start-up and the first point's one-time work count once
   Hydra floor    the same N-job basic-launcher multirun of a Hydra app that does nothing (one int key, no
                  callbacks, `hydra.job.chdir` unset): what Hydra itself costs a sweep of N points, the multirun
-                 target's reference
+                 target's reference; and the multirun's own overrides run by a Hydra app on this project's conf/
+                 (schema, sweeper) whose task does nothing, without the MLflow parent run: what Hydra costs a job
+                 of this config (composing it, writing its .hydra/ files), before any of the pipeline's work
 
 Method. Every command runs as a child process that the benchmark reaps with os.wait4: wall time, CPU time
 (user + system) and the peak resident set size of the command and of every process it waited for
@@ -337,6 +339,23 @@ if __name__ == "__main__":
 """
 
 
+# The same multirun command as the pipeline's (`python -m pipeline -m ...`: this project's conf/, schema and sweeper), its
+# task doing nothing and no MLflow parent run: what Hydra alone costs a job of this config (composing it, .hydra/ files)
+PROJECT_CONFIG_NOOP_APP = """\
+import hydra
+from pipeline.config.schema import register
+
+register()
+
+@hydra.main(config_path="conf", config_name="config", version_base="1.3")
+def app(cfg):
+    pass
+
+if __name__ == "__main__":
+    app()
+"""
+
+
 def make_hydra_noop(dest: Path) -> Path:
     """A Hydra app that does nothing with a one-key config: the floor of what Hydra's multirun costs per job."""
     (dest / "conf").mkdir(parents=True)
@@ -429,6 +448,14 @@ def run_benchmark(args: argparse.Namespace, work: Path) -> dict:
             cwd=noop.parent,
         )
         figures = [f"figures={args.figures}"]
+        noop_app = clone / "hydra_noop_app.py"  # beside conf/, removed after its run
+        noop_app.write_text(PROJECT_CONFIG_NOOP_APP, encoding="utf-8")
+        results["hydra_noop_project_config"] = runner.measure(
+            f"Hydra, this config, a task doing nothing ({args.points} jobs)",
+            [str(noop_app), "-m", "hydra/launcher=basic", f"hydra.sweep.dir={work / 'hydra-noop-project'}"]
+            + ["~hydra.callbacks.mlflow_parent", *figures, *overrides, "sweep.w2=" + ",".join(values)],
+        )
+        noop_app.unlink()
         sweep_dir = "outputs/multirun/benchmark"
         run = runner.measure(
             f"multirun ({args.points} points)",
@@ -489,6 +516,9 @@ def ratios_and_checks(results: dict) -> tuple[dict, dict]:
         for points in (100, 1000):
             ratios[f"multirun_{points}_points_wall_s"] = m["wall_s"] + (points - m["points"]) * per_point
         ratios["multirun_wall_vs_hydra_noop"] = m["wall_s"] / results["hydra_noop"]["wall_s"]
+        floor = results["hydra_noop_project_config"]["wall_s"]
+        ratios["multirun_wall_vs_hydra_noop_project_config"] = m["wall_s"] / floor
+        ratios["hydra_noop_project_config_vs_hydra_noop"] = floor / results["hydra_noop"]["wall_s"]
     checks = {}
     for key, (op, target) in TARGETS.items():
         if key in ratios:
@@ -548,6 +578,7 @@ def print_results(results: dict) -> None:
             label = "  per point, the sweeper's check (before any job)"
             print(f"  {label:<52} {m['check_per_point_wall_s']:>9.2f}")
         row(f"Hydra floor: a no-op app's {m['points']}-job multirun", results["hydra_noop"], rss=False)
+        row("  the same jobs on this config, a task doing nothing", results["hydra_noop_project_config"], rss=False)
         if m.get("failed_jobs"):
             print(f"  note: {m['failed_jobs']} failed jobs")
     imports = "  ".join(f"{name} {wall:.2f}" for name, wall in results["imports"].items())

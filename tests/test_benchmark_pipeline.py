@@ -23,6 +23,7 @@ SECTIONS = (
     "noop_repro",
     "sweep_edit",
     "multirun",
+    "hydra_noop_project_config",
     "hydra_noop",
     "floor_fresh",
     "floor_noop",
@@ -108,6 +109,11 @@ def test_quick_benchmark_measures_every_section(checkout, tmp_path):
     assert data["ratios"]["multirun_wall_vs_hydra_noop"] == pytest.approx(
         multirun["wall_s"] / data["hydra_noop"]["wall_s"]
     )
+    # and the same jobs' commands with a task doing nothing: what Hydra alone costs a job of this project's config
+    assert data["ratios"]["multirun_wall_vs_hydra_noop_project_config"] == pytest.approx(
+        multirun["wall_s"] / data["hydra_noop_project_config"]["wall_s"]
+    )
+    assert "the same jobs on this config, a task doing nothing" in result.stdout
     assert set(data["checks"]) == set(TARGETS)
     assert all(value > 0 for value in data["ratios"].values())
 

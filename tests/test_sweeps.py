@@ -329,6 +329,39 @@ def test_launcher_configs_compose(launcher, target, expect):
     assert cfg.hydra.callbacks.mlflow_parent._target_ == "pipeline.outputs.parent_run.MultirunParentRun"
 
 
+def test_the_basic_launcher_runs_each_job_on_the_config_the_sweeper_s_check_composed(tmp_path, monkeypatch):
+    """A 3-job multirun with the project's sweeper and the basic launcher composes 4 configs (the sweep's, then one per
+    job), not 7 (the check's and the launcher's each), and each job's config is the one Hydra composes for it alone."""
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    from hydra._internal.hydra import Hydra
+    from hydra._internal.utils import create_config_search_path
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.types import RunMode
+    from omegaconf import OmegaConf, open_dict
+
+    composed, seen = [], []
+    compose = ConfigLoaderImpl.load_configuration
+    monkeypatch.setattr(ConfigLoaderImpl, "load_configuration", lambda *a, **k: composed.append(1) or compose(*a, **k))
+    hydra = Hydra.create_main_hydra2("pipeline", create_config_search_path(str(REPO / "conf")))
+    try:
+        sweep = [
+            "sweep.w2=[1],[2],[3]",
+            "figures=none",
+            f"hydra.sweep.dir={tmp_path}",
+            "~hydra.callbacks.mlflow_parent",
+        ]
+        hydra.multirun("config", lambda cfg: seen.append(OmegaConf.to_yaml(cfg)), overrides=sweep)
+        assert len(composed) == 4 and len(seen) == 3
+        master = hydra.config_loader.load_configuration("config", sweep, run_mode=RunMode.MULTIRUN)
+        for w2, job in zip("123", seen):
+            alone = hydra.config_loader.load_sweep_config(master, [f"sweep.w2=[{w2}]", "figures=none"])
+            with open_dict(alone):
+                del alone["hydra"]  # Hydra hands a job its config without the hydra node
+            assert job == OmegaConf.to_yaml(alone)
+    finally:
+        GlobalHydra.instance().clear()
+
+
 def test_parent_run_is_closed_failed_when_a_sweep_breaks_off(tmp_path, private_mlflow_store):
     """The callback in-process: a sweep whose end never comes (launcher crash) leaves no RUNNING parent, and a
     sweep whose jobs all vanished ends FAILED with exit status 1."""

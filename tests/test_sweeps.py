@@ -327,6 +327,7 @@ def test_launcher_configs_compose(launcher, target, expect):
     assert conf["_target_"].endswith(target)
     assert {k: conf[k] for k in expect} == expect
     assert cfg.hydra.callbacks.mlflow_parent._target_ == "pipeline.outputs.parent_run.MultirunParentRun"
+    assert cfg.hydra.sweeper._target_ == "hydra_plugins.pe_pipeline_sweeper.ComposedOnceSweeper"
 
 
 def test_the_basic_launcher_runs_each_job_on_the_config_the_sweeper_s_check_composed(tmp_path, monkeypatch):

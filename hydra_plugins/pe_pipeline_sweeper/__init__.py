@@ -16,7 +16,8 @@ from hydra._internal.core_plugins.basic_launcher import BasicLauncher
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.types import HydraContext
 
-# Configs the check holds for the launcher at once (about 0.4 MB each): a longer batch's other jobs compose twice
+# Configs the check holds for the launcher at once (0.42 MB each: docs/benchmarks.md#the-pipeline); a longer batch's
+# other jobs compose twice
 KEPT = 512
 
 

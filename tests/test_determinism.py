@@ -85,6 +85,21 @@ def test_json_rounds_nested_and_numpy_floats(tmp_path):
     }
 
 
+def test_json_finds_a_float_or_numpy_int_after_plain_values_at_any_depth(tmp_path):
+    """Lists of ints, strings, bools and None alone are not walked value by value; a float or a numpy int anywhere
+    among them still is rounded or converted."""
+    write_json(
+        tmp_path / "x.json",
+        {"ids": [[1, 2, 3], [4, 5, 1 / 3]], "t": (1, "a", None, True), "m": [1, np.int64(2)], "n": [[[7, 2 / 3]]]},
+    )
+    assert json.loads((tmp_path / "x.json").read_text()) == {
+        "ids": [[1, 2, 3], [4, 5, 0.33333333333]],
+        "t": [1, "a", None, True],
+        "m": [1, 2],
+        "n": [[[7, 0.66666666667]]],
+    }
+
+
 def test_csv_writes_last_bit_neighbours_as_the_same_bytes(tmp_path):
     for name, value in (("a.csv", DISPARITY_A), ("b.csv", DISPARITY_B)):
         write_columns(

@@ -149,14 +149,17 @@ def _rounded_tree(tree: Any) -> Any:
     SIGNIFICANT_DIGITS significant digits of max(|value|, MAGNITUDE_FLOOR), all floats in one array operation (a
     sweep of thousands of weight pairs writes hundreds of thousands of them)."""
     floats: list = []
+    # a list of these alone holds nothing to round: its types are checked in C, not walked (docs/benchmarks.md#json)
+    plain = {int, str, bool, type(None)}
 
     def collect(node: Any) -> None:
         if isinstance(node, dict):
             for value in node.values():
                 collect(value)
         elif isinstance(node, (list, tuple)):
-            for value in node:
-                collect(value)
+            if not plain.issuperset(map(type, node)):
+                for value in node:
+                    collect(value)
         elif isinstance(node, (float, np.floating)):
             floats.append(node)
 
@@ -167,7 +170,7 @@ def _rounded_tree(tree: Any) -> Any:
         if isinstance(node, dict):
             return {key: rebuild(value) for key, value in node.items()}
         if isinstance(node, (list, tuple)):
-            return [rebuild(value) for value in node]
+            return list(node) if plain.issuperset(map(type, node)) else [rebuild(value) for value in node]
         if isinstance(node, (float, np.floating)):
             return next(rounded)
         if isinstance(node, np.integer):

@@ -206,10 +206,6 @@ def rope_decay(
     save(figure, path, dpi)
 
 
-def _exponent_text(exponent: str) -> str:
-    return f"2^({exponent})"
-
-
 def alibi_bias(
     bias: np.ndarray, exponents: Sequence[str], path: Path, *, causal: bool, sequential: str, dpi: int
 ) -> None:
@@ -236,7 +232,7 @@ def alibi_bias(
             cmap=cmap,
             **scale,
         )
-        ax.set_title(f"head {h + 1}: m = {_exponent_text(exponents[h])}", fontsize=10)
+        ax.set_title(f"head {h + 1}: m = 2^({exponents[h]})", fontsize=10)
         ax.set(xlabel="key position j", ylabel="query position i")
         integer_ticks(ax.xaxis, ax.yaxis)
     for ax in axes.flat[len(shown) :]:

@@ -238,7 +238,7 @@ def _transaction(journal, root: Path, command: str, overrides: list[str], dvc_ar
     from pipeline.stages.tokenize import check_tracking
 
     work_dirs = [*Layout(root).work_dirs, download_cache(root)]
-    clean_stale_temporaries(work_dirs)  # what a killed run left
+    clean_stale_temporaries(work_dirs, dvc_idle=True)  # what a killed run left (its DVC too: none runs yet)
     with tempfile.TemporaryDirectory(prefix="pe-repro-") as tmp:
         error_file = Path(tmp) / "error.txt"
         # the stage commands say `python`: make it this interpreter even when its venv is not activated

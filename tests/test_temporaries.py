@@ -80,10 +80,31 @@ def test_other_hosts_and_foreign_names_are_left_alone(tmp_path):
     assert all(path.exists() for path in keep)
 
 
+def test_dvc_s_temporaries_are_removed_only_when_no_dvc_runs(tmp_path):
+    """DVC's own temporaries (dvc_objects' tmp_fname: a link test's, a copy's) carry no pid: they go only when the
+    caller knows no DVC runs in the workspace (pipeline.repro before it starts DVC); look-alikes and folders stay."""
+    from dvc_objects.fs.utils import tmp_fname
+
+    dvc = [tmp_path / tmp_fname(), tmp_path / "figures" / tmp_fname("pe_norms.png")]
+    keep = [tmp_path / "notes.tmp", tmp_path / ".short.tmp", tmp_path / "figures" / "a.png"]
+    for path in dvc + keep:
+        path.parent.mkdir(exist_ok=True)
+        path.write_text("x")
+    (tmp_path / tmp_fname("folder")).mkdir()
+    assert clean_stale_temporaries([tmp_path]) == [] and all(path.exists() for path in dvc)
+    assert sorted(clean_stale_temporaries([tmp_path], dvc_idle=True)) == sorted(dvc)
+    assert all(path.exists() for path in keep) and not any(path.exists() for path in dvc)
+    assert len(list(tmp_path.glob("folder.*.tmp"))) == 1
+
+
 def test_temporaries_are_git_ignored_wherever_they_land(tmp_path):
-    """The names atomic_path, replace_dir and the zip extraction use, in data/, data/cache/ and reports/, are ignored
-    by the project's .gitignore (checked by git itself)."""
+    """The names atomic_path, replace_dir and the zip extraction use, in data/, data/cache/ and reports/, and DVC's
+    own beside the outputs, are ignored by the project's .gitignore (checked by git itself)."""
+    from dvc_objects.fs.utils import tmp_fname
+
     names = [
+        f"reports/{tmp_fname()}",
+        f"data/{tmp_fname('tokens')}",
         f"data/{temp_prefix('tokens.json')}abc.tmp",
         f"data/cache/{temp_prefix('glove-member')}x.txt",
         f"data/{temp_prefix('glove')}xyz/vectors.npy",

@@ -37,6 +37,7 @@ def _umask() -> int:
 # so that git ignores it (.gitignore: .pe-tmp.*) and the next run can tell a killed run's leftovers (same host,
 # process gone) from a running process's work in progress, and remove them (clean_stale_temporaries).
 TEMP_MARK = ".pe-tmp."
+DVC_TEMP = re.compile(r".*\.[A-Za-z0-9_-]{22}\.tmp")  # dvc_objects' tmp_fname: a link test's or a copy's, by DVC
 
 
 def _host() -> str:
@@ -48,19 +49,23 @@ def temp_prefix(name: str) -> str:
     return f"{TEMP_MARK}{_host()}.{os.getpid()}.{name}."
 
 
-def clean_stale_temporaries(folders: Iterable[Path]) -> list[Path]:
+def clean_stale_temporaries(folders: Iterable[Path], dvc_idle: bool = False) -> list[Path]:
     """Remove the temporaries (TEMP_MARK names) that processes of this host no longer alive left in `folders`
-    (searched recursively; not followed into the temporaries themselves). Returns what was removed."""
+    (searched recursively; not followed into the temporaries themselves), and with `dvc_idle` (no DVC runs in the
+    workspace) DVC's own files (DVC_TEMP) a killed DVC left. Returns what was removed."""
     from pipeline.base.processes import running
 
     host, removed = _host(), []
     for folder in folders:
         for current, dirs, files in os.walk(folder):
             for name in [*dirs, *files]:
+                path = Path(current) / name
+                if dvc_idle and DVC_TEMP.fullmatch(name) and name in files:
+                    path.unlink(missing_ok=True)
+                    removed.append(path)
                 if not name.startswith(TEMP_MARK):
                     continue
                 parts = name[len(TEMP_MARK) :].split(".", 2)
-                path = Path(current) / name
                 if len(parts) < 3 or parts[0] != host or not parts[1].isdigit():
                     continue
                 try:

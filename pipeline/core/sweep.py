@@ -97,10 +97,6 @@ def transformer_pair(d_model: int) -> WeightPair:
     return WeightPair(math.sqrt(d_model), 1.0, "sqrt_d", "1")
 
 
-def grid_pairs(ratios: np.ndarray) -> list[WeightPair]:
-    return [WeightPair(1.0, float(r), "1", repr(float(r))) for r in ratios]
-
-
 def project(
     e: np.ndarray, p: np.ndarray, pairs: Sequence[WeightPair], n_components: int = 2
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -200,7 +196,7 @@ def sweep_sentences(
     encodings of their words, words[s] the words of sentence s."""
     S, n, _ = e.shape
     ref = Reference(e, p, words, groups, valid_neighbours(neighbours, n))
-    batch = pairs + [transformer_pair(d_model)] + grid_pairs(ratios)
+    batch = pairs + [transformer_pair(d_model)] + [WeightPair(1.0, float(r), "1", repr(float(r))) for r in ratios]
     step = max(1, PROJECTION_WORK // (S * n**3))
     progress = Progress(f"sweep: the projections and metrics of {S} sentence(s) of {n} words", 2 * len(batch))
     parts = []

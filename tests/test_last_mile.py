@@ -335,10 +335,13 @@ def test_a_stop_while_the_length_experiment_trains_ends_with_the_usual_line(fres
         command = [PY, "-m", "pipeline.length", "length=quick"]
         length = subprocess.Popen(command, cwd=fresh, env=env, stdout=err, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 300
-        while " steps " not in (tmp_path / "err.txt").read_text(encoding="utf-8"):  # training, its workers started
+        # training, with its workers: the log reaches the file in blocks, so a " steps " line read may be from a
+        # phase whose workers have ended and the next phase's not yet started; wait for both
+        while " steps " not in (tmp_path / "err.txt").read_text(encoding="utf-8") or not (
+            started := psutil.Process(length.pid).children(recursive=True)
+        ):
             assert length.poll() is None and time.monotonic() < deadline, (tmp_path / "err.txt").read_text()
             time.sleep(0.2)
-        started = psutil.Process(length.pid).children(recursive=True)
         length.send_signal(signal.SIGTERM)
         length.wait(timeout=120)
     lines = (tmp_path / "err.txt").read_text(encoding="utf-8").strip().splitlines()

@@ -341,19 +341,7 @@ if __name__ == "__main__":
 
 # The same multirun command as the pipeline's (`python -m pipeline -m ...`: this project's conf/, schema and sweeper), its
 # task doing nothing and no MLflow parent run: what Hydra alone costs a job of this config (composing it, .hydra/ files)
-PROJECT_CONFIG_NOOP_APP = """\
-import hydra
-from pipeline.config.schema import register
-
-register()
-
-@hydra.main(config_path="conf", config_name="config", version_base="1.3")
-def app(cfg):
-    pass
-
-if __name__ == "__main__":
-    app()
-"""
+PROJECT_CONFIG_NOOP_APP = "from pipeline.config.schema import register\n\nregister()\n\n" + HYDRA_NOOP_APP
 
 
 def make_hydra_noop(dest: Path) -> Path:

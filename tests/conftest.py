@@ -212,6 +212,46 @@ def run_every_stage(root: Path) -> None:
         stage.run(params, Layout(root), root)
 
 
+EVERY_STAGE_DRIVER = """
+import sys
+from pathlib import Path
+sys.path.insert(0, "tests")
+from conftest import run_every_stage
+run_every_stage(Path(sys.argv[1]))
+"""
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def every_stage_with_env(base: Path, env: dict[str, str]) -> dict[str, str]:
+    """Every stage (run_every_stage) into a fresh folder `base`, in a process of its own with `env` (the libraries read
+    it at start) and no thread or kernel setting of this one's; returns output path -> SHA-256 (output_hashes)."""
+    clean = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES and not k.startswith(("NPY_", "ATEN_"))}
+    result = subprocess.run(
+        [sys.executable, "-c", EVERY_STAGE_DRIVER, str(base)],
+        cwd=REPO,
+        env={**clean, "PE_PROJECT_ROOT": str(base), **env},
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert result.returncode == 0, f"{env}: the stages failed\n{result.stderr[-3000:]}"
+    return output_hashes(base)
+
+
+@pytest.fixture(scope="session")
+def reference_outputs(tmp_path_factory) -> dict[str, str]:
+    """Output path -> SHA-256 of every stage of the default config with no switch (this machine's own kernels, one
+    thread per core; every_stage_with_env), run once per pytest run (built_once): the reference of
+    tests/test_machine_independence.py and of tests/test_last_bit_noise.py."""
+    import json
+
+    def build(folder: Path) -> None:
+        hashes = every_stage_with_env(folder / "run", {})
+        (folder / "hashes.json").write_text(json.dumps(hashes), encoding="utf-8")
+
+    return json.loads((built_once(tmp_path_factory, "reference-run", build) / "hashes.json").read_text("utf-8"))
+
+
 def output_hashes(root: Path) -> dict[str, str]:
     """Output path (relative to `root`, POSIX) -> SHA-256 of every file the stages wrote under data/ and reports/."""
     import hashlib

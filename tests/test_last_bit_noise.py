@@ -22,7 +22,8 @@ get the noise however they reach a kernel (np.sin, a function-level import, a te
 libraries' calls (matplotlib's, numpy's and torch's own) do not; numpy's `@` operator cannot be intercepted, and no
 pipeline module outside pipeline/core/portable.py writes it (a test below).
 
-Four runs of every stage in this process (the default config, the real GloVe vectors, conftest.run_every_stage):
+Three runs of every stage in this process (the default config, the real GloVe vectors, conftest.run_every_stage),
+each against the suite's one run of every stage with no switch (conftest.reference_outputs):
   reference       the code as it is
   portable+noise  the noise in every plain kernel that the pipeline or the portable layer calls (`noise_kernels`):
                   every output keeps its bytes
@@ -376,9 +377,10 @@ def clear_caches() -> None:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """run(...)'s outputs by its arguments, each run once."""
-    done: dict[tuple, dict[str, str]] = {}
+def runs(tmp_path_factory, reference_outputs):
+    """run(...)'s outputs by its arguments, each run once; the reference (no noise) is the suite's one run of every
+    stage with no switch (conftest.reference_outputs, in a process of its own: the bytes do not depend on which)."""
+    done: dict[tuple, dict[str, str]] = {(None, False, 1): reference_outputs}
 
     def get(noise: int | None = None, plain: bool = False, ulps: int = 1) -> dict[str, str]:
         if (noise, plain, ulps) not in done:

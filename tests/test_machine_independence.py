@@ -2,8 +2,7 @@
 CPU, BLAS kernel, libm variant or thread count would, and every stage's every output (the default config, the real
 GloVe 50-d vectors) must come out byte-identical to the run without it.
 
-The switches (each one a separate run of every stage, in a process of its own, so that the libraries read them at
-start):
+The switches (the libraries read them at start, so each run is a process of its own):
   numpy       NPY_DISABLE_CPU_FEATURES: its SIMD dispatch groups this CPU has beyond numpy's baseline (all of them,
               and the top ones only), so numpy's exp, log, power, sort... take the kernels of an older CPU
   openblas    OPENBLAS_CORETYPE: two kernels this CPU can run other than its own
@@ -12,34 +11,27 @@ start):
   libm        GLIBC_TUNABLES without AVX2/FMA: glibc's sin, cos, exp, log... on their non-FMA variants
   threads     one thread for OpenMP, BLAS and torch (the default run has one per core)
 
-A machine can switch off only what it has, so a CPU with AVX-512 shows more than one without; the table of what each
-switch changed is the test's failure message. Other CPU families (an AMD EPYC, an Arm server) run the same code:
-docs/reliability.md, "Byte-identical on every machine", says why their bytes cannot differ.
+They run as two other machines, each with one switch of every library at once (`machines`), as a real other CPU
+differs from this one in all of them: two runs of every stage instead of one a switch. Each library's switch changes
+only that library's kernels, so one switch's change of a last bit shows in its machine's outputs whatever the other
+switches there do; the one way for it to hide, another switch taking away the code path it changes, is kept out by
+the pairing (`machines`). When a machine's outputs differ, each of its switches runs alone, and the failure names
+what each changed.
+
+A machine can switch off only what it has, so a CPU with AVX-512 shows more than one without. Other CPU families (an
+AMD EPYC, an Arm server) run the same code: docs/reliability.md, "Byte-identical on every machine", says why their
+bytes cannot differ.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from functools import lru_cache
-from pathlib import Path
 
 import pytest
 
-from conftest import REPO, output_hashes
+from conftest import THREAD_VARIABLES, every_stage_with_env
 
 pytestmark = pytest.mark.slow
-
-DRIVER = """
-import sys
-from pathlib import Path
-sys.path.insert(0, "tests")
-from conftest import run_every_stage
-run_every_stage(Path(sys.argv[1]))
-"""
-
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 @lru_cache(maxsize=1)
@@ -75,25 +67,33 @@ def switches() -> dict[str, dict[str, str]]:
     return out
 
 
-def run_with_env(base: Path, env: dict[str, str]) -> dict[str, str]:
-    """Every stage in a fresh folder `base`, in a process of its own with `env`; returns output path -> SHA-256."""
-    clean = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES and not k.startswith(("NPY_", "ATEN_"))}
-    result = subprocess.run(
-        [sys.executable, "-c", DRIVER, str(base)],
-        cwd=REPO,
-        env={**clean, "PE_PROJECT_ROOT": str(base), **env},
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert result.returncode == 0, f"{env}: the stages failed\n{result.stderr[-3000:]}"
-    return output_hashes(base)
+def machines() -> dict[str, dict[str, dict[str, str]]]:
+    """Two other machines: name -> their switches (switches() by name). Each gets one switch of every library that has
+    two (numpy, OpenBLAS, ATen: they exclude each other). libm goes with numpy's and ATen's oldest kernels, whose
+    scalar loops call libm where their SIMD kernels compute without it (more of libm reached than alone); MKL and one
+    thread go with ATen's vectorised kernels, as they ran alone."""
+    every = switches()
+    first, second = {}, {}
+    for library in ("numpy", "openblas", "aten"):
+        mine = [name for name in every if name.startswith(library + ":")]
+        first[mine[0]] = every[mine[0]]
+        if len(mine) > 1:
+            second[mine[1]] = every[mine[1]]
+    first["libm: no AVX2/FMA"] = every["libm: no AVX2/FMA"]
+    second["mkl: SSE4_2"], second["threads: 1"] = every["mkl: SSE4_2"], every["threads: 1"]
+    assert set(first) | set(second) == set(every) and not set(first) & set(second)
+    return {"; ".join(first): first, "; ".join(second): second}
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory) -> dict[str, str]:
+def reference(reference_outputs) -> dict[str, str]:
     """The outputs of a run with no switch (this machine's own kernels, one thread per core)."""
-    return run_with_env(tmp_path_factory.mktemp("reference") / "run", {})
+    return reference_outputs
+
+
+def changed(outputs: dict[str, str], reference: dict[str, str]) -> list[str]:
+    assert outputs.keys() == reference.keys()
+    return sorted(name for name in outputs if outputs[name] != reference[name])
 
 
 def test_the_reference_run_writes_every_output(reference):
@@ -115,9 +115,27 @@ def test_the_reference_run_writes_every_output(reference):
     assert len(reference) > 60
 
 
-@pytest.mark.parametrize("setting", list(switches()))
-def test_every_output_is_the_same_bytes_under(setting, reference, tmp_path):
-    outputs = run_with_env(tmp_path / "run", switches()[setting])
-    assert outputs.keys() == reference.keys()
-    differ = sorted(name for name in outputs if outputs[name] != reference[name])
-    assert not differ, f"{setting}: {len(differ)} of {len(outputs)} outputs differ from the reference run: {differ}"
+def test_the_two_machines_take_every_switch_once():
+    """Every switch runs, in one machine only, and no machine sets a variable twice."""
+    on = [name for switches_on in machines().values() for name in switches_on]
+    assert sorted(on) == sorted(switches())
+    for switches_on in machines().values():
+        variables = [variable for env in switches_on.values() for variable in env]
+        assert len(variables) == len(set(variables)), variables
+
+
+@pytest.mark.parametrize("machine", list(machines()))
+def test_every_output_is_the_same_bytes_on(machine, reference, tmp_path):
+    switches_on = machines()[machine]
+    env = {variable: value for switch in switches_on.values() for variable, value in switch.items()}
+    differ = changed(every_stage_with_env(tmp_path / "run", env), reference)
+    if differ:  # which switch: each alone
+        alone = {
+            name: changed(every_stage_with_env(tmp_path / f"alone-{k}", switch), reference)
+            for k, (name, switch) in enumerate(switches_on.items())
+        }
+        table = "\n".join(f"  {name}: {len(files)} differ: {files}" for name, files in alone.items())
+        pytest.fail(
+            f"{machine}: {len(differ)} of {len(reference)} outputs differ from the reference run: {differ}\n"
+            f"each switch alone:\n{table}"
+        )

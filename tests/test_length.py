@@ -239,7 +239,9 @@ def test_a_sweep_gathers_each_settings_runs_once_in_the_grids_order():
     assert sorted(len(runs) for _, runs, _ in folders.values()) == [1, 3]
 
 
-def test_the_stage_at_its_smallest_writes_its_results_and_logs_a_run_per_family(tmp_path, private_mlflow_store):
+def test_the_stage_at_its_smallest_writes_its_results_and_logs_a_run_per_family(
+    tmp_path, private_mlflow_store, monkeypatch
+):
     """The stage in-process (pipeline.stages.length: train, evaluate, the results folder, MLflow) on one family and
     20 steps: the four files, every length in the summary, a finished parent run with the family's run. (The slow
     tests below train every family to check what they learn; tests/test_length_e2e.py runs the stage under DVC.)"""
@@ -252,7 +254,9 @@ def test_the_stage_at_its_smallest_writes_its_results_and_logs_a_run_per_family(
 
     cfg = validate(compose([], REPO, LENGTH), LENGTH.schema)  # tracking: $MLFLOW_TRACKING_URI, the private store
     cfg = replace(cfg, length=tiny(families=["sinusoidal"], train=replace(TINY["train"], steps=20)))
+    monkeypatch.setenv("PE_PROJECT_ROOT", str(tmp_path))  # the run store of this project, not the checkout's
     summary = length.run(cfg, Layout(tmp_path), tmp_path)
+    assert [p.name for p in (tmp_path / "data" / "cache" / "length-runs").iterdir()] != []
     files = sorted(p.name for p in Layout(tmp_path).length_results.iterdir())
     assert files == ["accuracy_by_length.csv", "accuracy_by_seed.csv", "length_generalisation.png", "summary.json"]
     assert list(summary["tasks"]["copy"]) == ["sinusoidal"] and summary["buckets"] == {"1-4": [1, 4], "5-8": [5, 8]}

@@ -75,10 +75,9 @@ def machines() -> dict[str, dict[str, dict[str, str]]]:
     every = switches()
     first, second = {}, {}
     for library in ("numpy", "openblas", "aten"):
-        mine = [name for name in every if name.startswith(library + ":")]
-        first[mine[0]] = every[mine[0]]
-        if len(mine) > 1:
-            second[mine[1]] = every[mine[1]]
+        mine = [name for name in every if name.startswith(library + ":")]  # none: numpy on a CPU of its baseline
+        first.update({name: every[name] for name in mine[:1]})
+        second.update({name: every[name] for name in mine[1:2]})
     first["libm: no AVX2/FMA"] = every["libm: no AVX2/FMA"]
     second["mkl: SSE4_2"], second["threads: 1"] = every["mkl: SSE4_2"], every["threads: 1"]
     assert set(first) | set(second) == set(every) and not set(first) & set(second)

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import REPO, run
+from conftest import run
 
 PY = sys.executable
 # seconds of training: copy, one seed, lengths 1-4 trained and 1-8 tested, a 16-wide one-layer model, 100 steps
@@ -96,10 +96,10 @@ def test_a_parallel_multirun_gathers_its_jobs_runs(checkout, private_mlflow_stor
     assert sorted(families_under_one_parent(private_mlflow_store)) == ["alibi", "nope"]
 
 
-def test_a_bad_length_override_is_one_error_and_writes_nothing(tmp_path):
-    params = REPO / "experiments" / "length" / "params.yaml"
+def test_a_bad_length_override_is_one_error_and_writes_nothing(checkout):
+    params = checkout / "experiments" / "length" / "params.yaml"
     before = params.read_bytes()
-    done = run([PY, "-m", "pipeline.compose", "--length", "length.model.d_model=20"], REPO, check=False)
+    done = run([PY, "-m", "pipeline.compose", "--length", "length.model.d_model=20"], checkout, check=False)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "config key length.model.d_model = 20 is invalid: it must be a multiple of 2 x length.model.heads" in (
         done.stderr

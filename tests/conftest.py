@@ -62,6 +62,45 @@ def pytest_collection_modifyitems(config, items) -> None:
     items.sort(key=lambda item: item.path not in slow_files)  # a stable sort: the order within each part stays
 
 
+# What a run of the suite may leave in the checkout it runs from: Python's and the tools' caches. Tests work in copies
+# and temporary folders; a test that runs something with this checkout as its project leaves files here.
+LEFT_IN_CHECKOUT_OK = {".git", ".venv", "__pycache__", ".pytest_cache", ".ruff_cache"}
+
+
+def checkout_files() -> set[str]:
+    """Every file in this checkout (relative, POSIX), tracked or not, but under LEFT_IN_CHECKOUT_OK's folders."""
+    found = set()
+    for folder, dirs, files in os.walk(REPO):
+        dirs[:] = [d for d in dirs if d not in LEFT_IN_CHECKOUT_OK]
+        found.update(Path(folder, name).relative_to(REPO).as_posix() for name in files)
+    return found
+
+
+def pytest_sessionstart(session) -> None:
+    if not hasattr(session.config, "workerinput"):  # the controller of xdist's workers, or a run without them
+        session.config.stash[CHECKOUT_BEFORE] = checkout_files()
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    """The run fails when a test left a file in this checkout (e.g. a run store, a figure cache, an MLflow store)."""
+    before = session.config.stash.get(CHECKOUT_BEFORE, None)
+    if before is None or os.environ.get("PE_TEST_DEVICE"):  # a worker, or the GPU check's pytest of a few files
+        return
+    left = sorted(checkout_files() - before)
+    if left:
+        writer = session.config.get_terminal_writer()
+        writer.line()
+        writer.line(
+            f"error: the tests left {len(left)} files in the checkout {REPO} (tests work in copies and temporary "
+            f"folders): {left[:20]}",
+            red=True,
+        )
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+CHECKOUT_BEFORE = pytest.StashKey[set]()
+
+
 @pytest.fixture(scope="session")
 def empty_mlflow_store(tmp_path_factory) -> Path | None:
     """An empty SQLite MLflow store (its tables and MLflow's default experiment), made once per pytest run

@@ -291,6 +291,12 @@ def reference_outputs(tmp_path_factory) -> dict[str, str]:
     return json.loads((built_once(tmp_path_factory, "reference-run", build) / "hashes.json").read_text("utf-8"))
 
 
+def changed_outputs(outputs: dict[str, str], reference: dict[str, str]) -> set[str]:
+    """The outputs (output_hashes of a run) whose bytes differ from `reference`'s; both runs wrote the same files."""
+    assert outputs.keys() == reference.keys()
+    return {name for name in outputs if outputs[name] != reference[name]}
+
+
 def output_hashes(root: Path) -> dict[str, str]:
     """Output path (relative to `root`, POSIX) -> SHA-256 of every file the stages wrote under data/ and reports/."""
     import hashlib

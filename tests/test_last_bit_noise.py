@@ -55,7 +55,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import REPO, output_hashes, run_every_stage
+from conftest import REPO, changed_outputs, output_hashes, run_every_stage
 from pipeline.core import eigen, portable
 
 SEEDS = tuple(int(seed) for seed in os.environ.get("PE_NOISE_SEEDS", "0").split(","))
@@ -391,11 +391,6 @@ def runs(tmp_path_factory, reference_outputs):
     return get
 
 
-def changed(outputs: dict[str, str], reference: dict[str, str]) -> set[str]:
-    assert outputs.keys() == reference.keys()
-    return {name for name in outputs if outputs[name] != reference[name]}
-
-
 # What the noise of seed 0 changes when the portable functions are noisy kernels (docs/reliability.md, "Last-bit
 # noise", has every output's expected boundary crossings a run); the other outputs change in some seeds only
 PLAIN_CHANGES = {
@@ -411,7 +406,7 @@ PLAIN_CHANGES = {
 @pytest.mark.parametrize("seed", SEEDS)
 def test_portable_code_keeps_every_output_under_noise(seed, runs):
     """One ulp of noise in every plain kernel moves no output's bytes, figures included."""
-    differ = sorted(changed(runs(noise=seed), runs()))
+    differ = sorted(changed_outputs(runs(noise=seed), runs()))
     assert not differ, f"seed {seed}: {len(differ)} outputs differ from the reference run: {differ}"
 
 
@@ -423,7 +418,7 @@ def test_no_number_written_depends_on_a_plain_kernel(seed, runs):
     rounding boundary. The figures (and the page that embeds them) are the one-ulp run's: a plain kernel may feed a
     figure where one ulp moves no pixel (pipeline.figures.drawing.log_axis)."""
     figures = {name for name in runs() if name.endswith(".png") or name == "reports/report.html"}
-    differ = sorted(changed(runs(noise=seed, ulps=MAGNIFIED), runs()) - figures)
+    differ = sorted(changed_outputs(runs(noise=seed, ulps=MAGNIFIED), runs()) - figures)
     assert not differ, f"seed {seed}: {len(differ)} outputs differ from the reference run: {differ}"
 
 
@@ -432,7 +427,7 @@ def test_no_number_written_depends_on_a_plain_kernel(seed, runs):
 def test_plain_code_under_noise_changes_the_outputs_the_portable_layer_guards(seed, runs):
     """With noisy kernels in the portable functions' place, the outputs they guard change: the same ones on every
     machine with a long double wider than a double (the noise's direction); elsewhere at least rope.npz."""
-    differ = changed(runs(noise=seed, plain=True), runs())
+    differ = changed_outputs(runs(noise=seed, plain=True), runs())
     print(f"seed {seed}: plain code under noise changes {sorted(differ)}")
     if seed == 0 and EXTENDED:
         assert differ == PLAIN_CHANGES

@@ -29,7 +29,7 @@ from functools import lru_cache
 
 import pytest
 
-from conftest import THREAD_VARIABLES, every_stage_with_env
+from conftest import THREAD_VARIABLES, changed_outputs, every_stage_with_env
 
 pytestmark = pytest.mark.slow
 
@@ -90,11 +90,6 @@ def reference(reference_outputs) -> dict[str, str]:
     return reference_outputs
 
 
-def changed(outputs: dict[str, str], reference: dict[str, str]) -> list[str]:
-    assert outputs.keys() == reference.keys()
-    return sorted(name for name in outputs if outputs[name] != reference[name])
-
-
 def test_the_reference_run_writes_every_output(reference):
     """The comparison covers every kind of output: arrays, JSON, CSV, figures, the report."""
     for name in (
@@ -127,10 +122,10 @@ def test_the_two_machines_take_every_switch_once():
 def test_every_output_is_the_same_bytes_on(machine, reference, tmp_path):
     switches_on = machines()[machine]
     env = {variable: value for switch in switches_on.values() for variable, value in switch.items()}
-    differ = changed(every_stage_with_env(tmp_path / "run", env), reference)
+    differ = sorted(changed_outputs(every_stage_with_env(tmp_path / "run", env), reference))
     if differ:  # which switch: each alone
         alone = {
-            name: changed(every_stage_with_env(tmp_path / f"alone-{k}", switch), reference)
+            name: sorted(changed_outputs(every_stage_with_env(tmp_path / f"alone-{k}", switch), reference))
             for k, (name, switch) in enumerate(switches_on.items())
         }
         table = "\n".join(f"  {name}: {len(files)} differ: {files}" for name, files in alone.items())

@@ -338,7 +338,7 @@ def test_penalty_and_half_weight_distance():
 def test_relative_stage_writes_rope_and_alibi_arrays_and_numbers(tmp_path, small_store):
     from pipeline.base.files import read_json
 
-    layout = run_stages(params_for(), tmp_path, small_store, upto="encode")
+    layout = run_stages(params_for("figures=none"), tmp_path, small_store, upto="encode")  # its data, not figures
     summary = read_json(layout.relative_metrics)
     rope_summary = summary["rope"]
     assert set(rope_summary["relative_only"]) == set(rope.LAYOUTS)
@@ -359,7 +359,7 @@ def test_relative_stage_writes_rope_and_alibi_arrays_and_numbers(tmp_path, small
 
 @pytest.mark.slow
 def test_rope_and_alibi_outputs_are_the_same_bytes_twice(tmp_path, small_store):
-    params = params_for("relative.rope.positions=64", "relative.rope.max_distance=1024")
+    params = params_for("relative.rope.positions=64", "relative.rope.max_distance=1024", "figures=none")
     a = run_stages(params, tmp_path / "a", small_store, upto="encode")
     b = run_stages(params, tmp_path / "b", small_store, upto="encode")
     for name in ("rope_arrays", "alibi_arrays", "relative_metrics"):

@@ -206,7 +206,7 @@ def test_more_sentences_than_figures_one_long_table_and_a_summary(tmp_path, smal
     assert "The texts hold 3 sentences" in page and page.count("<h3>Sentence ") == 2
     assert 'alt="crossover r* of every sentence"' in page
 
-    run_stages(params_for(), tmp_path, small_store)
+    run_stages(params_for("figures=none"), tmp_path, small_store)  # the sweep stage reads figures.max_sentences only
     assert "sentences" not in read_json(layout.metrics) and "sentences" not in read_json(layout.headline_metrics)
     assert read_columns(layout.sentence_metrics, ["sentence"])["sentence"].tolist() == [0, 1]
 

@@ -6,6 +6,7 @@ finished, and no "database is locked" may reach the user."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +25,7 @@ LOCKED = ("database is locked", "OperationalError")
 
 
 @pytest.fixture(scope="module")
-def clones(ran_project, tmp_path_factory) -> list[Path]:
+def clones(ran_project, tmp_path_factory, empty_mlflow_store) -> list[Path]:
     """CLONES + 1 copies of the project that have run with figures=none (into a throwaway store): a writer then
     recomputes only the stages its override changes (sweep, figures), which keeps 8 writers affordable (from the
     default run, each would run encode again too: figures.name is one of its params). No figure is drawn: what is
@@ -32,6 +33,7 @@ def clones(ran_project, tmp_path_factory) -> list[Path]:
     is the figure tests' concern."""
     base = tmp_path_factory.mktemp("concurrency")
     first = copy_project(ran_project[0], base / "clone0")
+    shutil.copyfile(empty_mlflow_store, base / "setup.db")  # MLflow's tables made once for the suite (conftest)
     run([PY, "-m", "pipeline.repro", "figures=none"], first, MLFLOW_TRACKING_URI=f"sqlite:///{base / 'setup.db'}")
     # the others: DVC outputs and cache hard-linked (they are replaced, never written in place), the rest copied
     return [first] + [

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import shutil
 import sys
 import zipfile
 from pathlib import Path
@@ -163,12 +164,13 @@ def glove_zip(path: Path, dim: int = 8) -> bytes:
 
 
 @pytest.mark.slow
-def test_netrc_and_proxy_credentials_never_reach_a_file(tmp_path, monkeypatch):
+def test_netrc_and_proxy_credentials_never_reach_a_file(tmp_path, monkeypatch, empty_mlflow_store):
     """The whole pipeline downloads GloVe through a proxy with credentials (HTTP_PROXY=http://user:pw@...) from a host
     that needs basic auth, given in a netrc file (NETRC). Then every file under the test's folder (the project: data/,
     reports/, params.yaml, dvc.lock, .dvc/ cache and run cache; the MLflow store and its artifacts) and the command's
     output are searched for both secrets, plain and base64-encoded as they travel in HTTP headers."""
     project = copy_checkout(tmp_path / "project")
+    shutil.copyfile(empty_mlflow_store, tmp_path / "mlflow-test.db")  # MLflow's tables made once for the suite
     netrc = tmp_path / "secrets" / "netrc"
     netrc.parent.mkdir()
     netrc.write_text(f"machine glove.example.invalid login alice password {SECRET}\n")

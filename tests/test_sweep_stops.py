@@ -46,10 +46,12 @@ def running_job(root: Path) -> bool:
         ("submitit_local", "SIGHUP", False),  # a closed terminal; submitit's jobs trap SIGTERM
     ],
 )
-def test_a_stopped_sweep_leaves_no_process_and_no_running_run(checkout, tmp_path, launcher, signame, to_group):
+def test_a_stopped_sweep_leaves_no_process_and_no_running_run(
+    checkout, private_mlflow_store, launcher, signame, to_group
+):
     from mlflow.tracking import MlflowClient
 
-    store = f"sqlite:///{tmp_path / 'stops.db'}"
+    store = private_mlflow_store
     env = dict(os.environ, PATH=f"{Path(PY).parent}{os.pathsep}{os.environ['PATH']}", MLFLOW_TRACKING_URI=store)
     sweep = subprocess.Popen(
         [PY, "-m", "pipeline", "-m", f"hydra/launcher={launcher}", "sweep.w2=1,2,3,4", "figures=summary"],

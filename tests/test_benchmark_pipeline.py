@@ -74,6 +74,7 @@ def test_quick_benchmark_measures_every_section(checkout, tmp_path):
         for key in ("wall_s", "cpu_s", "peak_rss_mb"):
             assert data[section][key] > 0, (section, key, data[section][key])
     assert data["notebook"]["figures"] == FIGURE_COUNT
+    assert "forced_repro" not in data  # figures=none leaves no figure to cache: the fresh repro is not timed again
     # a forced repro runs every stage, each measured in its own process
     assert list(data["fresh_repro"]["stages"]) == [stage.name for stage in STAGES]
     for name, stage in data["fresh_repro"]["stages"].items():

@@ -65,6 +65,7 @@ def pytest_collection_modifyitems(config, items) -> None:
 # What a run of the suite may leave in the checkout it runs from: Python's and the tools' caches. Tests work in copies
 # and temporary folders; a test that runs something with this checkout as its project leaves files here.
 LEFT_IN_CHECKOUT_OK = {".git", ".venv", "__pycache__", ".pytest_cache", ".ruff_cache"}
+CHECKOUT_BEFORE = pytest.StashKey[set]()  # checkout_files() at the session's start
 
 
 def checkout_files() -> set[str]:
@@ -96,9 +97,6 @@ def pytest_sessionfinish(session, exitstatus) -> None:
             red=True,
         )
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-
-
-CHECKOUT_BEFORE = pytest.StashKey[set]()
 
 
 @pytest.fixture(scope="session")

@@ -37,26 +37,19 @@ def run_bytes(store_uri: str, run_id: str) -> int:
     return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
 
 
-def beside(uri: str) -> str:
-    """The artifact location of an experiment a test creates in its store `uri`: beside the store, as the pipeline's
-    are (MLflow's default, ./mlruns of the cwd, is the checkout)."""
-    from pipeline.outputs.tracking import artifact_location
-
-    return artifact_location(uri)
-
-
 def test_experiment_is_tagged_for_the_runs_table(private_mlflow_store):
     """Created with mlflow.experimentKind = custom_model_development; an existing experiment without it gets it."""
     from mlflow.tracking import MlflowClient
 
-    from pipeline.outputs.tracking import EXPERIMENT_KIND_TAG, prepare_store
+    from pipeline.outputs.tracking import EXPERIMENT_KIND_TAG, artifact_location, prepare_store
 
     js = REPO / ".venv/lib/python3.11/site-packages/mlflow/server/js/build/static/js"
     if js.is_dir():  # the value is one the installed UI knows
         assert any('"custom_model_development"' in p.read_text(errors="ignore") for p in js.glob("main*.js"))
     client = MlflowClient(private_mlflow_store)
     new_id = prepare_store(private_mlflow_store, "fresh", REPO)
-    old_id = client.create_experiment("older", artifact_location=beside(private_mlflow_store))
+    # artifacts beside the store, as the pipeline's are (MLflow's default, ./mlruns of the cwd, is the checkout)
+    old_id = client.create_experiment("older", artifact_location=artifact_location(private_mlflow_store))
     assert EXPERIMENT_KIND_TAG not in client.get_experiment(old_id).tags
     assert prepare_store(private_mlflow_store, "older", REPO) == old_id
     for experiment_id in (new_id, old_id):
@@ -353,7 +346,7 @@ def test_a_sweeps_shared_inputs_are_looked_up_once_a_process(result, private_mlf
     layout = result[1]
     client = MlflowClient(private_mlflow_store)
     parent = client.create_run(
-        client.create_experiment("shared", artifact_location=beside(private_mlflow_store))
+        client.create_experiment("shared", artifact_location=tracking.artifact_location(private_mlflow_store))
     ).info.run_id
     asked, ask = [], client.list_artifacts
     monkeypatch.setattr(client, "list_artifacts", lambda *args: asked.append(args) or ask(*args))
@@ -375,10 +368,10 @@ def test_two_jobs_logging_one_new_dataset_at_once_both_link_it(private_mlflow_st
     from sqlalchemy import event
     from sqlalchemy.orm import Session
 
-    from pipeline.outputs.tracking import _log_inputs
+    from pipeline.outputs.tracking import _log_inputs, artifact_location
 
     first, other = MlflowClient(private_mlflow_store), MlflowClient(private_mlflow_store)
-    experiment = first.create_experiment("race", artifact_location=beside(private_mlflow_store))
+    experiment = first.create_experiment("race", artifact_location=artifact_location(private_mlflow_store))
     run, other_run = (client.create_run(experiment).info.run_id for client in (first, other))
     datasets = [DatasetInput(Dataset(name="glove 6B-50d", digest="5cee3016e3af", source_type="local", source="{}"))]
     injected = []
@@ -408,11 +401,11 @@ def test_large_files_are_logged_compressed(private_mlflow_store, tmp_path):
 
     from mlflow.tracking import MlflowClient
 
-    from pipeline.outputs.tracking import COMPRESS_ABOVE, _log_file
+    from pipeline.outputs.tracking import COMPRESS_ABOVE, _log_file, artifact_location
 
     client = MlflowClient(private_mlflow_store)
     run_id = client.create_run(
-        client.create_experiment("budget", artifact_location=beside(private_mlflow_store))
+        client.create_experiment("budget", artifact_location=artifact_location(private_mlflow_store))
     ).info.run_id
     rows = "".join(f"s{i},{i * 0.001:.6f},{i % 7}\n" for i in range(COMPRESS_ABOVE // 12))
     big, small = tmp_path / "sentences.csv", tmp_path / "metrics.json"

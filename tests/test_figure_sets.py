@@ -140,8 +140,8 @@ def test_a_kept_pool_serves_every_batch_and_draws_the_same_bytes(summary_run, tm
         render(params, dataclasses.replace(summary_run, shared=out.with_suffix(".cache")), out)  # every figure drawn
         if out == outs[0]:
             pool = kept_pool(kept_pools)
-            pids = sorted(worker.pid for worker in pool._pool)
-    assert kept_pool(kept_pools) is pool and sorted(worker.pid for worker in pool._pool) == pids and len(pids) == 2
+            pids = sorted(pool._processes)
+    assert kept_pool(kept_pools) is pool and sorted(pool._processes) == pids and len(pids) == 2
     for png in summary_run.sweep_figures_dir.iterdir():  # drawn by a pool of its own (not kept)
         assert (outs[0] / png.name).read_bytes() == (outs[1] / png.name).read_bytes() == png.read_bytes(), png.name
     kept_pools._end_kept()
@@ -164,7 +164,7 @@ def test_a_failed_batch_ends_the_kept_pool_and_the_next_starts_afresh(kept_pools
     again.add(os.getpid)
     pids = again.run(2)
     assert os.getpid() not in pids and kept_pool(kept_pools) is not None
-    assert set(pids) <= {worker.pid for worker in kept_pool(kept_pools)._pool}
+    assert set(pids) <= set(kept_pool(kept_pools)._processes)
 
 
 def test_the_kept_pool_ends_when_its_process_exits(tmp_path):
@@ -180,7 +180,7 @@ def test_the_kept_pool_ends_when_its_process_exits(tmp_path):
         "batch = Batch()\n"
         "[batch.add(os.getpid) for _ in range(4)]\n"
         "drawn_by = set(batch.run(2))\n"
-        "print(*sorted(drawn_by | {w.pid for w in worker_pool._kept[1]._pool}))\n"
+        "print(*sorted(drawn_by | set(worker_pool._kept[1]._processes)))\n"
     )
     out = run([sys.executable, "-c", script], REPO)
     pids = [int(pid) for pid in out.stdout.split()]
@@ -203,7 +203,7 @@ def test_the_workers_of_a_killed_process_exit():
         "batch = Batch()\n"
         "[batch.add(os.getpid) for _ in range(4)]\n"
         "batch.run(2)\n"
-        "print(*sorted(w.pid for w in worker_pool._kept[1]._pool), flush=True)\n"
+        "print(*sorted(worker_pool._kept[1]._processes), flush=True)\n"
         "os.kill(os.getpid(), signal.SIGKILL)\n"
     )
     out = run([sys.executable, "-c", script], REPO, check=False)

@@ -99,7 +99,7 @@ def test_figure_workers_leave_ctrl_c_to_their_parent():
     from pipeline.base import worker_pool
 
     with worker_pool.pool(1) as workers:
-        handlers = workers.apply(_handlers)
+        handlers = workers.submit(_handlers).result()
     assert handlers == (int(signal.SIG_IGN), int(signal.SIG_DFL))
 
 

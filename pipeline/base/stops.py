@@ -107,10 +107,7 @@ def end_command(interrupted: Interrupted) -> None:
     """After a stop signal: end the figure workers and every process the run started (joblib's workers, submitit's
     jobs), then the MLflow runs they left RUNNING and the sweep's parent run, as KILLED; one line, then exit with the
     signal's status."""
-    from pipeline.base import worker_pool
-
     on_stop_signals(signal.SIG_IGN)  # a second Ctrl-C must not cut this short
-    worker_pool.stop_kept()
     # joblib's loky resource tracker ends itself when this process exits; stopped, loky starts another, which prints
     # a traceback for each resource the first one held
     stopped = end_descendants(spare=("resource_tracker",))

@@ -1,30 +1,27 @@
-"""Forked worker processes (figure drawing): a pool per batch of work, or one kept for the process's life.
-
-A DVC stage draws its figures once and exits, so its pool starts and ends with the batch. A Hydra multirun
-runs its jobs one after another in one process (the basic launcher): after `keep()`, the pool outlives the batch:
-forked at the first job, warm from the second, and ended when the process exits. Kept for speed
-(docs/benchmarks-measurements.md#sweep-caches): each new worker forks the job's process (torch and MLflow loaded) and
-draws its first figure cold (fonts, glyph and text-layout caches). Drawing in the job's own process instead
-(figures.workers=1) costs the same CPU but draws a point's two panels one after the other.
-
-Workers only run what they are sent (module-level functions and their pickled arguments), so a kept worker
-draws the same bytes as a new one. They are ended by close() + join(), never left to a signal: a job runner
-that traps SIGTERM (submitit logs "Bypassing signal SIGTERM") passes its handler on to forked workers, so each
-worker restores the default handler first, and one whose parent dies exits at its task queue's end of file.
+"""Forked workers (figures, the study's sentences, the length runs): a pool per batch, or after `keep()` one kept warm
+for a Hydra multirun's jobs (docs/benchmarks-measurements.md#sweep-caches). concurrent.futures' ProcessPoolExecutor:
+a worker that dies (the OOM killer, a stop to the whole process group) fails its batch with one message, where
+multiprocessing.Pool waits forever (tests/test_worker_pool.py). Workers run only what they are sent (a kept one draws
+the same bytes as a new one), restore the default SIGTERM (submitit's runner traps it) and die with their parent.
 """
 
 from __future__ import annotations
 
-import atexit
+import collections
 import contextlib
 import gc
 import multiprocessing
 import os
+import signal
 from collections.abc import Callable, Iterable, Iterator
-from multiprocessing.pool import Pool
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from itertools import islice
+
+from pipeline.base.errors import PipelineError
 
 _keep = False
-_kept: tuple[int, Pool] | None = None  # (processes, the pool) while kept
+_kept: tuple[int, ProcessPoolExecutor] | None = None  # (processes, the pool) while kept
 
 
 def fork_available() -> bool:
@@ -37,19 +34,15 @@ def usable_cores() -> int:
 
 
 def keep() -> None:
-    """Keep pools for the life of this process (a process that runs many batches, e.g. a Hydra multirun)."""
+    """Keep pools for the life of this process (a Hydra multirun's); at its exit concurrent.futures ends them."""
     global _keep
-    if not _keep:
-        # registered after multiprocessing's own exit handler (imported above), so it runs first (atexit is last
-        # in, first out): the workers finish and exit before multiprocessing would terminate them
-        atexit.register(_end_kept)
     _keep = True
 
 
 @contextlib.contextmanager
-def pool(processes: int) -> Iterator[Pool]:
-    """A fork pool of `processes` workers for one batch: new and ended after it, or the kept one (see keep()). A
-    failed or interrupted batch may leave work queued in the workers: they are ended (a kept pool starts afresh)."""
+def pool(processes: int) -> Iterator[ProcessPoolExecutor]:
+    """A fork pool of `processes` workers for one batch: new and ended after it, or the kept one (keep()). A failed or
+    interrupted batch stops the workers at once, their tasks dropped (a kept pool starts afresh)."""
     global _kept
     if not _keep:
         current = _start(processes)
@@ -61,10 +54,15 @@ def pool(processes: int) -> Iterator[Pool]:
         current = _kept[1]
     try:
         yield current
-    except BaseException:
+    except BaseException as exc:
         if _kept is not None and _kept[1] is current:
             _kept = None
         _end(current, failed=True)
+        if isinstance(exc, BrokenProcessPool):
+            raise PipelineError(
+                "a worker process ended abruptly (killed: out of memory, or by a signal to the whole process group). "
+                "Fix: free memory or use fewer workers (figures.workers, length.workers), then run again"
+            ) from None
         raise
     if not _keep:
         _end(current)
@@ -72,52 +70,60 @@ def pool(processes: int) -> Iterator[Pool]:
 
 @contextlib.contextmanager
 def imap(function: Callable, items: Iterable, processes: int) -> Iterator[Iterator]:
-    """function(item) for each of `items`, in order, as an iterator: computed by `processes` forked workers (`pool`;
-    Pool.imap's feeder blocks while the pipe to them is full, so large items are read little ahead of the workers),
-    or lazily in this process when processes < 1 or fork is unavailable."""
+    """function(item) for each of `items`, in order, as an iterator: by `processes` forked workers (`pool`), two items a
+    worker sent ahead (the first on entry), or lazily in this process when processes < 1 or fork is unavailable."""
     if processes < 1 or not fork_available():
         yield map(function, items)
         return
     with pool(processes) as workers:
-        yield workers.imap(function, items, chunksize=1)
+        items = iter(items)
+        yield _in_order(workers, function, items, [workers.submit(function, i) for i in islice(items, 2 * processes)])
 
 
-def _start(processes: int) -> Pool:
-    # Python's gc docs: gc.freeze() right before fork(), so that the workers' collections never scan (nor touch, and
-    # so copy) what they inherit: fewer and shorter full collections in every worker
-    # (docs/benchmarks-measurements.md#process-start-and-exit)
+def _in_order(workers: ProcessPoolExecutor, function: Callable, items: Iterator, sent: list) -> Iterator:
+    queue = collections.deque(sent)
+    while queue:
+        oldest = queue.popleft()
+        queue.extend(workers.submit(function, item) for item in islice(items, 1))
+        yield oldest.result()
+
+
+def _start(processes: int) -> ProcessPoolExecutor:
+    # Python's gc docs: gc.freeze() right before fork(): the workers' collections never scan (nor copy) what they
+    # inherit (docs/benchmarks-measurements.md#process-start-and-exit)
     gc.freeze()
     try:
-        return multiprocessing.get_context("fork").Pool(processes, initializer=_default_sigterm)
+        context = multiprocessing.get_context("fork")
+        workers = ProcessPoolExecutor(processes, mp_context=context, initializer=_worker_start, initargs=(os.getpid(),))
+        workers.submit(int).result()  # forks every worker now (at the first task), before the caller imports torch
     finally:
         gc.unfreeze()
+    return workers
 
 
-def _default_sigterm() -> None:
-    """A worker's signals: SIGTERM ends it at once (a runner's handler is not inherited); Ctrl-C, which reaches the
-    whole process group, is left to the parent, which ends its pool (no traceback from each worker)."""
-    import signal
+def _worker_start(parent: int) -> None:
+    """A worker ends at once on SIGTERM and with its parent (kill -9 included); Ctrl-C, which reaches the whole
+    process group, is left to the parent, which ends its pool (no traceback from each worker)."""
+    from pipeline.base.processes import dying_with_parent
 
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    dying_with_parent()()
+    if os.getppid() != parent:  # the parent died before the line above
+        os._exit(1)
 
 
-def _end(current: Pool, failed: bool = False) -> None:
-    """close() + join(): the workers finish their queue and exit; after a failure, terminate() drops the queue."""
+def _end(current: ProcessPoolExecutor, failed: bool = False) -> None:
+    """The workers finish what they were sent and exit; after a failure they are stopped at once (SIGTERM: no public
+    way before Python 3.14's terminate_workers())."""
     if failed:
-        current.terminate()
-    else:
-        current.close()
-    current.join()
+        for worker in list((current._processes or {}).values()):
+            worker.terminate()
+    current.shutdown(wait=True, cancel_futures=failed)
 
 
-def _end_kept(failed: bool = False) -> None:
+def _end_kept() -> None:
     global _kept
     if _kept is not None:
         kept, _kept = _kept[1], None
-        _end(kept, failed)
-
-
-def stop_kept() -> None:
-    """End the kept pool now, dropping its queue (a stop signal: the process is ending its work)."""
-    _end_kept(failed=True)
+        _end(kept)

@@ -7,7 +7,9 @@ import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
+from pipeline.base import worker_pool
 from pipeline.base.progress import Progress
+from pipeline.figures import cache as figure_cache
 from pipeline.figures import drawing  # noqa: F401 (imported before the workers fork: each starts with pyplot loaded)
 
 
@@ -47,13 +49,11 @@ class Batch:
     def _send(self, k: int) -> None:
         """Inside drawing(): job k restored from the cache, or sent to the workers."""
         found, result = self._restore(k)
-        self._sent.append((lambda: result) if found else self._pool.apply_async(_draw, (self.jobs[k],)).get)
+        self._sent.append((lambda: result) if found else self._pool.submit(_draw, self.jobs[k]).result)
 
     def _restore(self, k: int) -> tuple[bool, object]:
         """(True, its result) when job k's figures are in the cache (copied into place); else (False, None), and the
         job is noted to be stored once drawn."""
-        from pipeline.figures import cache as figure_cache
-
         keyed = figure_cache.job_key(self.jobs[k]) if self.cache is not None else None
         found, result = figure_cache.restore(self.cache / keyed[0], keyed[1]) if keyed else (False, None)
         if not found:
@@ -64,8 +64,6 @@ class Batch:
 
     def _store(self, k: int, result) -> None:
         if k in self._keys:
-            from pipeline.figures import cache as figure_cache
-
             figure_cache.store(*self._keys.pop(k), result)
 
     @contextlib.contextmanager
@@ -74,8 +72,6 @@ class Batch:
         on entry), and wait for them at its end; yields the list that then holds their results, in the order queued.
         One worker: the jobs are drawn at the block's end, in this process. An error inside the block or in a job
         ends the workers."""
-        from pipeline.base import worker_pool
-
         results: list = []
         workers = min(workers, worker_pool.usable_cores())
         if workers < 2 or not worker_pool.fork_available():
@@ -99,8 +95,6 @@ class Batch:
     def run(self, workers: int, what: str = "figures") -> list:
         """Draw every queued job (or restore it from the cache); returns their results in the order queued. A draw
         longer than a few seconds logs its progress as `<what> 12/57 (21%), about 30 s left`."""
-        from pipeline.base import worker_pool
-
         results: list = [None] * len(self.jobs)
         to_draw = []
         for k in range(len(self.jobs)):

@@ -1,8 +1,10 @@
 """Forked workers never hang their command (pipeline.base.worker_pool): a stop that lands as the pool starts, a stop
-sent to the whole process group while the workers wait for work, and a worker killed mid-task (the OOM killer) each
-end the command within seconds, with its usual line and no process left. With multiprocessing.Pool each of the three
-waited forever: on the lock a killed worker held (in Pool.terminate() or in its finalizer at exit), or on the result
-of the killed worker's task. Each case runs in a process of its own, killed with its group if it hangs."""
+sent to the whole process group while the workers start or while they wait for work, and a worker killed mid-task
+(the OOM killer) each end the command within seconds, with its usual line, no traceback and no process left. With
+multiprocessing.Pool the first, third and fourth waited forever: on the lock a killed worker held (in Pool.terminate()
+or in its finalizer at exit), or on the result of the killed worker's task; a worker that the stop reaches before it
+has set its own handlers printed a traceback. Each case runs in a process of its own, killed with its group if it
+hangs."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import subprocess
 import sys
 import time
 
+import psutil
 import pytest
 
 from conftest import REPO
@@ -52,6 +55,17 @@ def app():
         worker_pool._start = start_then_stop
         with worker_pool.imap(abs, range(8), 2) as results:
             list(results)
+    elif case == "stop to the group while the workers start":
+        started = worker_pool._worker_start
+
+        def slow_start(*args):
+            time.sleep(1)  # the stop arrives before the worker has set its own handlers
+            started(*args)
+
+        worker_pool._worker_start = slow_start
+        print("starting", flush=True)
+        with worker_pool.pool(2):
+            pass
     elif case == "stop to the group while the workers wait":
         with worker_pool.pool(2) as workers:
             report()
@@ -71,7 +85,13 @@ stops.run_app(app)
 
 
 @pytest.mark.parametrize(
-    "case", ["stop as the pool starts", "stop to the group while the workers wait", "a worker killed mid-task"]
+    "case",
+    [
+        "stop as the pool starts",
+        "stop to the group while the workers start",
+        "stop to the group while the workers wait",
+        "a worker killed mid-task",
+    ],
 )
 def test_workers_never_hang_their_command(case):
     driver = subprocess.Popen(
@@ -83,7 +103,12 @@ def test_workers_never_hang_their_command(case):
         start_new_session=True,
     )
     try:
-        workers = [int(pid) for pid in driver.stdout.readline().split()]
+        workers = [int(pid) for pid in driver.stdout.readline().split() if pid != "starting"]
+        if case == "stop to the group while the workers start":
+            deadline = time.monotonic() + 30
+            while len(workers) < 2 and time.monotonic() < deadline:
+                workers = [child.pid for child in psutil.Process(driver.pid).children()]
+            os.killpg(driver.pid, signal.SIGTERM)
         if case == "stop to the group while the workers wait":
             os.killpg(driver.pid, signal.SIGTERM)
         out, err = driver.communicate(timeout=60)

@@ -19,6 +19,8 @@ from concurrent.futures.process import BrokenProcessPool
 from itertools import islice
 
 from pipeline.base.errors import PipelineError
+from pipeline.base.processes import dying_with_parent
+from pipeline.base.stops import STOP_SIGNALS
 
 _keep = False
 _kept: tuple[int, ProcessPoolExecutor] | None = None  # (processes, the pool) while kept
@@ -48,7 +50,8 @@ def pool(processes: int) -> Iterator[ProcessPoolExecutor]:
         current = _start(processes)
     else:
         if _kept is not None and _kept[0] != processes:
-            _end_kept()
+            _end(_kept[1])
+            _kept = None
         if _kept is None:
             _kept = (processes, _start(processes))
         current = _kept[1]
@@ -92,25 +95,30 @@ def _start(processes: int) -> ProcessPoolExecutor:
     # Python's gc docs: gc.freeze() right before fork(): the workers' collections never scan (nor copy) what they
     # inherit (docs/benchmarks-measurements.md#process-start-and-exit)
     gc.freeze()
+    # forked with the stop signals blocked until _worker_start has set its handlers: a stop that reaches a starting
+    # worker ends it without a traceback (it would run this process's handler)
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, [getattr(signal, name) for name in STOP_SIGNALS])
     try:
+        start = (os.getpid(), dying_with_parent(), mask)
         context = multiprocessing.get_context("fork")
-        workers = ProcessPoolExecutor(processes, mp_context=context, initializer=_worker_start, initargs=(os.getpid(),))
+        workers = ProcessPoolExecutor(processes, mp_context=context, initializer=_worker_start, initargs=start)
         workers.submit(int).result()  # forks every worker now (at the first task), before the caller imports torch
     finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         gc.unfreeze()
     return workers
 
 
-def _worker_start(parent: int) -> None:
-    """A worker ends at once on SIGTERM and with its parent (kill -9 included); Ctrl-C, which reaches the whole
-    process group, is left to the parent, which ends its pool (no traceback from each worker)."""
-    from pipeline.base.processes import dying_with_parent
-
+def _worker_start(parent: int, die_with_parent: Callable, mask: set) -> None:
+    """A worker ends at once on SIGTERM or SIGHUP and with its parent (kill -9 included); Ctrl-C, which reaches the
+    whole process group, is left to the parent, which ends its pool (no traceback from each worker)."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    dying_with_parent()()
+    die_with_parent()
     if os.getppid() != parent:  # the parent died before the line above
         os._exit(1)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 def _end(current: ProcessPoolExecutor, failed: bool = False) -> None:
@@ -120,10 +128,3 @@ def _end(current: ProcessPoolExecutor, failed: bool = False) -> None:
         for worker in list((current._processes or {}).values()):
             worker.terminate()
     current.shutdown(wait=True, cancel_futures=failed)
-
-
-def _end_kept() -> None:
-    global _kept
-    if _kept is not None:
-        kept, _kept = _kept[1], None
-        _end(kept)

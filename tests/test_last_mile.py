@@ -335,11 +335,8 @@ def test_a_stop_while_the_length_experiment_trains_ends_with_the_usual_line(fres
         command = [PY, "-m", "pipeline.length", "length=quick"]
         length = subprocess.Popen(command, cwd=fresh, env=env, stdout=err, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 300
-        # training, with its workers: the log reaches the file in blocks, so a " steps " line read may be from a
-        # phase whose workers have ended and the next phase's not yet started; wait for both
-        while " steps " not in (tmp_path / "err.txt").read_text(encoding="utf-8") or not (
-            started := psutil.Process(length.pid).children(recursive=True)
-        ):
+        # training: its workers have computed for a second (a stop as they start: tests/test_worker_pool.py)
+        while sum(training(started := psutil.Process(length.pid).children(recursive=True))) < 1.0:
             assert length.poll() is None and time.monotonic() < deadline, (tmp_path / "err.txt").read_text()
             time.sleep(0.2)
         length.send_signal(signal.SIGTERM)
@@ -347,6 +344,17 @@ def test_a_stop_while_the_length_experiment_trains_ends_with_the_usual_line(fres
     lines = (tmp_path / "err.txt").read_text(encoding="utf-8").strip().splitlines()
     assert length.returncode == 143 and lines[-1].startswith("interrupted by SIGTERM: stopped the run and the "), lines
     assert started and not [p for p in started if p.is_running() and p.status() != psutil.STATUS_ZOMBIE], started
+
+
+def training(processes: list[psutil.Process]) -> list[float]:
+    """The CPU seconds each of `processes` has used (0 for one that has ended)."""
+    seconds = []
+    for process in processes:
+        try:
+            seconds.append(sum(process.cpu_times()[:2]))
+        except psutil.Error:
+            seconds.append(0.0)
+    return seconds
 
 
 def test_a_credential_in_an_unquoted_override_gets_the_credential_message(fresh):

@@ -2,7 +2,8 @@
 for a Hydra multirun's jobs (docs/benchmarks-measurements.md#sweep-caches). concurrent.futures' ProcessPoolExecutor:
 a worker that dies (the OOM killer, a stop to the whole process group) fails its batch with one message, where
 multiprocessing.Pool waits forever (tests/test_worker_pool.py). Workers run only what they are sent (a kept one draws
-the same bytes as a new one), restore the default SIGTERM (submitit's runner traps it) and die with their parent.
+the same bytes as a new one), restore the default SIGTERM (submitit's runner traps it) and die with their parent
+(on Linux: PR_SET_PDEATHSIG).
 """
 
 from __future__ import annotations
@@ -110,8 +111,8 @@ def _start(processes: int) -> ProcessPoolExecutor:
 
 
 def _worker_start(parent: int, die_with_parent: Callable, mask: set) -> None:
-    """A worker ends at once on SIGTERM or SIGHUP and with its parent (kill -9 included); Ctrl-C, which reaches the
-    whole process group, is left to the parent, which ends its pool (no traceback from each worker)."""
+    """A worker ends at once on SIGTERM or SIGHUP and, on Linux, with its parent (kill -9 included); Ctrl-C, which
+    reaches the whole process group, is left to the parent, which ends its pool (no traceback from each worker)."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -194,8 +194,8 @@ def test_the_kept_pool_ends_when_its_process_exits(tmp_path):
 
 
 def test_the_workers_of_a_killed_process_exit():
-    """A multirun killed with SIGKILL (no atexit) must not leave its kept figure workers running: each exits at
-    the end of file of its task queue."""
+    """A multirun killed with SIGKILL (no atexit) must not leave its kept figure workers running: each exits once its
+    parent is gone (pipeline.base.worker_pool: a thread of each worker watches it)."""
     import time
 
     from conftest import run

@@ -2,8 +2,8 @@
 for a Hydra multirun's jobs (docs/benchmarks-measurements.md#sweep-caches). concurrent.futures' ProcessPoolExecutor:
 a worker that dies (the OOM killer, a stop to the whole process group) fails its batch with one message, where
 multiprocessing.Pool waits forever (tests/test_worker_pool.py). Workers run only what they are sent (a kept one draws
-the same bytes as a new one), restore the default SIGTERM (submitit's runner traps it) and die with their parent
-(on Linux: PR_SET_PDEATHSIG).
+the same bytes as a new one), restore the default SIGTERM (submitit's runner traps it) and exit once their parent
+is gone.
 """
 
 from __future__ import annotations
@@ -14,21 +14,19 @@ import gc
 import multiprocessing
 import os
 import signal
+import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from itertools import islice
 
 from pipeline.base.errors import PipelineError
-from pipeline.base.processes import dying_with_parent
 from pipeline.base.stops import STOP_SIGNALS
 
+FORK = "fork" in multiprocessing.get_all_start_methods()  # the workers are forked: where fork is not, none start
 _keep = False
 _kept: tuple[int, ProcessPoolExecutor] | None = None  # (processes, the pool) while kept
-
-
-def fork_available() -> bool:
-    return "fork" in multiprocessing.get_all_start_methods()
 
 
 def usable_cores() -> int:
@@ -76,7 +74,7 @@ def pool(processes: int) -> Iterator[ProcessPoolExecutor]:
 def imap(function: Callable, items: Iterable, processes: int) -> Iterator[Iterator]:
     """function(item) for each of `items`, in order, as an iterator: by `processes` forked workers (`pool`), two items a
     worker sent ahead (the first on entry), or lazily in this process when processes < 1 or fork is unavailable."""
-    if processes < 1 or not fork_available():
+    if processes < 1 or not FORK:
         yield map(function, items)
         return
     with pool(processes) as workers:
@@ -96,11 +94,10 @@ def _start(processes: int) -> ProcessPoolExecutor:
     # Python's gc docs: gc.freeze() right before fork(): the workers' collections never scan (nor copy) what they
     # inherit (docs/benchmarks-measurements.md#process-start-and-exit)
     gc.freeze()
-    # forked with the stop signals blocked until _worker_start has set its handlers: a stop that reaches a starting
-    # worker ends it without a traceback (it would run this process's handler)
+    # forked with the stop signals blocked until _worker_start sets its own (a starting worker would run ours)
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, [getattr(signal, name) for name in STOP_SIGNALS])
     try:
-        start = (os.getpid(), dying_with_parent(), mask)
+        start = (os.getpid(), mask)
         context = multiprocessing.get_context("fork")
         workers = ProcessPoolExecutor(processes, mp_context=context, initializer=_worker_start, initargs=start)
         workers.submit(int).result()  # forks every worker now (at the first task), before the caller imports torch
@@ -110,16 +107,20 @@ def _start(processes: int) -> ProcessPoolExecutor:
     return workers
 
 
-def _worker_start(parent: int, die_with_parent: Callable, mask: set) -> None:
-    """A worker ends at once on SIGTERM or SIGHUP and, on Linux, with its parent (kill -9 included); Ctrl-C, which
-    reaches the whole process group, is left to the parent, which ends its pool (no traceback from each worker)."""
+def _worker_start(parent: int, mask: set) -> None:
+    """A worker ends at once on SIGTERM or SIGHUP, and within a second of its parent (kill -9 included: no task can
+    come); Ctrl-C, which reaches the whole process group, is left to the parent, which ends its pool."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    die_with_parent()
-    if os.getppid() != parent:  # the parent died before the line above
-        os._exit(1)
+    threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
     signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+def _exit_with(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(1)
 
 
 def _end(current: ProcessPoolExecutor, failed: bool = False) -> None:

@@ -74,7 +74,7 @@ class Batch:
         ends the workers."""
         results: list = []
         workers = min(workers, worker_pool.usable_cores())
-        if workers < 2 or not worker_pool.fork_available():
+        if workers < 2 or not worker_pool.FORK:
             yield results
             results += self.run(1, what)
             return

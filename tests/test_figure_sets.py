@@ -120,13 +120,7 @@ def kept_pools(monkeypatch):
 
     monkeypatch.setattr(worker_pool, "_keep", True)
     yield worker_pool
-    end_kept(worker_pool)
-
-
-def end_kept(worker_pool) -> None:
-    if worker_pool._kept:
-        worker_pool._end(worker_pool._kept[1])
-        worker_pool._kept = None
+    worker_pool._end_kept()
 
 
 @pytest.mark.slow
@@ -150,7 +144,7 @@ def test_a_kept_pool_serves_every_batch_and_draws_the_same_bytes(summary_run, tm
     assert kept_pool(kept_pools) is pool and sorted(pool._processes) == pids and len(pids) == 2
     for png in summary_run.sweep_figures_dir.iterdir():  # drawn by a pool of its own (not kept)
         assert (outs[0] / png.name).read_bytes() == (outs[1] / png.name).read_bytes() == png.read_bytes(), png.name
-    end_kept(kept_pools)
+    kept_pools._end_kept()
     assert kept_pool(kept_pools) is None and not any(running(pid) for pid in pids)
 
 

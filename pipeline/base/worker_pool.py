@@ -2,8 +2,7 @@
 for a Hydra multirun's jobs (docs/benchmarks-measurements.md#sweep-caches). concurrent.futures' ProcessPoolExecutor:
 a worker that dies (the OOM killer, a stop to the whole process group) fails its batch with one message, where
 multiprocessing.Pool waits forever (tests/test_worker_pool.py). Workers run only what they are sent (a kept one draws
-the same bytes as a new one), restore the default SIGTERM (submitit's runner traps it) and exit once their parent
-is gone.
+the same bytes as a new one), restore the default SIGTERM (submitit's runner traps it) and exit with their parent.
 """
 
 from __future__ import annotations
@@ -45,20 +44,15 @@ def pool(processes: int) -> Iterator[ProcessPoolExecutor]:
     """A fork pool of `processes` workers for one batch: new and ended after it, or the kept one (keep()). A failed or
     interrupted batch stops the workers at once, their tasks dropped (a kept pool starts afresh)."""
     global _kept
-    if not _keep:
-        current = _start(processes)
-    else:
-        if _kept is not None and _kept[0] != processes:
-            _end(_kept[1])
-            _kept = None
-        if _kept is None:
-            _kept = (processes, _start(processes))
-        current = _kept[1]
+    if _kept is not None and _kept[0] != processes:
+        _end_kept()
+    current = _kept[1] if _kept is not None else _start(processes)
+    if _keep:
+        _kept = (processes, current)
     try:
         yield current
     except BaseException as exc:
-        if _kept is not None and _kept[1] is current:
-            _kept = None
+        _kept = None  # the kept pool is `current` when there is one: the next batch starts afresh
         _end(current, failed=True)
         if isinstance(exc, BrokenProcessPool):
             raise PipelineError(
@@ -91,8 +85,7 @@ def _in_order(workers: ProcessPoolExecutor, function: Callable, items: Iterator,
 
 
 def _start(processes: int) -> ProcessPoolExecutor:
-    # Python's gc docs: gc.freeze() right before fork(): the workers' collections never scan (nor copy) what they
-    # inherit (docs/benchmarks-measurements.md#process-start-and-exit)
+    # gc.freeze() right before fork(), as Python's gc docs say (docs/benchmarks-measurements.md#process-start-and-exit)
     gc.freeze()
     # forked with the stop signals blocked until _worker_start sets its own (a starting worker would run ours)
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, [getattr(signal, name) for name in STOP_SIGNALS])
@@ -124,9 +117,16 @@ def _exit_with(parent: int) -> None:
 
 
 def _end(current: ProcessPoolExecutor, failed: bool = False) -> None:
-    """The workers finish what they were sent and exit; after a failure they are stopped at once (SIGTERM: no public
-    way before Python 3.14's terminate_workers())."""
-    if failed:
+    """The workers finish what they were sent and exit; after a failure they are stopped at once, else a stop waits for
+    their running tasks (docs/reliability.md#sweeps-stop-cleanly: a length run's training)."""
+    if failed:  # the executor's own processes: no public way to stop them before Python 3.14's terminate_workers()
         for worker in list((current._processes or {}).values()):
             worker.terminate()
     current.shutdown(wait=True, cancel_futures=failed)
+
+
+def _end_kept() -> None:
+    global _kept
+    if _kept is not None:
+        kept, _kept = _kept[1], None
+        _end(kept)

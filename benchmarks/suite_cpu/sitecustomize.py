@@ -1,0 +1,72 @@
+"""Loaded at the start of every Python process while `python -m benchmarks.suite_cpu` runs the tests (this folder is
+first on PYTHONPATH): at its exit each process, and each forked child at its `os._exit`, appends one JSON line to
+$PE_SUITE_CPU_LOG with its own CPU time (user + system), its wall time, what it is (`kind`), the test that started it
+($PYTEST_CURRENT_TEST) and which heavy libraries it had loaded. A process killed by a signal writes nothing. It
+shadows any other sitecustomize module while the tool runs."""
+
+import atexit
+import json
+import os
+import resource
+import sys
+import time
+
+_LOG = os.environ.get("PE_SUITE_CPU_LOG")
+_LIBRARIES = ("torch", "mlflow", "matplotlib", "hydra", "dvc", "numpy")
+_started = time.monotonic()
+_forked_from = ""
+
+
+def _kind() -> str:
+    """What this process is: pytest, a stage, pipeline.repro, dvc, an MLflow server... (its command line)."""
+    args = [a.replace(os.sep, "/") for a in sys.argv]
+    first = args[0] if args else ""
+    if "_pytest.main" in sys.modules and not _forked_from:
+        return "pytest worker" if first == "-c" else "pytest"  # xdist starts its workers with `python -c`
+    for marker, kind in (("/pipeline/stages/", "stage "), ("/pipeline/length/", "pipeline.length ")):
+        if marker in first:
+            return kind + first.rsplit("/", 1)[1].removesuffix(".py")
+    if first.endswith("/pipeline/repro.py"):
+        return "pipeline.repro"
+    if first.endswith("/pipeline/__main__.py"):
+        return "pipeline (Hydra app)"
+    if first.endswith(("/dvc", "/dvc/__main__.py")) or (first == "-c" and "dvc.cli" in sys.modules):
+        return "dvc"
+    if "mlflow" in " ".join(args[:3]) and "server" in " ".join(args):
+        return "MLflow server"
+    return "python -c" if first == "-c" else first.rsplit("/", 1)[-1] or "python"
+
+
+def _write() -> None:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    kind = f"forked from {_forked_from}" if _forked_from else _kind()
+    record = {
+        "kind": kind,
+        "cpu_s": round(usage.ru_utime + usage.ru_stime, 3),
+        "wall_s": round(time.monotonic() - _started, 3),
+        "test": os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" (", 1)[0],
+        "libraries": [name for name in _LIBRARIES if name in sys.modules],
+    }
+    try:
+        with open(_LOG, "a", encoding="utf-8") as log:  # one short append: whole lines from many processes
+            log.write(json.dumps(record) + "\n")
+    except OSError:
+        pass
+
+
+def _in_child() -> None:
+    """A forked child: its own clock, and a record at os._exit, which skips atexit."""
+    global _started, _forked_from
+    _forked_from, _started = _kind(), time.monotonic()
+    exit_now = os._exit
+
+    def _exit(code: int) -> None:
+        _write()
+        exit_now(code)
+
+    os._exit = _exit
+
+
+if _LOG:
+    atexit.register(_write)
+    os.register_at_fork(after_in_child=_in_child)

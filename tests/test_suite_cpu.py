@@ -23,7 +23,8 @@ def test_starts_a_process_and_forks():
 def test_every_process_of_a_run_is_counted_by_kind_and_file(tmp_path):
     (tmp_path / "test_sample.py").write_text(TEST_FILE, encoding="utf-8")
     log = tmp_path / "cpu.jsonl"
-    args = ["--log", str(log), "--", str(tmp_path / "test_sample.py"), "-p", "no:xdist", "-p", "no:cacheprovider"]
+    sample = [str(tmp_path / "test_sample.py"), "--rootdir", str(tmp_path), "-p", "no:xdist", "-p", "no:cacheprovider"]
+    args = ["--log", str(log), "--", *sample]
     result = run([sys.executable, "-m", "benchmarks.suite_cpu", *args], REPO)
     assert "pytest exited 0 after" in result.stdout
     records = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]

@@ -22,14 +22,14 @@ def _kind() -> str:
     args = [a.replace(os.sep, "/") for a in sys.argv]
     first = args[0] if args else ""
     if "_pytest.main" in sys.modules and not _forked_from:
-        return "pytest worker" if first == "-c" else "pytest"  # xdist starts its workers with `python -c`
-    for marker, kind in (("/pipeline/stages/", "stage "), ("/pipeline/length/", "pipeline.length ")):
-        if marker in first:
-            return kind + first.rsplit("/", 1)[1].removesuffix(".py")
-    if first.endswith("/pipeline/repro.py"):
-        return "pipeline.repro"
-    if first.endswith("/pipeline/__main__.py"):
-        return "pipeline (Hydra app)"
+        # xdist's worker is started by execnet as `python -c` (a test's own `python -c` may import pytest too)
+        if first == "-c" and "execnet" in sys.modules:
+            return "pytest worker"
+        if first.endswith(("/pytest/__main__.py", "/pytest", "/py.test")):
+            return "pytest"
+    if "/pipeline/" in first:  # python -m pipeline.stages.encode, pipeline.repro, pipeline (the Hydra app)...
+        module = first.rsplit("/pipeline/", 1)[1].removesuffix(".py").removesuffix("/__main__").replace("/", ".")
+        return "pipeline (Hydra app)" if module == "__main__" else f"pipeline.{module}"
     if first.endswith(("/dvc", "/dvc/__main__.py")) or (first == "-c" and "dvc.cli" in sys.modules):
         return "dvc"
     if "mlflow" in " ".join(args[:3]) and "server" in " ".join(args):

@@ -15,6 +15,7 @@ _LOG = os.environ.get("PE_SUITE_CPU_LOG")
 _LIBRARIES = ("torch", "mlflow", "matplotlib", "hydra", "dvc", "numpy")
 _started = time.monotonic()
 _forked_from = ""
+_exit_now = os._exit  # the real one, also in a child forked from a forked child
 
 
 def _kind() -> str:
@@ -58,11 +59,10 @@ def _in_child() -> None:
     """A forked child: its own clock, and a record at os._exit, which skips atexit."""
     global _started, _forked_from
     _forked_from, _started = _kind(), time.monotonic()
-    exit_now = os._exit
 
     def _exit(code: int) -> None:
         _write()
-        exit_now(code)
+        _exit_now(code)
 
     os._exit = _exit
 

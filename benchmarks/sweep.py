@@ -133,6 +133,7 @@ def loop_measure(pair, coords, explained, baseline, e, p, words, groups, k) -> d
 
 
 def bench_metrics(d: int, args) -> dict:
+    from pipeline.base.progress import Progress
     from pipeline.core.metrics import Reference, valid_neighbours
     from pipeline.core.study import sinusoid
     from pipeline.core.sweep import measure, project
@@ -171,7 +172,11 @@ def bench_metrics(d: int, args) -> dict:
     projection_difference = float(np.abs(torch_coords.numpy() - coords).max())
 
     ref = Reference(es, ps, [SEED_WORDS] * sentences, GROUPS, k)
-    t_batched, values = best_of(lambda: measure(pairs, coords, explained, ref), args.repeat)
+
+    def batched() -> dict:  # the stage's call: its progress counts the weightings (none is logged here)
+        return measure(pairs, coords, explained, ref, Progress("benchmark: metrics", 2 * count))
+
+    t_batched, values = best_of(batched, args.repeat)
     sample = rng.choice(count, min(args.loop_pairs, count), replace=False)
     t_pair, err = math.inf, 0.0
     for chunk in np.array_split(sample, 5):
@@ -190,7 +195,7 @@ def bench_metrics(d: int, args) -> dict:
                 )
         t_pair = min(t_pair, (time.perf_counter() - start) / max(1, len(chunk) * sentences))
         start = time.perf_counter()
-        measure(pairs, coords, explained, ref)
+        batched()
         t_batched = min(t_batched, time.perf_counter() - start)
     t_loop = t_pair * count * sentences
     return {

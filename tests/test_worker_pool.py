@@ -108,6 +108,7 @@ def test_workers_never_hang_their_command(case):
             deadline = time.monotonic() + 30
             while len(workers) < 2 and time.monotonic() < deadline:
                 workers = [child.pid for child in psutil.Process(driver.pid).children()]
+                time.sleep(0.01)  # the workers are forked within milliseconds; no need to spin a core meanwhile
             os.killpg(driver.pid, signal.SIGTERM)
         if case == "stop to the group while the workers wait":
             os.killpg(driver.pid, signal.SIGTERM)

@@ -62,7 +62,11 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--report needs --log FILE, a log that a run wrote")
         print(tables([json.loads(line) for line in args.log.read_text(encoding="utf-8").splitlines()]))
         return 0
-    log = args.log or Path(tempfile.mkstemp(prefix="suite-cpu-", suffix=".jsonl")[1])
+    log = args.log
+    if log is None:
+        descriptor, name = tempfile.mkstemp(prefix="suite-cpu-", suffix=".jsonl")
+        os.close(descriptor)  # the processes append to it by name
+        log = Path(name)
     log.write_text("", encoding="utf-8")
     status, wall, cpu = run_suite(log, args.pytest_args)
     print(f"\npytest exited {status} after {wall:.1f} s of wall time and {cpu:.1f} CPU-s (every process it started)")

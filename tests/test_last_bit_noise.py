@@ -343,7 +343,6 @@ def plain_portable(mp: pytest.MonkeyPatch, k: Kernels) -> None:
     replacements |= {portable.exp: k.libm(portable.exp, "exp"), portable.log: k.libm(portable.log, "log")}
     for name, function in (("pow", portable.cr_pow), ("log", portable.cr_log), ("log10", portable.cr_log10)):
         replacements[function] = k.libm(function, name)
-    replacements[portable.cr_exp] = k.libm(portable.cr_exp, "exp")
     rebind(mp, replacements)
 
 

@@ -28,8 +28,10 @@ def _hypot(a: float, b: float) -> float:
 
 def _tred2_tql2(matrices, values, vectors, scratch):  # pragma: no cover - compiled by numba (or run interpreted)
     """For each symmetric (n, n) matrices[b]: values[b] (n,) ascending and vectors[b] (n, n) with the eigenvectors as
-    columns; scratch (n,) holds the off-diagonal. Only the lower triangle of each matrix is read. Returns the number
-    of matrices whose QL iteration did not converge within 30 n steps (their rows are left as reached).
+    rows (JAMA's V transposed: its rotations update contiguous rows; measured in
+    docs/benchmarks-measurements.md#the-numerical-core); scratch (n,) holds the off-diagonal. Only the lower triangle
+    of each matrix is read. Returns the number of matrices whose QL iteration did not converge within 30 n steps
+    (their rows are left as reached).
 
     Longer than 60 lines because it is one compiled kernel (EISPACK's tred2 and tql2 in sequence on shared scratch
     arrays): helpers would be calls inside its innermost loops."""
@@ -45,7 +47,7 @@ def _tred2_tql2(matrices, values, vectors, scratch):  # pragma: no cover - compi
                 V[i, j] = matrices[b, i, j] if i >= j else matrices[b, j, i]
         # tred2: Householder reduction to tridiagonal form
         for j in range(n):
-            d[j] = V[n - 1, j]
+            d[j] = V[j, n - 1]
             e[j] = 0.0
         for i in range(n - 1, 0, -1):
             scale = 0.0
@@ -55,9 +57,9 @@ def _tred2_tql2(matrices, values, vectors, scratch):  # pragma: no cover - compi
             if scale == 0.0:
                 e[i] = d[i - 1]
                 for j in range(i):
-                    d[j] = V[i - 1, j]
-                    V[i, j] = 0.0
+                    d[j] = V[j, i - 1]
                     V[j, i] = 0.0
+                    V[i, j] = 0.0
             else:
                 for k in range(i):
                     d[k] = d[k] / scale
@@ -73,11 +75,11 @@ def _tred2_tql2(matrices, values, vectors, scratch):  # pragma: no cover - compi
                     e[j] = 0.0
                 for j in range(i):
                     f = d[j]
-                    V[j, i] = f
+                    V[i, j] = f
                     g = e[j] + V[j, j] * f
                     for k in range(j + 1, i):
-                        g = g + V[k, j] * d[k]
-                        e[k] = e[k] + V[k, j] * f
+                        g = g + V[j, k] * d[k]
+                        e[k] = e[k] + V[j, k] * f
                     e[j] = g
                 f = 0.0
                 for j in range(i):
@@ -90,28 +92,28 @@ def _tred2_tql2(matrices, values, vectors, scratch):  # pragma: no cover - compi
                     f = d[j]
                     g = e[j]
                     for k in range(j, i):
-                        V[k, j] = V[k, j] - (f * e[k] + g * d[k])
-                    d[j] = V[i - 1, j]
-                    V[i, j] = 0.0
+                        V[j, k] = V[j, k] - (f * e[k] + g * d[k])
+                    d[j] = V[j, i - 1]
+                    V[j, i] = 0.0
             d[i] = h
         for i in range(n - 1):
-            V[n - 1, i] = V[i, i]
+            V[i, n - 1] = V[i, i]
             V[i, i] = 1.0
             h = d[i + 1]
             if h != 0.0:
                 for k in range(i + 1):
-                    d[k] = V[k, i + 1] / h
+                    d[k] = V[i + 1, k] / h
                 for j in range(i + 1):
                     g = 0.0
                     for k in range(i + 1):
-                        g = g + V[k, i + 1] * V[k, j]
+                        g = g + V[i + 1, k] * V[j, k]
                     for k in range(i + 1):
-                        V[k, j] = V[k, j] - g * d[k]
+                        V[j, k] = V[j, k] - g * d[k]
             for k in range(i + 1):
-                V[k, i + 1] = 0.0
+                V[i + 1, k] = 0.0
         for j in range(n):
-            d[j] = V[n - 1, j]
-            V[n - 1, j] = 0.0
+            d[j] = V[j, n - 1]
+            V[j, n - 1] = 0.0
         V[n - 1, n - 1] = 1.0
         e[0] = 0.0
         # tql2: implicit QL iterations on the tridiagonal matrix
@@ -163,9 +165,9 @@ def _tred2_tql2(matrices, values, vectors, scratch):  # pragma: no cover - compi
                         p = c * d[i] - s * g
                         d[i + 1] = h + s * (c * g + s * d[i])
                         for k in range(n):
-                            h = V[k, i + 1]
-                            V[k, i + 1] = s * V[k, i] + c * h
-                            V[k, i] = c * V[k, i] - s * h
+                            h = V[i + 1, k]
+                            V[i + 1, k] = s * V[i, k] + c * h
+                            V[i, k] = c * V[i, k] - s * h
                     p = -s * s2 * c3 * el1 * e[l] / dl1
                     e[l] = s * p
                     d[l] = c * p
@@ -187,9 +189,9 @@ def _tred2_tql2(matrices, values, vectors, scratch):  # pragma: no cover - compi
                 d[k] = d[i]
                 d[i] = p
                 for j in range(n):
-                    p = V[j, i]
-                    V[j, i] = V[j, k]
-                    V[j, k] = p
+                    p = V[i, j]
+                    V[i, j] = V[k, j]
+                    V[k, j] = p
     return failed
 
 
@@ -221,9 +223,10 @@ def _kernel():
 
 def eigh(matrices, kernel=None) -> tuple[np.ndarray, np.ndarray]:
     """numpy.linalg.eigh of symmetric (..., n, n) float64 matrices (the lower triangle is read): eigenvalues (..., n)
-    ascending and eigenvectors (..., n, n) as columns, the same bits on every machine. Signs of eigenvectors are the
-    algorithm's (normalise them where it matters, as scikit-learn's svd_flip does). kernel: the function to run
-    (default: interpreted until this process's work passes INTERPRETED_WORK, then compiled; tests pass either)."""
+    ascending and eigenvectors (..., n, n) as columns (a transposed view of the kernel's rows), the same bits on every
+    machine. Signs of eigenvectors are the algorithm's (normalise them where it matters, as scikit-learn's svd_flip
+    does). kernel: the function to run (default: interpreted until this process's work passes INTERPRETED_WORK, then
+    compiled; tests pass either)."""
     a = np.ascontiguousarray(matrices, dtype=np.float64)
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise ValueError(f"eigh needs square (..., n, n) matrices, got shape {a.shape}")
@@ -240,4 +243,4 @@ def eigh(matrices, kernel=None) -> tuple[np.ndarray, np.ndarray]:
         failed = kernel(flat, values, vectors, np.empty(n))
         if failed:
             raise ArithmeticError(f"eigh: the QL iteration did not converge for {failed} matrices")
-    return values.reshape(a.shape[:-1]), vectors.reshape(a.shape)
+    return values.reshape(a.shape[:-1]), vectors.reshape(a.shape).swapaxes(-1, -2)

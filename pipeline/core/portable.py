@@ -19,7 +19,7 @@ the same bits everywhere:
                           exact: no summation order can change a bit (Ozaki's error-free splitting)
     exact_band            the band x[p] . x[p+k] of a Gram matrix, each entry exact_matmul's
     standard_normal       Gaussian draws from a seeded PCG64 stream (integer arithmetic) by Box-Muller
-    cr_pow, cr_log, cr_log10, cr_exp
+    cr_pow, cr_log, cr_log10
                           scalars correctly rounded from 50-digit decimal arithmetic (Python's decimal module: integer
                           arithmetic), for the few constants a computation starts from (frequencies, slopes, grids)
     logspace, geomspace   numpy's, from cr_pow
@@ -442,11 +442,6 @@ def cr_log10(x: float) -> float:
     if not x > 0:
         raise ValueError(f"cr_log10 needs x > 0, got {x!r}")
     return float(_DECIMAL.log10(Decimal(float(x))))
-
-
-def cr_exp(x: float) -> float:
-    """e^x, correctly rounded (see cr_pow); inf on overflow."""
-    return float(_DECIMAL.exp(Decimal(float(x))))
 
 
 def cr_powers(base: float, exponents: Any) -> np.ndarray:

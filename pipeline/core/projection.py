@@ -73,17 +73,19 @@ def _signs(e_c: np.ndarray, p_c: np.ndarray, w1: np.ndarray, w2: np.ndarray, u: 
     alone, or products on OpenBLAS's threads, cost more: docs/benchmarks-measurements.md#the-numerical-core)."""
     (S, n, d), shape = e_c.shape, u.shape[:2] + u.shape[-1:]
     features = np.concatenate([e_c, p_c], axis=1)  # (S, 2n, d)
-    weighted = np.concatenate([w1[:, None, None] * u, w2[:, None, None] * u], axis=2).swapaxes(2, 3)  # (S, P, k, 2n)
+    u_t = np.ascontiguousarray(u.swapaxes(2, 3))  # (S, P, k, n)
+    weighted = np.concatenate([w1[:, None, None] * u_t, w2[:, None, None] * u_t], axis=3).reshape(S, -1, 2 * n)
     size = np.abs(w1) * np.abs(e_c).max(axis=(1, 2))[:, None] + np.abs(w2) * np.abs(p_c).max(axis=(1, 2))[:, None]
-    margin = (n * 2.0**-44 * np.abs(u).sum(axis=2) * size[..., None]).reshape(S, -1)  # (S, P k)
-    pivot, near, weighted = np.empty_like(margin), np.empty_like(margin), weighted.reshape(S, -1, 2 * n)
+    margin = (n * 2.0**-44 * np.abs(u_t).sum(axis=3) * size[..., None]).reshape(S, -1)  # (S, P k)
+    pivot, runner_up = np.empty_like(margin), np.empty_like(margin)
     rows = max(1, 2**19 // (d * 2 * n))  # components at a time: each product under OpenBLAS's size for threads
     for at in (slice(r, r + rows) for r in range(0, weighted.shape[1], rows)):
-        v = np.matmul(weighted[:, at], features)  # (S, rows, d): V_c s_c
-        pivot[:, at] = np.take_along_axis(v, np.abs(v).argmax(axis=-1)[..., None], axis=-1)[..., 0]
-        near[:, at] = (np.abs(v) >= np.abs(pivot[:, at, None]) - 2 * margin[:, at, None]).sum(axis=-1)
+        magnitude = np.abs(v := np.matmul(weighted[:, at], features))  # (S, rows, d): |V_c s_c|
+        pivot[:, at] = np.take_along_axis(v, top := magnitude.argmax(axis=-1)[..., None], axis=-1)[..., 0]
+        np.put_along_axis(magnitude, top, -1.0, axis=-1)
+        runner_up[:, at] = magnitude.max(axis=-1)  # the largest magnitude after the pivot's
     sign = np.where(pivot < 0, -1.0, 1.0).reshape(shape)
-    s, j = np.nonzero(((near > 1) | (np.abs(pivot) <= margin)).reshape(shape).any(axis=-1))
+    s, j = np.nonzero(((runner_up >= np.abs(pivot) - 2 * margin) | (np.abs(pivot) <= margin)).reshape(shape).any(-1))
     if len(s):  # exact products (exact_matmul) for those pairs
         uj, e_t, p_t = u[s, j], e_c.swapaxes(1, 2)[s], p_c.swapaxes(1, 2)[s]
         v = w1[j, None, None] * exact_matmul(e_t, uj) + w2[j, None, None] * exact_matmul(p_t, uj)  # (m, d, k)

@@ -21,7 +21,6 @@ from typing import Any, Iterable, NamedTuple
 import numpy as np
 
 METRICS = ("token_accuracy", "sequence_accuracy")
-STATS = ("mean", "std", "min", "max")
 UNTRAINED_ROWS = (
     "rows 2L .. of the learned table are never trained (weight decay only shrinks them): a string longer than L reads "
     "untrained rows, so this cell fails by construction"

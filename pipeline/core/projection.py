@@ -82,7 +82,7 @@ def _signs(e_c: np.ndarray, p_c: np.ndarray, w1: np.ndarray, w2: np.ndarray, u: 
     for at in (slice(r, r + rows) for r in range(0, weighted.shape[1], rows)):
         magnitude = np.abs(v := np.matmul(weighted[:, at], features))  # (S, rows, d): |V_c s_c|
         pivot[:, at] = np.take_along_axis(v, top := magnitude.argmax(axis=-1)[..., None], axis=-1)[..., 0]
-        np.put_along_axis(magnitude, top, -1.0, axis=-1)
+        np.put_along_axis(magnitude, top, -np.inf, axis=-1)
         runner_up[:, at] = magnitude.max(axis=-1)  # the largest magnitude after the pivot's
     sign = np.where(pivot < 0, -1.0, 1.0).reshape(shape)
     s, j = np.nonzero(((runner_up >= np.abs(pivot) - 2 * margin) | (np.abs(pivot) <= margin)).reshape(shape).any(-1))

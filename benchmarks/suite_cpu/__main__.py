@@ -31,6 +31,11 @@ def run_suite(log: Path, pytest_args: list[str]) -> tuple[int, float, float]:
     return status, time.monotonic() - began, cpu
 
 
+def read_log(log: Path) -> list[dict]:
+    """The records of a log: one JSON object a line."""
+    return [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+
+
 def tables(records: list[dict]) -> str:
     """CPU-s and process counts by kind, then by the test file that started them (the xdist workers' own CPU, the
     tests run in them, is theirs, not a file's)."""
@@ -60,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.report:
         if args.log is None or not args.log.is_file():
             parser.error("--report needs --log FILE, a log that a run wrote")
-        print(tables([json.loads(line) for line in args.log.read_text(encoding="utf-8").splitlines()]))
+        print(tables(read_log(args.log)))
         return 0
     log = args.log
     if log is None:
@@ -70,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     log.write_text("", encoding="utf-8")
     status, wall, cpu = run_suite(log, args.pytest_args)
     print(f"\npytest exited {status} after {wall:.1f} s of wall time and {cpu:.1f} CPU-s (every process it started)")
-    print(tables([json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]))
+    print(tables(read_log(log)))
     print(f"\nthe log: {log}")
     return status
 
